@@ -1,0 +1,205 @@
+//! Reading nodes and pods from YAML or JSON text.
+//!
+//! Accepts what people have at hand: one object per document
+//! (multi-document YAML separated by `---`), a `List` as
+//! `kubectl get nodes,pods -o yaml` prints it, or a typed `NodeList`/`PodList`
+//! as the API server returns it. JSON is read by the same path (it is YAML).
+//! Objects of other kinds are reported in [`Objects::ignored`], never dropped
+//! silently.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Nodes and pods read from a document stream, in the order they appear.
+#[derive(Debug, Default, Clone)]
+pub struct Objects {
+    /// Every `Node` found.
+    pub nodes: Vec<Node>,
+    /// Every `Pod` found; pods without a namespace get `default`.
+    pub pods: Vec<Pod>,
+    /// `kind/name` of objects of other kinds, which were skipped.
+    pub ignored: Vec<String>,
+}
+
+impl Objects {
+    /// Appends everything from `other`.
+    pub fn extend(&mut self, other: Objects) {
+        self.nodes.extend(other.nodes);
+        self.pods.extend(other.pods);
+        self.ignored.extend(other.ignored);
+    }
+}
+
+/// Why a document stream could not be read. The message names the document
+/// (1-based), the list item if any, and the object.
+#[derive(Debug, thiserror::Error)]
+#[error("document {doc}{item}: {reason}", item = .item.map(|i| format!(", item {i}")).unwrap_or_default())]
+pub struct FixtureError {
+    /// 1-based index of the YAML document.
+    pub doc: usize,
+    /// 0-based index inside a `List`'s `items`, when the error is in one.
+    pub item: Option<usize>,
+    /// What is wrong.
+    pub reason: String,
+}
+
+/// Parses nodes and pods from YAML or JSON text.
+///
+/// # Example
+/// ```
+/// let objs = wasmsched_core::fixture::parse_objects(r#"
+/// apiVersion: v1
+/// kind: Node
+/// metadata: {name: n1}
+/// ---
+/// apiVersion: v1
+/// kind: Pod
+/// metadata: {name: p1}
+/// spec: {containers: [{name: c, image: nginx}]}
+/// "#).unwrap();
+/// assert_eq!(objs.nodes.len(), 1);
+/// assert_eq!(objs.pods[0].metadata.namespace.as_deref(), Some("default"));
+/// ```
+pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
+    let mut out = Objects::default();
+    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let doc_no = i + 1;
+        let value = Value::deserialize(doc).map_err(|e| FixtureError {
+            doc: doc_no,
+            item: None,
+            reason: format!("not valid YAML or JSON: {e}"),
+        })?;
+        if value.is_null() {
+            continue; // empty document, e.g. a trailing `---`
+        }
+        let kind = value
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if kind.ends_with("List") {
+            let item_kind = kind.strip_suffix("List").unwrap_or_default();
+            let items = match value.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                Some(Value::Null) | None => Vec::new(),
+                Some(_) => {
+                    return Err(FixtureError {
+                        doc: doc_no,
+                        item: None,
+                        reason: format!("{kind}: `items` is not a list"),
+                    });
+                }
+            };
+            for (j, item) in items.into_iter().enumerate() {
+                add_object(&mut out, item, item_kind).map_err(|reason| FixtureError {
+                    doc: doc_no,
+                    item: Some(j),
+                    reason,
+                })?;
+            }
+        } else {
+            add_object(&mut out, value, "").map_err(|reason| FixtureError {
+                doc: doc_no,
+                item: None,
+                reason,
+            })?;
+        }
+    }
+    Ok(out)
+}
+
+fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result<(), String> {
+    let kind = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| default_kind.to_owned());
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if kind.is_empty() {
+        return Err(format!("object {name:?} has no `kind`"));
+    }
+    if kind != "Node" && kind != "Pod" {
+        out.ignored.push(format!("{kind}/{name}"));
+        return Ok(());
+    }
+    if name.is_empty() {
+        return Err(format!("{kind} has no metadata.name"));
+    }
+    // Items of a typed list (PodList) carry no apiVersion/kind of their own.
+    if let Value::Object(map) = &mut value {
+        map.entry("apiVersion").or_insert_with(|| Value::from("v1"));
+        map.entry("kind").or_insert_with(|| Value::from(kind.clone()));
+    }
+    if kind == "Node" {
+        let node: Node = from_value(value).map_err(|e| format!("Node {name}: {e}"))?;
+        out.nodes.push(node);
+    } else {
+        let mut pod: Pod = from_value(value).map_err(|e| format!("Pod {name}: {e}"))?;
+        pod.metadata
+            .namespace
+            .get_or_insert_with(|| "default".to_owned());
+        out.pods.push(pod);
+    }
+    Ok(())
+}
+
+/// Deserializes with the path of the offending field in the error
+/// (`spec.containers[0].resources.requests: invalid type ...`).
+fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_kubectl_list_and_typed_lists() {
+        let text = r#"
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: a}
+- apiVersion: v1
+  kind: Service
+  metadata: {name: svc}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: p, namespace: ns}
+  spec: {containers: [{name: c}]}
+---
+{"kind": "PodList", "apiVersion": "v1", "items": [{"metadata": {"name": "q"}, "spec": {"containers": []}}]}
+---
+"#;
+        let objs = parse_objects(text).unwrap();
+        assert_eq!(objs.nodes.len(), 1);
+        assert_eq!(objs.pods.len(), 2);
+        assert_eq!(objs.pods[1].metadata.name.as_deref(), Some("q"));
+        assert_eq!(objs.ignored, vec!["Service/svc".to_owned()]);
+    }
+
+    #[test]
+    fn errors_name_document_item_and_field() {
+        let text = "kind: Node\nmetadata: {name: a}\n---\nkind: List\nitems:\n- kind: Pod\n  metadata: {name: p}\n  spec: {containers: 5}\n";
+        let err = parse_objects(text).unwrap_err().to_string();
+        assert!(err.starts_with("document 2, item 0: Pod p: spec.containers"), "{err}");
+        let err = parse_objects("kind: Pod\nmetadata: {}\n").unwrap_err().to_string();
+        assert_eq!(err, "document 1: Pod has no metadata.name");
+        let err = parse_objects("a: [").unwrap_err().to_string();
+        assert!(err.starts_with("document 1: not valid YAML or JSON"), "{err}");
+    }
+}

@@ -1,0 +1,2 @@
+//! The scheduling engine of wasmsched.
+pub mod fixture;
