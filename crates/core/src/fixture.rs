@@ -151,14 +151,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
 /// Deserializes with the path of the offending field in the error
 /// (`spec.containers[0].resources.requests: invalid type ...`).
 fn from_value<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })
+    serde_path_to_error::deserialize(value).map_err(crate::path_error)
 }
 
 #[cfg(test)]

@@ -1,0 +1,319 @@
+//! The scheduling framework: extension points, statuses, the per-cycle
+//! state, and one scheduling cycle (PreFilter → Filter → PostFilter →
+//! PreScore → Score → NormalizeScore → select → Reserve) with node sampling
+//! and parallel filtering and scoring over node chunks.
+
+mod cycle;
+mod status;
+
+pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
+pub use status::{Code, Status};
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::cache::Snapshot;
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+
+/// The highest score a plugin may give a node (after NormalizeScore).
+pub const MAX_NODE_SCORE: i64 = 100;
+/// The lowest score.
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// A set of extension points, as a plugin declares which it implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Points(u8);
+
+impl Points {
+    /// PreFilter.
+    pub const PRE_FILTER: Points = Points(1);
+    /// Filter.
+    pub const FILTER: Points = Points(2);
+    /// PostFilter.
+    pub const POST_FILTER: Points = Points(4);
+    /// PreScore.
+    pub const PRE_SCORE: Points = Points(8);
+    /// Score (with NormalizeScore).
+    pub const SCORE: Points = Points(16);
+    /// Reserve/Unreserve.
+    pub const RESERVE: Points = Points(32);
+    /// None.
+    pub const NONE: Points = Points(0);
+
+    /// Whether every point of `other` is in `self`.
+    pub const fn contains(self, other: Points) -> bool {
+        self.0 & other.0 == other.0 && other.0 != 0
+    }
+
+    /// The union.
+    pub const fn with(self, other: Points) -> Points {
+        Points(self.0 | other.0)
+    }
+
+    /// The extension point names in this set, in kube-scheduler's words.
+    pub fn names(self) -> Vec<&'static str> {
+        [
+            (Self::PRE_FILTER, "PreFilter"),
+            (Self::FILTER, "Filter"),
+            (Self::POST_FILTER, "PostFilter"),
+            (Self::PRE_SCORE, "PreScore"),
+            (Self::SCORE, "Score"),
+            (Self::RESERVE, "Reserve"),
+        ]
+        .into_iter()
+        .filter(|(p, _)| self.contains(*p))
+        .map(|(_, n)| n)
+        .collect()
+    }
+}
+
+impl std::ops::BitOr for Points {
+    type Output = Points;
+    fn bitor(self, rhs: Points) -> Points {
+        self.with(rhs)
+    }
+}
+
+/// Data one scheduling cycle shares between its plugins and extension
+/// points. Plugins store what they compute in PreFilter/PreScore under their
+/// own name and read it back in Filter/Score.
+#[derive(Default)]
+pub struct CycleState {
+    data: HashMap<String, Box<dyn Any + Send + Sync>>,
+    /// Number of nodes in the snapshot.
+    pub total_nodes: usize,
+    /// Image name → number of nodes holding it, from the snapshot.
+    pub image_nodes: Arc<HashMap<String, usize>>,
+    skip_filter: Vec<bool>,
+    skip_score: Vec<bool>,
+}
+
+impl std::fmt::Debug for CycleState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CycleState")
+            .field("keys", &self.data.keys().collect::<Vec<_>>())
+            .field("total_nodes", &self.total_nodes)
+            .finish()
+    }
+}
+
+impl CycleState {
+    /// Stores a value under `key` (by convention the plugin's name).
+    pub fn write<T: Any + Send + Sync>(&mut self, key: &str, value: T) {
+        self.data.insert(key.to_owned(), Box::new(value));
+    }
+
+    /// Reads a value stored under `key`, if it has type `T`.
+    pub fn read<T: Any + Send + Sync>(&self, key: &str) -> Option<&T> {
+        self.data.get(key).and_then(|b| b.downcast_ref())
+    }
+}
+
+/// A scheduling plugin: built in (Rust) or loaded from WebAssembly.
+///
+/// Every extension point has a default that does nothing, so a plugin
+/// implements what it declares in [`Plugin::points`]. The `*_nodes` methods
+/// are the batch forms the framework calls (one call per chunk of nodes);
+/// their defaults call the per-node method, and plugins whose calls are
+/// costly (WebAssembly) override them to cross the boundary once per chunk.
+pub trait Plugin: Send + Sync {
+    /// The plugin's name, as the configuration refers to it.
+    fn name(&self) -> &str;
+
+    /// The extension points it implements.
+    fn points(&self) -> Points;
+
+    /// PreFilter: once per cycle before Filter. `Skip` skips this plugin's
+    /// Filter for the cycle; `Unschedulable` rejects the pod on every node.
+    fn pre_filter(&self, _state: &mut CycleState, _pod: &PodInfo, _snapshot: &Snapshot) -> Status {
+        Status::success()
+    }
+
+    /// Filter: whether the pod fits on the node.
+    fn filter(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeInfo) -> Status {
+        Status::success()
+    }
+
+    /// Filter over a chunk of nodes: pushes exactly one status per node.
+    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut Vec<Status>) {
+        out.extend(nodes.iter().map(|n| self.filter(state, pod, n)));
+    }
+
+    /// PostFilter: called when no node is feasible. A success means the
+    /// plugin made room (the pod is retried); a message on a non-success
+    /// status is added to the failure explanation.
+    fn post_filter(&self, _state: &CycleState, _pod: &PodInfo, _diagnosis: &Diagnosis) -> Status {
+        Status::new(Code::Unschedulable, Vec::new())
+    }
+
+    /// PreScore: once per cycle with the feasible nodes. `Skip` skips this
+    /// plugin's Score for the cycle.
+    fn pre_score(&self, _state: &mut CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo]) -> Status {
+        Status::success()
+    }
+
+    /// Score: a raw score for the node (0–100 unless NormalizeScore maps it).
+    fn score(&self, _state: &CycleState, _pod: &PodInfo, _node: &NodeInfo) -> Result<i64, Status> {
+        Ok(0)
+    }
+
+    /// Score over a chunk of nodes: writes one score per node into `out`.
+    fn score_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut [i64]) -> Result<(), Status> {
+        for (o, n) in out.iter_mut().zip(nodes) {
+            *o = self.score(state, pod, n)?;
+        }
+        Ok(())
+    }
+
+    /// NormalizeScore: maps the raw scores of all feasible nodes into 0–100.
+    fn normalize_scores(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
+
+    /// Reserve: the pod is about to be assumed on `node`.
+    fn reserve(&self, _state: &mut CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        Status::success()
+    }
+
+    /// Unreserve: undo Reserve (a later step failed).
+    fn unreserve(&self, _state: &mut CycleState, _pod: &PodInfo, _node: &str) {}
+}
+
+/// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest
+/// becomes `MAX_NODE_SCORE`; with `reverse`, the highest becomes 0.
+pub fn default_normalize_score(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = MAX_NODE_SCORE);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        *s = MAX_NODE_SCORE * *s / max;
+        if reverse {
+            *s = MAX_NODE_SCORE - *s;
+        }
+    }
+}
+
+/// A plugin enabled at an extension point, with its score weight.
+#[derive(Clone)]
+pub struct Enabled {
+    /// The plugin.
+    pub plugin: Arc<dyn Plugin>,
+    /// Score weight (1 unless configured).
+    pub weight: i64,
+}
+
+impl std::fmt::Debug for Enabled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}(weight {})", self.plugin.name(), self.weight)
+    }
+}
+
+/// One profile's plugins per extension point, in order, and its settings.
+#[derive(Debug, Clone)]
+pub struct Framework {
+    /// The profile's `schedulerName`.
+    pub profile: String,
+    /// PreFilter plugins.
+    pub pre_filter: Vec<Enabled>,
+    /// Filter plugins, in the order they run.
+    pub filter: Vec<Enabled>,
+    /// PostFilter plugins.
+    pub post_filter: Vec<Enabled>,
+    /// PreScore plugins.
+    pub pre_score: Vec<Enabled>,
+    /// Score plugins with their weights.
+    pub score: Vec<Enabled>,
+    /// Reserve plugins.
+    pub reserve: Vec<Enabled>,
+    /// `percentageOfNodesToScore`: 0 means kube-scheduler's adaptive default.
+    pub percentage_of_nodes_to_score: u32,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+/// kube-scheduler's minimum number of feasible nodes to find.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube-scheduler's minimum adaptive percentage.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+
+/// How many feasible nodes a cycle looks for before it stops filtering, as
+/// kube-scheduler's `numFeasibleNodesToFind`: all nodes below 100; else the
+/// configured percentage, or adaptively `50 - nodes/125` percent (at least
+/// 5%), and never fewer than 100.
+pub fn num_feasible_nodes_to_find(percentage: u32, all: usize) -> usize {
+    if all < MIN_FEASIBLE_NODES_TO_FIND || percentage >= 100 {
+        return all;
+    }
+    let mut pct = i64::from(percentage);
+    if pct == 0 {
+        pct = (50 - all as i64 / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let n = (all as i64 * pct / 100) as usize;
+    n.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+impl Framework {
+    /// An empty framework for `profile`.
+    pub fn new(profile: impl Into<String>) -> Self {
+        Framework {
+            profile: profile.into(),
+            pre_filter: Vec::new(),
+            filter: Vec::new(),
+            post_filter: Vec::new(),
+            pre_score: Vec::new(),
+            score: Vec::new(),
+            reserve: Vec::new(),
+            percentage_of_nodes_to_score: 0,
+            pool: None,
+        }
+    }
+
+    /// Runs filter and score on `parallelism` worker threads (1: inline).
+    pub fn with_parallelism(mut self, parallelism: usize) -> Self {
+        self.pool = (parallelism > 1).then(|| {
+            Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(parallelism)
+                    .thread_name(|i| format!("sched-worker-{i}"))
+                    .build()
+                    .expect("cannot start scheduler worker threads"),
+            )
+        });
+        self
+    }
+
+    /// Shares a worker pool (profiles of one scheduler share theirs).
+    pub fn with_pool(mut self, pool: Option<Arc<rayon::ThreadPool>>) -> Self {
+        self.pool = pool;
+        self
+    }
+
+    /// The worker pool, if filtering and scoring run in parallel.
+    pub fn pool(&self) -> Option<&Arc<rayon::ThreadPool>> {
+        self.pool.as_ref()
+    }
+
+    /// Every distinct plugin of this profile.
+    pub fn plugins(&self) -> Vec<Arc<dyn Plugin>> {
+        let mut seen: Vec<Arc<dyn Plugin>> = Vec::new();
+        for e in self
+            .pre_filter
+            .iter()
+            .chain(&self.filter)
+            .chain(&self.post_filter)
+            .chain(&self.pre_score)
+            .chain(&self.score)
+            .chain(&self.reserve)
+        {
+            if !seen.iter().any(|p| p.name() == e.plugin.name()) {
+                seen.push(e.plugin.clone());
+            }
+        }
+        seen
+    }
+}

@@ -1,0 +1,555 @@
+//! One scheduling cycle for one pod.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use rayon::prelude::*;
+
+use super::{Code, CycleState, Enabled, Framework, MAX_NODE_SCORE, MIN_NODE_SCORE, Status, num_feasible_nodes_to_find};
+use crate::cache::Snapshot;
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+use crate::rng::Rng;
+
+/// Below this many nodes a block is filtered or scored on the calling
+/// thread: handing work to the pool costs more than it saves.
+const PARALLEL_THRESHOLD: usize = 128;
+
+/// The outcome of a successful cycle.
+#[derive(Debug, Clone)]
+pub struct ScheduleResult {
+    /// The selected node.
+    pub node: String,
+    /// Nodes the filters examined (sampling stops early).
+    pub evaluated_nodes: usize,
+    /// Feasible nodes found.
+    pub feasible_nodes: usize,
+    /// Per-node verdicts and scores, when asked for.
+    pub explanation: Option<Explanation>,
+}
+
+/// Why a cycle did not place the pod.
+#[derive(Debug, Clone)]
+pub enum ScheduleError {
+    /// The cluster has no nodes.
+    NoNodes,
+    /// No node is feasible.
+    Unschedulable(Box<FitError>),
+    /// A plugin failed; the pod is retried with backoff.
+    Error(String),
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleError::NoNodes => f.write_str("no nodes available to schedule pods"),
+            ScheduleError::Unschedulable(e) => e.fmt(f),
+            ScheduleError::Error(e) => f.write_str(e),
+        }
+    }
+}
+
+/// What the filters said about each node of a pod that fits nowhere.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnosis {
+    /// Each rejected node with the status of the first plugin that rejected it.
+    pub node_statuses: Vec<(String, Status)>,
+    /// The PreFilter message, when a PreFilter plugin rejected the pod.
+    pub pre_filter_msg: Option<String>,
+    /// What PostFilter plugins said.
+    pub post_filter_msg: Option<String>,
+    /// Plugins that rejected at least one node.
+    pub unschedulable_plugins: Vec<String>,
+}
+
+/// No node is feasible: kube-scheduler's `FitError`.
+#[derive(Debug, Clone)]
+pub struct FitError {
+    /// Nodes in the snapshot.
+    pub num_all_nodes: usize,
+    /// Per-node reasons.
+    pub diagnosis: Diagnosis,
+    /// Per-node verdicts, when asked for.
+    pub explanation: Option<Explanation>,
+}
+
+impl FitError {
+    /// Reason → number of nodes, as counted for the message.
+    pub fn histogram(&self) -> BTreeMap<String, usize> {
+        let mut h = BTreeMap::new();
+        for (_, st) in &self.diagnosis.node_statuses {
+            for r in st.reasons() {
+                *h.entry(r.to_owned()).or_insert(0) += 1;
+            }
+        }
+        h
+    }
+}
+
+impl fmt::Display for FitError {
+    /// kube-scheduler's wording: `0/5 nodes are available: 2 Insufficient
+    /// cpu, 3 node(s) had untolerated taint {dedicated: gpu}.`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
+        if let Some(msg) = &self.diagnosis.pre_filter_msg {
+            write!(f, " {msg}.")?;
+        } else {
+            let mut reasons: Vec<String> = self.histogram().into_iter().map(|(r, n)| format!("{n} {r}")).collect();
+            reasons.sort();
+            if !reasons.is_empty() {
+                write!(f, " {}.", reasons.join(", "))?;
+            }
+        }
+        if let Some(msg) = &self.diagnosis.post_filter_msg {
+            write!(f, " {msg}.")?;
+        }
+        Ok(())
+    }
+}
+
+/// Every plugin's verdict and score for each evaluated node.
+#[derive(Debug, Clone, Default)]
+pub struct Explanation {
+    /// Filter plugins in the order they ran.
+    pub filters: Vec<String>,
+    /// Score plugins with their weights.
+    pub scores: Vec<(String, i64)>,
+    /// How many nodes the cycle wanted to find (sampling).
+    pub nodes_to_find: usize,
+    /// Evaluated nodes, in evaluation order.
+    pub nodes: Vec<NodeExplanation>,
+}
+
+/// One node in an [`Explanation`].
+#[derive(Debug, Clone)]
+pub struct NodeExplanation {
+    /// Node name.
+    pub node: String,
+    /// The rejecting status (with its plugin), or `None` if feasible.
+    pub rejected: Option<Status>,
+    /// Scores by plugin (empty if rejected, or if scoring was not needed).
+    pub scores: Vec<PluginScore>,
+    /// Weighted total.
+    pub total: Option<i64>,
+    /// Whether this node was selected.
+    pub selected: bool,
+}
+
+/// One plugin's score for one node.
+#[derive(Debug, Clone)]
+pub struct PluginScore {
+    /// Plugin name.
+    pub plugin: String,
+    /// Score before NormalizeScore; `None` if the plugin skipped the pod.
+    pub raw: Option<i64>,
+    /// Score after NormalizeScore.
+    pub normalized: i64,
+    /// Normalized score times weight.
+    pub weighted: i64,
+}
+
+type Verdict = Option<(usize, Status)>;
+
+impl Framework {
+    /// Runs one scheduling cycle for `pod` on `snapshot`: PreFilter, Filter
+    /// over a sample of nodes starting at `*next_start` (advanced like
+    /// kube-scheduler's `nextStartNodeIndex`), PostFilter if nothing fits,
+    /// PreScore, Score, NormalizeScore, weighting, and selection of the best
+    /// node (ties broken by `rng`). Reserve is run separately, by whoever
+    /// assumes the pod.
+    pub fn schedule(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        next_start: &mut usize,
+        rng: &mut Rng,
+        explain: bool,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = snapshot.len();
+        if all == 0 {
+            return Err(ScheduleError::NoNodes);
+        }
+        state.total_nodes = all;
+        state.image_nodes = snapshot.image_nodes.clone();
+        state.skip_filter = vec![false; self.filter.len()];
+        state.skip_score = vec![false; self.score.len()];
+
+        // PreFilter
+        for e in &self.pre_filter {
+            let name = e.plugin.name();
+            let st = e.plugin.pre_filter(state, pod, snapshot);
+            match st.code() {
+                Code::Success => {}
+                Code::Skip => {
+                    for (i, f) in self.filter.iter().enumerate() {
+                        if f.plugin.name() == name {
+                            state.skip_filter[i] = true;
+                        }
+                    }
+                }
+                Code::Error => {
+                    return Err(ScheduleError::Error(format!("running PreFilter plugin {name:?}: {}", st.message())));
+                }
+                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                    let st = st.with_plugin(name.to_owned());
+                    let diagnosis = Diagnosis {
+                        node_statuses: snapshot.nodes.iter().map(|n| (n.name().to_owned(), st.clone())).collect(),
+                        pre_filter_msg: Some(st.message()),
+                        post_filter_msg: None,
+                        unschedulable_plugins: vec![name.to_owned()],
+                    };
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                        num_all_nodes: all,
+                        diagnosis,
+                        explanation: None,
+                    })));
+                }
+            }
+        }
+
+        // Filter
+        let want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, all);
+        let start = *next_start;
+        let (feasible, rejected, processed) = self.find_feasible(state, pod, snapshot, start, want)?;
+        *next_start = (start + processed) % all;
+
+        let mut explanation = explain.then(|| Explanation {
+            filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
+            scores: self.score.iter().map(|e| (e.plugin.name().to_owned(), e.weight)).collect(),
+            nodes_to_find: want,
+            nodes: Vec::new(),
+        });
+        if let Some(x) = &mut explanation {
+            // Evaluation order: rejected and feasible nodes interleave by position.
+            let mut evaluated: Vec<(usize, Option<Status>)> = rejected
+                .iter()
+                .map(|(i, st)| (*i, Some(st.clone())))
+                .chain(feasible.iter().map(|&i| (i, None)))
+                .collect();
+            evaluated.sort_by_key(|(i, _)| (i + all - start) % all);
+            x.nodes = evaluated
+                .into_iter()
+                .map(|(i, rejected)| NodeExplanation {
+                    node: snapshot.nodes[i].name().to_owned(),
+                    rejected,
+                    scores: Vec::new(),
+                    total: None,
+                    selected: false,
+                })
+                .collect();
+        }
+
+        if feasible.is_empty() {
+            let mut unschedulable_plugins: Vec<String> = Vec::new();
+            let node_statuses: Vec<(String, Status)> = rejected
+                .into_iter()
+                .map(|(i, st)| {
+                    let p = st.plugin().unwrap_or_default().to_owned();
+                    if !unschedulable_plugins.contains(&p) {
+                        unschedulable_plugins.push(p);
+                    }
+                    (snapshot.nodes[i].name().to_owned(), st)
+                })
+                .collect();
+            let mut diagnosis = Diagnosis { node_statuses, pre_filter_msg: None, post_filter_msg: None, unschedulable_plugins };
+            // PostFilter
+            for e in &self.post_filter {
+                let st = e.plugin.post_filter(state, pod, &diagnosis);
+                if st.is_success() {
+                    break;
+                }
+                let msg = st.message();
+                if !msg.is_empty() {
+                    diagnosis.post_filter_msg = Some(msg);
+                }
+            }
+            return Err(ScheduleError::Unschedulable(Box::new(FitError { num_all_nodes: all, diagnosis, explanation })));
+        }
+
+        let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| &*snapshot.nodes[i]).collect();
+        if nodes.len() == 1 && !explain {
+            return Ok(ScheduleResult {
+                node: nodes[0].name().to_owned(),
+                evaluated_nodes: processed,
+                feasible_nodes: 1,
+                explanation: None,
+            });
+        }
+
+        // PreScore
+        for e in &self.pre_score {
+            let name = e.plugin.name();
+            let st = e.plugin.pre_score(state, pod, &nodes);
+            match st.code() {
+                Code::Success => {}
+                Code::Skip => {
+                    for (i, s) in self.score.iter().enumerate() {
+                        if s.plugin.name() == name {
+                            state.skip_score[i] = true;
+                        }
+                    }
+                }
+                _ => {
+                    return Err(ScheduleError::Error(format!("running PreScore plugin {name:?}: {}", st.message())));
+                }
+            }
+        }
+
+        // Score, NormalizeScore, weights
+        let p = self.score.len();
+        let raw = self.score_all(state, pod, &nodes)?;
+        let mut totals = vec![0i64; nodes.len()];
+        let mut column = vec![0i64; nodes.len()];
+        let mut per_plugin: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
+        for (j, e) in self.score.iter().enumerate() {
+            if state.skip_score[j] {
+                if explain {
+                    per_plugin.push((Vec::new(), Vec::new()));
+                }
+                continue;
+            }
+            for (k, c) in column.iter_mut().enumerate() {
+                *c = raw[k * p + j];
+            }
+            let before = if explain { column.clone() } else { Vec::new() };
+            let st = e.plugin.normalize_scores(state, pod, &mut column);
+            if !st.is_success() {
+                return Err(ScheduleError::Error(format!("running NormalizeScore of plugin {:?}: {}", e.plugin.name(), st.message())));
+            }
+            for (k, &s) in column.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s) {
+                    return Err(ScheduleError::Error(format!(
+                        "plugin {:?} returns an invalid score {s} for node {:?}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        e.plugin.name(),
+                        nodes[k].name()
+                    )));
+                }
+                totals[k] += s * e.weight;
+            }
+            if explain {
+                per_plugin.push((before, column.clone()));
+            }
+        }
+
+        // Select: highest total, ties uniformly at random (reservoir sampling).
+        let mut best = 0;
+        let mut ties = 1u64;
+        for k in 1..totals.len() {
+            if totals[k] > totals[best] {
+                best = k;
+                ties = 1;
+            } else if totals[k] == totals[best] {
+                ties += 1;
+                if rng.below(ties) == 0 {
+                    best = k;
+                }
+            }
+        }
+
+        if let Some(x) = &mut explanation {
+            let by_name: std::collections::HashMap<&str, usize> =
+                nodes.iter().enumerate().map(|(k, n)| (n.name(), k)).collect();
+            for ne in &mut x.nodes {
+                let Some(&k) = by_name.get(ne.node.as_str()) else { continue };
+                ne.total = Some(totals[k]);
+                ne.selected = k == best;
+                ne.scores = self
+                    .score
+                    .iter()
+                    .zip(&per_plugin)
+                    .map(|(e, (before, after))| PluginScore {
+                        plugin: e.plugin.name().to_owned(),
+                        raw: before.get(k).copied(),
+                        normalized: after.get(k).copied().unwrap_or(0),
+                        weighted: after.get(k).copied().unwrap_or(0) * e.weight,
+                    })
+                    .collect();
+            }
+        }
+
+        Ok(ScheduleResult {
+            node: nodes[best].name().to_owned(),
+            evaluated_nodes: processed,
+            feasible_nodes: nodes.len(),
+            explanation,
+        })
+    }
+
+    /// Runs the Reserve plugins; on failure, Unreserve runs for those that
+    /// reserved, in reverse order.
+    pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        for (i, e) in self.reserve.iter().enumerate() {
+            let st = e.plugin.reserve(state, pod, node);
+            if !st.is_success() {
+                for e in self.reserve[..=i].iter().rev() {
+                    e.plugin.unreserve(state, pod, node);
+                }
+                return st.with_plugin(e.plugin.name().to_owned());
+            }
+        }
+        Status::success()
+    }
+
+    /// Runs Unreserve on every Reserve plugin, in reverse order.
+    pub fn run_unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        for e in self.reserve.iter().rev() {
+            e.plugin.unreserve(state, pod, node);
+        }
+    }
+
+    /// Filters nodes from `start` until `want` are feasible or all were
+    /// examined. Returns feasible node indices in order, rejected ones with
+    /// their status, and how many nodes were processed.
+    fn find_feasible(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        start: usize,
+        want: usize,
+    ) -> Result<(Vec<usize>, Vec<(usize, Status)>, usize), ScheduleError> {
+        let all = snapshot.len();
+        let filters: Vec<(usize, &Enabled)> =
+            self.filter.iter().enumerate().filter(|(i, _)| !state.skip_filter[*i]).collect();
+        let mut feasible = Vec::with_capacity(want.min(all));
+        let mut rejected = Vec::new();
+        let mut pos = 0;
+        let mut processed = 0;
+        while pos < all && feasible.len() < want {
+            let need = want - feasible.len();
+            let block = if pos == 0 || feasible.is_empty() {
+                if pos == 0 { need } else { all - pos }
+            } else {
+                // Size the next block by the feasibility rate seen so far.
+                let rate = feasible.len() as f64 / pos as f64;
+                (need as f64 / rate * 1.2) as usize + 16
+            }
+            .min(all - pos);
+            let verdicts = self.filter_block(state, pod, snapshot, (start + pos) % all, block, &filters);
+            for (k, v) in verdicts.into_iter().enumerate() {
+                let idx = (start + pos + k) % all;
+                match v {
+                    None => feasible.push(idx),
+                    Some((fi, st)) => {
+                        if st.code() == Code::Error || !st.is_rejected() {
+                            return Err(ScheduleError::Error(format!(
+                                "running Filter plugin {:?} on node {:?}: {}",
+                                self.filter[fi].plugin.name(),
+                                snapshot.nodes[idx].name(),
+                                st.message()
+                            )));
+                        }
+                        let name = self.filter[fi].plugin.name().to_owned();
+                        rejected.push((idx, st.with_plugin(name)));
+                    }
+                }
+                processed = pos + k + 1;
+                if feasible.len() == want {
+                    break;
+                }
+            }
+            pos += block;
+        }
+        Ok((feasible, rejected, processed))
+    }
+
+    /// Filters `len` nodes from `from` (wrapping), in parallel chunks when
+    /// worth it. One verdict per node: `None` if feasible, else the index of
+    /// the first rejecting filter and its status.
+    fn filter_block(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        from: usize,
+        len: usize,
+        filters: &[(usize, &Enabled)],
+    ) -> Vec<Verdict> {
+        let all = snapshot.len();
+        let mut verdicts: Vec<Verdict> = vec![None; len];
+        let run = |offset: usize, out: &mut [Verdict]| {
+            let nodes: Vec<&NodeInfo> = (0..out.len()).map(|k| &*snapshot.nodes[(from + offset + k) % all]).collect();
+            filter_chunk(state, pod, &nodes, filters, out);
+        };
+        match &self.pool {
+            Some(pool) if len >= PARALLEL_THRESHOLD => {
+                let chunk = len.div_ceil(pool.current_num_threads() * 4).max(32);
+                pool.install(|| {
+                    verdicts.par_chunks_mut(chunk).enumerate().for_each(|(c, out)| run(c * chunk, out));
+                });
+            }
+            _ => run(0, &mut verdicts),
+        }
+        verdicts
+    }
+
+    /// Raw scores, node-major (`nodes.len() × score plugins`).
+    fn score_all(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<Vec<i64>, ScheduleError> {
+        let p = self.score.len();
+        let mut raw = vec![0i64; nodes.len() * p];
+        if p == 0 {
+            return Ok(raw);
+        }
+        let run = |offset: usize, out: &mut [i64]| -> Result<(), ScheduleError> {
+            let chunk_nodes = &nodes[offset..offset + out.len() / p];
+            let mut col = vec![0i64; chunk_nodes.len()];
+            for (j, e) in self.score.iter().enumerate() {
+                if state.skip_score[j] {
+                    continue;
+                }
+                e.plugin.score_nodes(state, pod, chunk_nodes, &mut col).map_err(|st| {
+                    ScheduleError::Error(format!("running Score plugin {:?}: {}", e.plugin.name(), st.message()))
+                })?;
+                for (k, v) in col.iter().enumerate() {
+                    out[k * p + j] = *v;
+                }
+            }
+            Ok(())
+        };
+        match &self.pool {
+            Some(pool) if nodes.len() >= PARALLEL_THRESHOLD => {
+                let chunk = nodes.len().div_ceil(pool.current_num_threads() * 4).max(32);
+                pool.install(|| raw.par_chunks_mut(chunk * p).enumerate().try_for_each(|(c, out)| run(c * chunk, out)))?;
+            }
+            _ => run(0, &mut raw)?,
+        }
+        Ok(raw)
+    }
+}
+
+/// Runs every filter over a chunk of nodes, each plugin once for the nodes
+/// that are still feasible, so a rejected node is counted under the first
+/// plugin that rejects it.
+fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters: &[(usize, &Enabled)], out: &mut [Verdict]) {
+    let mut alive: Vec<usize> = (0..nodes.len()).collect();
+    let mut batch: Vec<&NodeInfo> = Vec::with_capacity(nodes.len());
+    let mut statuses: Vec<Status> = Vec::with_capacity(nodes.len());
+    for &(fi, e) in filters {
+        batch.clear();
+        batch.extend(alive.iter().map(|&k| nodes[k]));
+        statuses.clear();
+        e.plugin.filter_nodes(state, pod, &batch, &mut statuses);
+        if statuses.len() != batch.len() {
+            let st = Status::error(format!("returned {} statuses for {} nodes", statuses.len(), batch.len()));
+            for &k in &alive {
+                out[k] = Some((fi, st.clone()));
+            }
+            return;
+        }
+        let mut keep = 0;
+        for (m, st) in statuses.drain(..).enumerate() {
+            let k = alive[m];
+            if st.is_success() || st.is_skip() {
+                alive[keep] = k;
+                keep += 1;
+            } else {
+                out[k] = Some((fi, st));
+            }
+        }
+        alive.truncate(keep);
+        if alive.is_empty() {
+            break;
+        }
+    }
+}

@@ -1,0 +1,214 @@
+//! Nodes as the scheduler sees them: the parsed, immutable part of the Node
+//! object ([`NodeData`]) and the usage of the pods on it ([`NodeInfo`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+
+use crate::pod::HostPort;
+use crate::resources::Resources;
+use crate::ModelError;
+
+/// The effect of a taint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaintEffect {
+    /// New pods that do not tolerate it are not scheduled here.
+    NoSchedule,
+    /// The scheduler tries to avoid the node.
+    PreferNoSchedule,
+    /// Like NoSchedule, and running pods are evicted.
+    NoExecute,
+}
+
+impl TaintEffect {
+    /// Parses the API string.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "NoSchedule" => Some(Self::NoSchedule),
+            "PreferNoSchedule" => Some(Self::PreferNoSchedule),
+            "NoExecute" => Some(Self::NoExecute),
+            _ => None,
+        }
+    }
+
+    /// The API string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NoSchedule => "NoSchedule",
+            Self::PreferNoSchedule => "PreferNoSchedule",
+            Self::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// A node taint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taint {
+    /// Taint key.
+    pub key: String,
+    /// Taint value (may be empty).
+    pub value: String,
+    /// Effect.
+    pub effect: TaintEffect,
+}
+
+/// The taint the node controller puts on cordoned nodes.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// The parsed, immutable part of a node: what changes only when the Node
+/// object changes. Shared (`Arc`) between the cache and snapshots.
+#[derive(Debug, Clone)]
+pub struct NodeData {
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.labels`.
+    pub labels: BTreeMap<String, String>,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// `spec.taints` with a known effect.
+    pub taints: Vec<Taint>,
+    /// `status.allocatable` (or `status.capacity` when allocatable is absent).
+    pub allocatable: Resources,
+    /// Image sizes by every name in `status.images[].names`.
+    pub images: HashMap<String, i64>,
+    /// The zone (`topology.kubernetes.io/zone`), used to spread sampling.
+    pub zone: String,
+    /// The object as received.
+    pub object: Arc<Node>,
+}
+
+impl NodeData {
+    /// Parses a Node. Quantities and taints are converted here, once.
+    pub fn from_node(node: &Node) -> Result<Self, ModelError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let object = format!("Node {name}");
+        if name.is_empty() {
+            return Err(ModelError::new("Node", "metadata.name", "is empty"));
+        }
+        let spec = node.spec.as_ref();
+        let status = node.status.as_ref();
+        let mut taints = Vec::new();
+        for (i, t) in spec.and_then(|s| s.taints.as_ref()).into_iter().flatten().enumerate() {
+            let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
+                ModelError::new(&object, format!("spec.taints[{i}].effect"), format!("unknown effect {:?}", t.effect))
+            })?;
+            taints.push(Taint {
+                key: t.key.clone(),
+                value: t.value.clone().unwrap_or_default(),
+                effect,
+            });
+        }
+        let allocatable = match status.and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref())) {
+            Some(list) => {
+                let field = if status.and_then(|s| s.allocatable.as_ref()).is_some() {
+                    "status.allocatable"
+                } else {
+                    "status.capacity"
+                };
+                Resources::from_list(list, &object, field)?
+            }
+            None => Resources::default(),
+        };
+        let mut images = HashMap::new();
+        for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
+            for n in img.names.iter().flatten() {
+                images.insert(n.clone(), img.size_bytes.unwrap_or(0));
+            }
+        }
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        let zone = labels
+            .get("topology.kubernetes.io/zone")
+            .or_else(|| labels.get("failure-domain.beta.kubernetes.io/zone"))
+            .cloned()
+            .unwrap_or_default();
+        Ok(NodeData {
+            name,
+            labels,
+            unschedulable: spec.and_then(|s| s.unschedulable).unwrap_or(false),
+            taints,
+            allocatable,
+            images,
+            zone,
+            object: Arc::new(node.clone()),
+        })
+    }
+}
+
+/// What the pods on a node use.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Sum of the pods' requests.
+    pub requested: Resources,
+    /// Sum of the pods' non-zero CPU requests (for scoring).
+    pub non_zero_milli_cpu: i64,
+    /// Sum of the pods' non-zero memory requests (for scoring).
+    pub non_zero_memory: i64,
+    /// Number of pods.
+    pub pods: i64,
+    /// Host ports in use.
+    pub ports: Vec<HostPort>,
+}
+
+/// A node and the usage of its pods, as one scheduling cycle sees it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    /// The parsed node.
+    pub node: Arc<NodeData>,
+    /// Usage by the pods bound or assumed on it.
+    pub usage: Usage,
+}
+
+impl NodeInfo {
+    /// The node's name.
+    #[inline]
+    pub fn name(&self) -> &str {
+        &self.node.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parses_node() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1"}},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {
+                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                "allocatable": {"cpu": "7500m", "memory": "30Gi", "pods": "110", "nvidia.com/gpu": "4"},
+                "images": [{"names": ["nginx:1.25", "docker.io/library/nginx:1.25"], "sizeBytes": 70000000}]
+            }
+        }))
+        .unwrap();
+        let d = NodeData::from_node(&node).unwrap();
+        assert_eq!(d.allocatable.milli_cpu, 7500);
+        assert_eq!(d.allocatable.pods, 110);
+        assert_eq!(d.allocatable.scalar_get("nvidia.com/gpu"), 4);
+        assert!(d.unschedulable);
+        assert_eq!(d.taints[0].effect, TaintEffect::NoSchedule);
+        assert_eq!(d.images.get("nginx:1.25"), Some(&70_000_000));
+        assert_eq!(d.zone, "z1");
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "many"}}
+        }))
+        .unwrap();
+        let e = NodeData::from_node(&node).unwrap_err().to_string();
+        assert_eq!(e, "Node n1: status.allocatable[cpu]: quantity \"many\" has no valid number");
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1"},
+            "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}
+        }))
+        .unwrap();
+        let e = NodeData::from_node(&node).unwrap_err().to_string();
+        assert_eq!(e, "Node n1: spec.taints[0].effect: unknown effect \"Sometimes\"");
+    }
+}

@@ -1,0 +1,195 @@
+//! Built-in plugins, one module each, with kube-scheduler's names and
+//! semantics, and the [`Registry`] that names every plugin a profile can use.
+
+pub mod image_locality;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_resources_balanced_allocation;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod taint_toleration;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use crate::framework::Plugin;
+
+/// Plugin names, as kube-scheduler spells them.
+pub mod names {
+    /// NodeName.
+    pub const NODE_NAME: &str = "NodeName";
+    /// NodeUnschedulable.
+    pub const NODE_UNSCHEDULABLE: &str = "NodeUnschedulable";
+    /// NodeResourcesFit.
+    pub const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
+    /// NodeResourcesBalancedAllocation.
+    pub const NODE_RESOURCES_BALANCED_ALLOCATION: &str = "NodeResourcesBalancedAllocation";
+    /// TaintToleration.
+    pub const TAINT_TOLERATION: &str = "TaintToleration";
+    /// NodeAffinity.
+    pub const NODE_AFFINITY: &str = "NodeAffinity";
+    /// NodePorts.
+    pub const NODE_PORTS: &str = "NodePorts";
+    /// ImageLocality.
+    pub const IMAGE_LOCALITY: &str = "ImageLocality";
+}
+
+/// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
+/// in kube-scheduler's order (which is the order filters run in), with their
+/// default score weights.
+pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
+    (names::NODE_UNSCHEDULABLE, 0),
+    (names::NODE_NAME, 0),
+    (names::TAINT_TOLERATION, 3),
+    (names::NODE_AFFINITY, 2),
+    (names::NODE_PORTS, 0),
+    (names::NODE_RESOURCES_FIT, 1),
+    (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+    (names::IMAGE_LOCALITY, 1),
+];
+
+/// kube-scheduler plugins that wasmsched does not implement. A configuration
+/// may disable them (configs written for kube-scheduler often do); enabling
+/// one is an error rather than a silent no-op. `PrioritySort` and
+/// `DefaultBinder` are what wasmsched always does.
+pub const KNOWN_UNSUPPORTED: &[&str] = &[
+    "SchedulingGates",
+    "PrioritySort",
+    "VolumeRestrictions",
+    "NodeVolumeLimits",
+    "VolumeBinding",
+    "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "DefaultPreemption",
+    "DefaultBinder",
+    "DynamicResources",
+];
+
+/// Builds a plugin from its `pluginConfig` args (`None` when none are given).
+pub type Factory = Arc<dyn Fn(Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
+
+/// Every plugin a profile can enable, by name. Starts with the built-ins;
+/// the WebAssembly host registers loaded plugins here too.
+#[derive(Clone)]
+pub struct Registry {
+    factories: BTreeMap<String, Factory>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.factories.keys()).finish()
+    }
+}
+
+/// Parses plugin args strictly (unknown fields are errors), defaulting when
+/// absent.
+pub fn parse_args<T: DeserializeOwned + Default>(args: Option<&serde_json::Value>) -> Result<T, String> {
+    match args {
+        None | Some(serde_json::Value::Null) => Ok(T::default()),
+        Some(v) => serde_path_to_error::deserialize(v).map_err(crate::path_error),
+    }
+}
+
+fn no_args<P: Plugin + Default + 'static>(name: &'static str) -> Factory {
+    Arc::new(move |args| {
+        match args {
+            None | Some(serde_json::Value::Null) => {}
+            Some(serde_json::Value::Object(m)) if m.is_empty() || m.keys().all(|k| k == "apiVersion" || k == "kind") => {}
+            Some(_) => return Err(format!("{name} takes no args")),
+        }
+        Ok(Arc::new(P::default()) as Arc<dyn Plugin>)
+    })
+}
+
+impl Registry {
+    /// The built-in plugins.
+    pub fn builtin() -> Self {
+        let mut r = Registry { factories: BTreeMap::new() };
+        r.register(names::NODE_NAME, no_args::<node_name::NodeName>(names::NODE_NAME));
+        r.register(names::NODE_UNSCHEDULABLE, no_args::<node_unschedulable::NodeUnschedulable>(names::NODE_UNSCHEDULABLE));
+        r.register(names::TAINT_TOLERATION, no_args::<taint_toleration::TaintToleration>(names::TAINT_TOLERATION));
+        r.register(names::NODE_PORTS, no_args::<node_ports::NodePorts>(names::NODE_PORTS));
+        r.register(names::IMAGE_LOCALITY, no_args::<image_locality::ImageLocality>(names::IMAGE_LOCALITY));
+        r.register(names::NODE_AFFINITY, Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)));
+        r.register(
+            names::NODE_RESOURCES_FIT,
+            Arc::new(|a| Ok(Arc::new(node_resources_fit::NodeResourcesFit::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::NODE_RESOURCES_BALANCED_ALLOCATION,
+            Arc::new(|a| {
+                Ok(Arc::new(node_resources_balanced_allocation::BalancedAllocation::new(parse_args(a)?)?) as _)
+            }),
+        );
+        r
+    }
+
+    /// Registers (or replaces) a plugin factory.
+    pub fn register(&mut self, name: impl Into<String>, factory: Factory) {
+        self.factories.insert(name.into(), factory);
+    }
+
+    /// The factory for `name`.
+    pub fn get(&self, name: &str) -> Option<&Factory> {
+        self.factories.get(name)
+    }
+
+    /// Every registered name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.factories.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testutil {
+    //! Builders for table-driven plugin tests.
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::{Value, json};
+
+    use crate::node::{NodeData, NodeInfo};
+    use crate::pod::PodInfo;
+
+    /// A pod from a JSON `spec`.
+    pub fn pod(spec: Value) -> PodInfo {
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})).unwrap();
+        PodInfo::from_pod(&p).unwrap()
+    }
+
+    /// A pod with one container requesting `cpu` and `mem`.
+    pub fn pod_req(cpu: &str, mem: &str) -> PodInfo {
+        pod(json!({"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}))
+    }
+
+    /// A node from JSON `metadata`, `spec`, `status` parts.
+    pub fn node(name: &str, labels: Value, spec: Value, allocatable: Value) -> NodeInfo {
+        let n: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+            "spec": spec,
+            "status": {"allocatable": allocatable}
+        }))
+        .unwrap();
+        NodeInfo { node: Arc::new(NodeData::from_node(&n).unwrap()), usage: Default::default() }
+    }
+
+    /// A node with `cpu`, `mem` and 110 pods allocatable.
+    pub fn node_alloc(name: &str, cpu: &str, mem: &str) -> NodeInfo {
+        node(name, json!({}), json!({}), json!({"cpu": cpu, "memory": mem, "pods": "110"}))
+    }
+
+    /// Accounts `pod` on `node` as the cache would.
+    pub fn with_pod(mut node: NodeInfo, pod: &PodInfo) -> NodeInfo {
+        let u = &mut node.usage;
+        u.requested.add(&pod.requests.requests);
+        u.non_zero_milli_cpu += pod.requests.non_zero_milli_cpu;
+        u.non_zero_memory += pod.requests.non_zero_memory;
+        u.pods += 1;
+        u.ports.extend(pod.host_ports.iter().cloned());
+        node
+    }
+}

@@ -1,0 +1,148 @@
+//! NodeAffinity: `spec.nodeSelector` and required node affinity filter
+//! nodes; preferred node affinity terms add their weights to the score.
+
+use serde::Deserialize;
+
+use crate::cache::Snapshot;
+use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+
+/// The reason, in kube-scheduler's words.
+pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+
+/// NodeAffinity args. `addedAffinity` is not supported and is rejected.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeAffinityArgs {
+    /// Accepted for compatibility with kube-scheduler configs.
+    #[serde(rename = "apiVersion", default)]
+    pub api_version: Option<String>,
+    /// Accepted for compatibility with kube-scheduler configs.
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// The NodeAffinity filter and score.
+#[derive(Debug, Default)]
+pub struct NodeAffinity;
+
+impl NodeAffinity {
+    /// Builds the plugin from its args.
+    pub fn new(_args: NodeAffinityArgs) -> Result<Self, String> {
+        Ok(NodeAffinity)
+    }
+
+    /// Whether the node satisfies the pod's node selector and required affinity.
+    pub fn matches(pod: &PodInfo, node: &NodeInfo) -> bool {
+        let labels = &node.node.labels;
+        pod.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+            && pod
+                .required_affinity
+                .as_ref()
+                .is_none_or(|terms| terms.iter().any(|t| t.matches(labels, node.name())))
+    }
+}
+
+impl Plugin for NodeAffinity {
+    fn name(&self) -> &str {
+        super::names::NODE_AFFINITY
+    }
+
+    fn points(&self) -> Points {
+        Points::PRE_FILTER | Points::FILTER | Points::PRE_SCORE | Points::SCORE
+    }
+
+    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
+        if pod.node_selector.is_empty() && pod.required_affinity.is_none() {
+            Status::skip()
+        } else {
+            Status::success()
+        }
+    }
+
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if Self::matches(pod, node) { Status::success() } else { Status::unresolvable(ERR_REASON_POD) }
+    }
+
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
+        if pod.preferred_affinity.is_empty() { Status::skip() } else { Status::success() }
+    }
+
+    fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(pod
+            .preferred_affinity
+            .iter()
+            .filter(|(_, t)| t.matches(&node.node.labels, node.name()))
+            .map(|(w, _)| w)
+            .sum())
+    }
+
+    fn normalize_scores(&self, _: &CycleState, _: &PodInfo, scores: &mut [i64]) -> Status {
+        default_normalize_score(scores, false);
+        Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testutil::{node, pod};
+    use serde_json::json;
+
+    fn labeled(name: &str, labels: serde_json::Value) -> NodeInfo {
+        node(name, labels, json!({}), json!({}))
+    }
+
+    #[test]
+    fn filter() {
+        let st = CycleState::default();
+        let ssd_a = labeled("n1", json!({"disk": "ssd", "zone": "a", "gen": "5"}));
+        let hdd_b = labeled("n2", json!({"disk": "hdd", "zone": "b"}));
+        let sel = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"}}));
+        let req = |exprs: serde_json::Value| {
+            pod(json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": exprs}}}}))
+        };
+        let not_in = req(json!([{"matchExpressions": [{"key": "gpu", "operator": "NotIn", "values": ["true"]}]}]));
+        let gt = req(json!([{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["4"]}]}]));
+        let ored = req(json!([
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["x"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}
+        ]));
+        let empty_terms = req(json!([]));
+        let cases: [(&PodInfo, &NodeInfo, bool); 9] = [
+            (&sel, &ssd_a, true),
+            (&sel, &hdd_b, false),
+            (&not_in, &hdd_b, true), // NotIn on a missing label matches
+            (&gt, &ssd_a, true),
+            (&gt, &hdd_b, false), // Gt on a missing label does not
+            (&ored, &ssd_a, false),
+            (&ored, &hdd_b, true),
+            (&empty_terms, &ssd_a, false),
+            (&pod(json!({"containers": []})), &hdd_b, true),
+        ];
+        for (i, (p, n, fits)) in cases.into_iter().enumerate() {
+            let s = NodeAffinity.filter(&st, p, n);
+            assert_eq!(s.is_success(), fits, "case {i}");
+            if !fits {
+                assert_eq!(s, Status::unresolvable(ERR_REASON_POD));
+            }
+        }
+        let mut cs = CycleState::default();
+        assert!(NodeAffinity.pre_filter(&mut cs, &pod(json!({"containers": []})), &Snapshot::default()).is_skip());
+    }
+
+    #[test]
+    fn score_sums_matching_preferred_weights() {
+        let st = CycleState::default();
+        let p = pod(json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+            {"weight": 30, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+        ]}}}));
+        let nodes = [labeled("n1", json!({"zone": "a", "disk": "ssd"})), labeled("n2", json!({"zone": "a"})), labeled("n3", json!({}))];
+        let mut scores: Vec<i64> = nodes.iter().map(|n| NodeAffinity.score(&st, &p, n).unwrap()).collect();
+        assert_eq!(scores, [40, 10, 0]);
+        NodeAffinity.normalize_scores(&st, &p, &mut scores);
+        assert_eq!(scores, [100, 25, 0]);
+    }
+}

@@ -1,0 +1,46 @@
+//! NodeName: a pod that names a node in `spec.nodeName` fits only there.
+
+use crate::framework::{CycleState, Plugin, Points, Status};
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+
+/// The reason, in kube-scheduler's words.
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+/// The NodeName filter.
+#[derive(Debug, Default)]
+pub struct NodeName;
+
+impl Plugin for NodeName {
+    fn name(&self) -> &str {
+        super::names::NODE_NAME
+    }
+
+    fn points(&self) -> Points {
+        Points::FILTER
+    }
+
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        match &pod.node_name {
+            Some(n) if n != node.name() => Status::unresolvable(ERR_REASON),
+            _ => Status::success(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testutil::{node_alloc, pod};
+    use serde_json::json;
+
+    #[test]
+    fn filter() {
+        let n = node_alloc("a", "1", "1Gi");
+        let st = CycleState::default();
+        assert!(NodeName.filter(&st, &pod(json!({"containers": []})), &n).is_success());
+        assert!(NodeName.filter(&st, &pod(json!({"nodeName": "a", "containers": []})), &n).is_success());
+        let s = NodeName.filter(&st, &pod(json!({"nodeName": "b", "containers": []})), &n);
+        assert_eq!(s, Status::unresolvable(ERR_REASON));
+    }
+}

@@ -1,0 +1,390 @@
+//! NodeResourcesFit: the pod's requests must fit in the node's allocatable
+//! minus what its pods request (filter), and nodes are scored by a strategy:
+//! `LeastAllocated` (default: spread), `MostAllocated` (bin-pack) or
+//! `RequestedToCapacityRatio` (a piecewise-linear shape).
+
+use serde::Deserialize;
+
+use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
+use crate::node::NodeInfo;
+use crate::pod::PodInfo;
+use crate::resources::is_extended_resource_name;
+
+/// A resource considered in scoring, with its weight.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// Resource name (`cpu`, `memory`, `nvidia.com/gpu`, ...).
+    pub name: String,
+    /// Weight (default 1).
+    #[serde(default = "one")]
+    pub weight: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// The default scored resources: cpu and memory, weight 1 each.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    vec![
+        ResourceSpec { name: "cpu".into(), weight: 1 },
+        ResourceSpec { name: "memory".into(), weight: 1 },
+    ]
+}
+
+/// A point of the `RequestedToCapacityRatio` shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UtilizationShapePoint {
+    /// Utilization in percent, 0–100.
+    pub utilization: i64,
+    /// Score, 0–10.
+    pub score: i64,
+}
+
+/// `scoringStrategy.requestedToCapacityRatio`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestedToCapacityRatioParam {
+    /// The shape, by increasing utilization.
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+/// The scoring strategy type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub enum StrategyType {
+    /// Prefer the node with the most free resources (spread).
+    #[default]
+    LeastAllocated,
+    /// Prefer the node with the least free resources (bin-pack).
+    MostAllocated,
+    /// Score by a configured utilization → score shape.
+    RequestedToCapacityRatio,
+}
+
+/// `scoringStrategy`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScoringStrategy {
+    /// Strategy type.
+    #[serde(rename = "type", default)]
+    pub kind: StrategyType,
+    /// Scored resources (default cpu and memory, weight 1).
+    #[serde(default)]
+    pub resources: Option<Vec<ResourceSpec>>,
+    /// The shape for `RequestedToCapacityRatio`.
+    #[serde(default)]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+/// NodeResourcesFit args, as in `NodeResourcesFitArgs`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FitArgs {
+    /// Accepted for compatibility with kube-scheduler configs.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Accepted for compatibility with kube-scheduler configs.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Extended resources the filter ignores.
+    #[serde(default)]
+    pub ignored_resources: Vec<String>,
+    /// Extended resource groups (the part before `/`) the filter ignores.
+    #[serde(default)]
+    pub ignored_resource_groups: Vec<String>,
+    /// How nodes are scored.
+    #[serde(default)]
+    pub scoring_strategy: Option<ScoringStrategy>,
+}
+
+/// The NodeResourcesFit filter and score.
+#[derive(Debug, Clone)]
+pub struct NodeResourcesFit {
+    ignored: Vec<String>,
+    ignored_groups: Vec<String>,
+    strategy: StrategyType,
+    resources: Vec<ResourceSpec>,
+    /// Shape scaled to 0–100 scores.
+    shape: Vec<UtilizationShapePoint>,
+}
+
+/// Checks a weighted resource list (weights 1–100, names unique).
+pub fn validate_resources(resources: &[ResourceSpec], field: &str) -> Result<(), String> {
+    for (i, r) in resources.iter().enumerate() {
+        if !(1..=100).contains(&r.weight) {
+            return Err(format!("{field}[{i}].weight: {} is not in 1..=100", r.weight));
+        }
+        if resources[..i].iter().any(|o| o.name == r.name) {
+            return Err(format!("{field}[{i}].name: duplicate resource {:?}", r.name));
+        }
+    }
+    Ok(())
+}
+
+impl NodeResourcesFit {
+    /// Builds the plugin, validating the args.
+    pub fn new(args: FitArgs) -> Result<Self, String> {
+        let strategy = args.scoring_strategy.unwrap_or_default();
+        let resources = strategy.resources.unwrap_or_else(default_resources);
+        validate_resources(&resources, "scoringStrategy.resources")?;
+        let mut shape = Vec::new();
+        match (strategy.kind, strategy.requested_to_capacity_ratio) {
+            (StrategyType::RequestedToCapacityRatio, Some(p)) => {
+                if p.shape.is_empty() {
+                    return Err("scoringStrategy.requestedToCapacityRatio.shape: must not be empty".into());
+                }
+                for (i, pt) in p.shape.iter().enumerate() {
+                    let f = format!("scoringStrategy.requestedToCapacityRatio.shape[{i}]");
+                    if !(0..=100).contains(&pt.utilization) {
+                        return Err(format!("{f}.utilization: {} is not in 0..=100", pt.utilization));
+                    }
+                    if !(0..=10).contains(&pt.score) {
+                        return Err(format!("{f}.score: {} is not in 0..=10", pt.score));
+                    }
+                    if i > 0 && pt.utilization <= p.shape[i - 1].utilization {
+                        return Err(format!("{f}.utilization: points must be sorted by increasing utilization"));
+                    }
+                    shape.push(UtilizationShapePoint { utilization: pt.utilization, score: pt.score * (MAX_NODE_SCORE / 10) });
+                }
+            }
+            (StrategyType::RequestedToCapacityRatio, None) => {
+                return Err("scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio".into());
+            }
+            (_, Some(_)) => {
+                return Err("scoringStrategy.requestedToCapacityRatio: only valid with type RequestedToCapacityRatio".into());
+            }
+            _ => {}
+        }
+        Ok(NodeResourcesFit {
+            ignored: args.ignored_resources,
+            ignored_groups: args.ignored_resource_groups,
+            strategy: strategy.kind,
+            resources,
+            shape,
+        })
+    }
+
+    fn ignored(&self, name: &str) -> bool {
+        is_extended_resource_name(name)
+            && (self.ignored.iter().any(|i| i == name)
+                || name.split_once('/').is_some_and(|(g, _)| self.ignored_groups.iter().any(|i| i == g)))
+    }
+
+    /// The reasons the pod does not fit (kube-scheduler's `fitsRequest`).
+    pub fn insufficient(&self, pod: &PodInfo, node: &NodeInfo) -> Vec<std::borrow::Cow<'static, str>> {
+        let mut out = Vec::new();
+        let (alloc, used, req) = (&node.node.allocatable, &node.usage.requested, &pod.requests.requests);
+        if node.usage.pods + 1 > alloc.pods {
+            out.push("Too many pods".into());
+        }
+        if req.is_zero() {
+            return out;
+        }
+        if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu - used.milli_cpu {
+            out.push("Insufficient cpu".into());
+        }
+        if req.memory > 0 && req.memory > alloc.memory - used.memory {
+            out.push("Insufficient memory".into());
+        }
+        if req.ephemeral_storage > 0 && req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage {
+            out.push("Insufficient ephemeral-storage".into());
+        }
+        for (name, &q) in req.scalar.iter().map(|(n, q)| (n, q)) {
+            if q == 0 || self.ignored(name) {
+                continue;
+            }
+            if q > alloc.scalar_get(name) - used.scalar_get(name) {
+                out.push(format!("Insufficient {name}").into());
+            }
+        }
+        out
+    }
+
+    /// (requested including the pod, allocatable) of a scored resource, with
+    /// the non-zero defaults for CPU and memory.
+    fn amounts(pod: &PodInfo, node: &NodeInfo, name: &str) -> (i64, i64) {
+        let alloc = node.node.allocatable.get(name);
+        let req = match name {
+            "cpu" => node.usage.non_zero_milli_cpu + pod.requests.non_zero_milli_cpu,
+            "memory" => node.usage.non_zero_memory + pod.requests.non_zero_memory,
+            _ => node.usage.requested.get(name) + pod.requests.requests.get(name),
+        };
+        (req, alloc)
+    }
+
+    fn shape_score(&self, utilization: i64) -> i64 {
+        let s = &self.shape;
+        for i in 0..s.len() {
+            if utilization <= s[i].utilization {
+                if i == 0 {
+                    return s[0].score;
+                }
+                return s[i - 1].score
+                    + (s[i].score - s[i - 1].score) * (utilization - s[i - 1].utilization)
+                        / (s[i].utilization - s[i - 1].utilization);
+            }
+        }
+        s[s.len() - 1].score
+    }
+}
+
+/// `(capacity - requested) * 100 / capacity`, 0 when over capacity.
+pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+/// `requested * 100 / capacity`, capped at 100.
+pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+impl Plugin for NodeResourcesFit {
+    fn name(&self) -> &str {
+        super::names::NODE_RESOURCES_FIT
+    }
+
+    fn points(&self) -> Points {
+        Points::FILTER | Points::PRE_SCORE | Points::SCORE
+    }
+
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let reasons = self.insufficient(pod, node);
+        if reasons.is_empty() {
+            Status::success()
+        } else {
+            Status::new(crate::framework::Code::Unschedulable, reasons)
+        }
+    }
+
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
+        let requests_any = self.resources.iter().any(|r| match r.name.as_str() {
+            "cpu" => pod.requests.non_zero_milli_cpu != 0,
+            "memory" => pod.requests.non_zero_memory != 0,
+            n => pod.requests.requests.get(n) != 0,
+        });
+        if requests_any { Status::success() } else { Status::skip() }
+    }
+
+    fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let (mut total, mut weights) = (0i64, 0i64);
+        for r in &self.resources {
+            let (req, alloc) = Self::amounts(pod, node, &r.name);
+            if alloc == 0 {
+                continue;
+            }
+            let s = match self.strategy {
+                StrategyType::LeastAllocated => least_requested_score(req, alloc),
+                StrategyType::MostAllocated => most_requested_score(req, alloc),
+                StrategyType::RequestedToCapacityRatio => {
+                    let utilization = if req > alloc { 100 } else { req * 100 / alloc };
+                    let s = self.shape_score(utilization);
+                    if s <= 0 {
+                        continue;
+                    }
+                    s
+                }
+            };
+            total += s * r.weight;
+            weights += r.weight;
+        }
+        if weights == 0 {
+            return Ok(0);
+        }
+        Ok(match self.strategy {
+            StrategyType::RequestedToCapacityRatio => (total as f64 / weights as f64).round() as i64,
+            _ => total / weights,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testutil::{node, node_alloc, pod, pod_req, with_pod};
+    use serde_json::json;
+
+    fn fit(args: serde_json::Value) -> NodeResourcesFit {
+        NodeResourcesFit::new(crate::plugins::parse_args(Some(&args)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn filter_reasons() {
+        let p = NodeResourcesFit::new(FitArgs::default()).unwrap();
+        let st = CycleState::default();
+        let n = with_pod(node_alloc("n", "2", "4Gi"), &pod_req("1500m", "1Gi"));
+        let cases = [
+            (pod_req("500m", "1Gi"), vec![]),
+            (pod_req("600m", "1Gi"), vec!["Insufficient cpu"]),
+            (pod_req("1", "4Gi"), vec!["Insufficient cpu", "Insufficient memory"]),
+            // init container larger than the app container decides
+            (pod(json!({"initContainers": [{"name": "i", "resources": {"requests": {"cpu": "1"}}}], "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]})), vec!["Insufficient cpu"]),
+            // pod overhead counts
+            (pod(json!({"overhead": {"cpu": "200m"}, "containers": [{"name": "c", "resources": {"requests": {"cpu": "400m"}}}]})), vec!["Insufficient cpu"]),
+            // extended resource absent from the node
+            (pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1"}}}]})), vec!["Insufficient example.com/fpga"]),
+            // best-effort pods always fit resources
+            (pod(json!({"containers": [{"name": "c"}]})), vec![]),
+        ];
+        for (i, (pd, want)) in cases.iter().enumerate() {
+            let got = p.insufficient(pd, &n);
+            assert_eq!(got, *want, "case {i}");
+            assert_eq!(p.filter(&st, pd, &n).is_success(), want.is_empty());
+        }
+        let full = node("f", json!({}), json!({}), json!({"cpu": "2", "memory": "1Gi", "pods": "1"}));
+        let full = with_pod(full, &pod_req("0", "0"));
+        assert_eq!(p.insufficient(&pod_req("0", "0"), &full), vec!["Too many pods"]);
+    }
+
+    #[test]
+    fn ignored_extended_resources() {
+        let p = fit(json!({"ignoredResources": ["example.com/fpga"], "ignoredResourceGroups": ["vendor.io"]}));
+        let n = node_alloc("n", "2", "4Gi");
+        let pd = pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1", "vendor.io/x": "2", "other.io/y": "1"}}}]}));
+        assert_eq!(p.insufficient(&pd, &n), vec!["Insufficient other.io/y"]);
+    }
+
+    #[test]
+    fn least_and_most_allocated() {
+        let st = CycleState::default();
+        let n = with_pod(node_alloc("n", "4", "8Gi"), &pod_req("1", "2Gi"));
+        let pd = pod_req("1", "2Gi");
+        // cpu: (4000-2000)*100/4000 = 50, mem: (8-4)*100/8 = 50
+        assert_eq!(fit(json!({})).score(&st, &pd, &n).unwrap(), 50);
+        let most = fit(json!({"scoringStrategy": {"type": "MostAllocated"}}));
+        assert_eq!(most.score(&st, &pd, &n).unwrap(), 50);
+        let weighted = fit(json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}));
+        let pd2 = pod_req("3", "2Gi"); // cpu (1+3)/4 = 100, mem 4/8 = 50 → (300+50)/4 = 87
+        assert_eq!(weighted.score(&st, &pd2, &n).unwrap(), 87);
+        // zero requests count as 100m / 200Mi for scoring
+        let be = pod(json!({"containers": [{"name": "c"}]}));
+        let empty = node_alloc("e", "1", "1000Mi");
+        assert_eq!(fit(json!({})).score(&st, &be, &empty).unwrap(), (90 + 80) / 2);
+    }
+
+    #[test]
+    fn requested_to_capacity_ratio() {
+        let st = CycleState::default();
+        let p = fit(json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}));
+        let n = node_alloc("n", "4", "8Gi");
+        // cpu 1/4 = 25% → 25, mem 2/8 = 25% → 25
+        assert_eq!(p.score(&st, &pod_req("1", "2Gi"), &n).unwrap(), 25);
+        let bad = NodeResourcesFit::new(crate::plugins::parse_args(Some(&json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 1}, {"utilization": 10, "score": 2}]}}}))).unwrap());
+        assert!(bad.unwrap_err().contains("shape[1].utilization"));
+    }
+
+    #[test]
+    fn args_errors_name_the_field() {
+        let e = crate::plugins::parse_args::<FitArgs>(Some(&json!({"scoringStrategy": {"typo": 1}}))).unwrap_err();
+        assert!(e.starts_with("scoringStrategy: unknown field `typo`"), "{e}");
+        let e = NodeResourcesFit::new(crate::plugins::parse_args(Some(&json!({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}))).unwrap()).unwrap_err();
+        assert_eq!(e, "scoringStrategy.resources[0].weight: 0 is not in 1..=100");
+    }
+}

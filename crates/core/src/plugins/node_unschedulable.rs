@@ -1,0 +1,61 @@
+//! NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods
+//! that tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use crate::framework::{CycleState, Plugin, Points, Status};
+use crate::node::{NodeInfo, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
+use crate::pod::{PodInfo, tolerated};
+
+/// The reason, in kube-scheduler's words.
+pub const ERR_REASON: &str = "node(s) were unschedulable";
+
+/// The NodeUnschedulable filter.
+#[derive(Debug)]
+pub struct NodeUnschedulable {
+    taint: Taint,
+}
+
+impl Default for NodeUnschedulable {
+    fn default() -> Self {
+        NodeUnschedulable {
+            taint: Taint { key: TAINT_NODE_UNSCHEDULABLE.into(), value: String::new(), effect: TaintEffect::NoSchedule },
+        }
+    }
+}
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &str {
+        super::names::NODE_UNSCHEDULABLE
+    }
+
+    fn points(&self) -> Points {
+        Points::FILTER
+    }
+
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !node.node.unschedulable || tolerated(&pod.tolerations, &self.taint) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testutil::{node, pod};
+    use serde_json::json;
+
+    #[test]
+    fn filter() {
+        let cordoned = node("a", json!({}), json!({"unschedulable": true}), json!({}));
+        let open = node("b", json!({}), json!({}), json!({}));
+        let plain = pod(json!({"containers": []}));
+        let tolerant = pod(json!({"containers": [], "tolerations": [{"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"}]}));
+        let p = NodeUnschedulable::default();
+        let st = CycleState::default();
+        assert_eq!(p.filter(&st, &plain, &cordoned), Status::unresolvable(ERR_REASON));
+        assert!(p.filter(&st, &plain, &open).is_success());
+        assert!(p.filter(&st, &tolerant, &cordoned).is_success());
+    }
+}

@@ -1,0 +1,100 @@
+//! TaintToleration: a node's NoSchedule and NoExecute taints must be
+//! tolerated (filter); untolerated PreferNoSchedule taints lower the score.
+//! Nodes the node controller taints `not-ready` or `unreachable` are thus
+//! avoided by every pod that does not tolerate those taints.
+
+use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
+use crate::node::{NodeInfo, TaintEffect};
+use crate::pod::{PodInfo, tolerated};
+
+/// The TaintToleration filter and score.
+#[derive(Debug, Default)]
+pub struct TaintToleration;
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &str {
+        super::names::TAINT_TOLERATION
+    }
+
+    fn points(&self) -> Points {
+        Points::FILTER | Points::SCORE
+    }
+
+    fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let untolerated = node
+            .node
+            .taints
+            .iter()
+            .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+            .find(|t| !tolerated(&pod.tolerations, t));
+        match untolerated {
+            None => Status::success(),
+            Some(t) => Status::unresolvable(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value)),
+        }
+    }
+
+    fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        Ok(node
+            .node
+            .taints
+            .iter()
+            .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerated(&pod.tolerations, t))
+            .count() as i64)
+    }
+
+    fn normalize_scores(&self, _: &CycleState, _: &PodInfo, scores: &mut [i64]) -> Status {
+        default_normalize_score(scores, true);
+        Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testutil::{node, pod};
+    use serde_json::{Value, json};
+
+    fn tainted(taints: Value) -> NodeInfo {
+        node("n", json!({}), json!({"taints": taints}), json!({}))
+    }
+
+    #[test]
+    fn filter() {
+        let st = CycleState::default();
+        let gpu = tainted(json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]));
+        let not_ready = tainted(json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoExecute"}]));
+        let prefer = tainted(json!([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]));
+        let none = pod(json!({"containers": []}));
+        let exists_all = pod(json!({"containers": [], "tolerations": [{"operator": "Exists"}]}));
+        let gpu_tol = pod(json!({"containers": [], "tolerations": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}));
+        let cases: [(&PodInfo, &NodeInfo, Option<&str>); 7] = [
+            (&none, &gpu, Some("node(s) had untolerated taint {dedicated: gpu}")),
+            (&none, &not_ready, Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }")),
+            (&none, &prefer, None),
+            (&exists_all, &gpu, None),
+            (&exists_all, &not_ready, None),
+            (&gpu_tol, &gpu, None),
+            (&gpu_tol, &not_ready, Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }")),
+        ];
+        for (i, (p, n, want)) in cases.into_iter().enumerate() {
+            let s = TaintToleration.filter(&st, p, n);
+            match want {
+                None => assert!(s.is_success(), "case {i}: {s}"),
+                Some(r) => assert_eq!(s, Status::unresolvable(r.to_owned()), "case {i}"),
+            }
+        }
+    }
+
+    #[test]
+    fn score_counts_untolerated_prefer_no_schedule_and_reverses() {
+        let st = CycleState::default();
+        let p = pod(json!({"containers": [], "tolerations": [{"key": "a", "operator": "Exists", "effect": "PreferNoSchedule"}]}));
+        let n0 = tainted(json!([]));
+        let n1 = tainted(json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}]));
+        let n2 = tainted(json!([{"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}, {"key": "d", "effect": "NoSchedule"}]));
+        let mut scores: Vec<i64> = [&n0, &n1, &n2].iter().map(|n| TaintToleration.score(&st, &p, n).unwrap()).collect();
+        assert_eq!(scores, [0, 1, 2]);
+        TaintToleration.normalize_scores(&st, &p, &mut scores);
+        assert_eq!(scores, [100, 50, 0]);
+    }
+}

@@ -1,0 +1,331 @@
+//! Pods as the scheduler sees them: everything the plugins read, parsed once
+//! when the pod enters the cache or the queue.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::ModelError;
+use crate::node::{Taint, TaintEffect};
+use crate::resources::{PodRequests, pod_requests};
+use crate::selector::Term;
+
+/// `namespace/name`.
+pub type PodKey = String;
+
+/// The operator of a toleration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TolerationOperator {
+    /// The taint's value must equal the toleration's.
+    Equal,
+    /// Any value.
+    Exists,
+}
+
+/// A pod toleration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toleration {
+    /// Key; empty with `Exists` tolerates every taint.
+    pub key: String,
+    /// Operator.
+    pub operator: TolerationOperator,
+    /// Value for `Equal`.
+    pub value: String,
+    /// Effect; `None` matches every effect.
+    pub effect: Option<TaintEffect>,
+}
+
+impl Toleration {
+    /// Whether this toleration tolerates the taint (Kubernetes'
+    /// `Toleration.ToleratesTaint`).
+    #[inline]
+    pub fn tolerates(&self, taint: &Taint) -> bool {
+        if self.effect.is_some_and(|e| e != taint.effect) {
+            return false;
+        }
+        if !self.key.is_empty() && self.key != taint.key {
+            return false;
+        }
+        match self.operator {
+            TolerationOperator::Exists => true,
+            TolerationOperator::Equal => self.value == taint.value,
+        }
+    }
+}
+
+/// Whether any toleration tolerates the taint.
+#[inline]
+pub fn tolerated(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| t.tolerates(taint))
+}
+
+/// A transport protocol of a host port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// TCP (the default).
+    Tcp,
+    /// UDP.
+    Udp,
+    /// SCTP.
+    Sctp,
+}
+
+/// A host port a pod binds on its node.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct HostPort {
+    /// Host IP; `0.0.0.0` (the default) means every address.
+    pub ip: String,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Port number.
+    pub port: i32,
+}
+
+impl HostPort {
+    /// Whether two host ports cannot both be bound on one node: same
+    /// protocol and port, and the same IP or either is `0.0.0.0`.
+    #[inline]
+    pub fn conflicts(&self, other: &HostPort) -> bool {
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip == other.ip || self.ip == "0.0.0.0" || other.ip == "0.0.0.0")
+    }
+}
+
+/// A pod, parsed for scheduling.
+#[derive(Debug, Clone)]
+pub struct PodInfo {
+    /// `namespace/name`.
+    pub key: PodKey,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `spec.schedulerName` (`default-scheduler` when unset).
+    pub scheduler_name: String,
+    /// `spec.priority` (0 when unset).
+    pub priority: i32,
+    /// `spec.nodeName`, when the pod is bound (or asks for a node).
+    pub node_name: Option<String>,
+    /// Whether the pod has terminated (`Succeeded`/`Failed`): it uses nothing.
+    pub terminal: bool,
+    /// Requests.
+    pub requests: PodRequests,
+    /// `spec.nodeSelector`.
+    pub node_selector: Vec<(String, String)>,
+    /// Required node affinity terms (ORed), if any.
+    pub required_affinity: Option<Vec<Term>>,
+    /// Preferred node affinity terms with their weights.
+    pub preferred_affinity: Vec<(i64, Term)>,
+    /// Tolerations.
+    pub tolerations: Vec<Toleration>,
+    /// Host ports of its containers.
+    pub host_ports: Vec<HostPort>,
+    /// Images of init and app containers, normalised (`:latest` added).
+    pub images: Vec<String>,
+    /// Number of init and app containers.
+    pub containers: usize,
+    /// The object as received.
+    pub object: Arc<Pod>,
+}
+
+/// Adds `:latest` to an image name without a tag, as kube-scheduler's
+/// ImageLocality does before comparing with node images.
+pub fn normalized_image_name(name: &str) -> String {
+    if name.rfind(':').map_or(-1, |i| i as isize) <= name.rfind('/').map_or(-1, |i| i as isize) {
+        format!("{name}:latest")
+    } else {
+        name.to_owned()
+    }
+}
+
+impl PodInfo {
+    /// Parses a Pod. A malformed field is an error naming the pod and field.
+    pub fn from_pod(pod: &Pod) -> Result<Self, ModelError> {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if name.is_empty() {
+            return Err(ModelError::new(format!("Pod in {namespace}"), "metadata.name", "is empty"));
+        }
+        let object = format!("Pod {namespace}/{name}");
+        let default_spec = Default::default();
+        let spec = pod.spec.as_ref().unwrap_or(&default_spec);
+        let requests = pod_requests(spec, &object)?;
+        let affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
+        let required_affinity = match affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()) {
+            Some(sel) => Some(
+                sel.node_selector_terms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        Term::parse(t, &object, &format!("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            None => None,
+        };
+        let preferred_affinity = affinity
+            .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref())
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, p)| p.weight != 0)
+            .map(|(i, p)| {
+                let t = Term::parse(&p.preference, &object, &format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"))?;
+                Ok((i64::from(p.weight), t))
+            })
+            .collect::<Result<Vec<_>, ModelError>>()?;
+        let mut tolerations = Vec::new();
+        for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+            let field = format!("spec.tolerations[{i}]");
+            let operator = match t.operator.as_deref().unwrap_or("Equal") {
+                "Equal" | "" => TolerationOperator::Equal,
+                "Exists" => TolerationOperator::Exists,
+                // Operators this version does not know tolerate nothing.
+                _ => continue,
+            };
+            let effect = match t.effect.as_deref().unwrap_or("") {
+                "" => None,
+                e => Some(TaintEffect::parse(e).ok_or_else(|| {
+                    ModelError::new(&object, format!("{field}.effect"), format!("unknown effect {e:?}"))
+                })?),
+            };
+            tolerations.push(Toleration {
+                key: t.key.clone().unwrap_or_default(),
+                operator,
+                value: t.value.clone().unwrap_or_default(),
+                effect,
+            });
+        }
+        let mut host_ports = Vec::new();
+        let sidecars = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+        for c in spec.containers.iter().chain(sidecars) {
+            for p in c.ports.iter().flatten() {
+                let port = p.host_port.unwrap_or(0);
+                if port <= 0 {
+                    continue;
+                }
+                let protocol = match p.protocol.as_deref().unwrap_or("TCP") {
+                    "UDP" => Protocol::Udp,
+                    "SCTP" => Protocol::Sctp,
+                    _ => Protocol::Tcp,
+                };
+                let ip = match p.host_ip.as_deref() {
+                    None | Some("") => "0.0.0.0".to_owned(),
+                    Some(ip) => ip.to_owned(),
+                };
+                host_ports.push(HostPort { ip, protocol, port });
+            }
+        }
+        let containers = spec.init_containers.iter().flatten().chain(&spec.containers);
+        let images: Vec<String> = containers
+            .clone()
+            .filter_map(|c| c.image.as_deref())
+            .map(normalized_image_name)
+            .collect();
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        Ok(PodInfo {
+            key: format!("{namespace}/{name}"),
+            namespace,
+            name,
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            scheduler_name: spec.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into()),
+            priority: spec.priority.unwrap_or(0),
+            node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
+            terminal: matches!(phase, Some("Succeeded" | "Failed")),
+            requests,
+            node_selector: spec
+                .node_selector
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            required_affinity,
+            preferred_affinity,
+            tolerations,
+            host_ports,
+            images,
+            containers: containers.count(),
+            object: Arc::new(pod.clone()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
+        Taint { key: key.into(), value: value.into(), effect }
+    }
+
+    fn tol(v: serde_json::Value) -> Toleration {
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "tolerations": [v]}})).unwrap();
+        PodInfo::from_pod(&pod).unwrap().tolerations.remove(0)
+    }
+
+    #[test]
+    fn toleration_matching() {
+        let t = taint("dedicated", "gpu", TaintEffect::NoSchedule);
+        let cases = [
+            (json!({"operator": "Exists"}), true), // empty key + Exists tolerates everything
+            (json!({"key": "dedicated", "operator": "Exists"}), true),
+            (json!({"key": "dedicated", "value": "gpu"}), true),
+            (json!({"key": "dedicated", "operator": "Equal", "value": "cpu"}), false),
+            (json!({"key": "dedicated", "value": "gpu", "effect": "NoExecute"}), false),
+            (json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}), true),
+            (json!({"key": "other", "operator": "Exists"}), false),
+            (json!({"operator": "Exists", "effect": "PreferNoSchedule"}), false),
+        ];
+        for (v, want) in cases {
+            assert_eq!(tol(v.clone()).tolerates(&t), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn host_port_conflicts() {
+        let p = |ip: &str, proto, port| HostPort { ip: ip.into(), protocol: proto, port };
+        assert!(p("0.0.0.0", Protocol::Tcp, 80).conflicts(&p("10.0.0.1", Protocol::Tcp, 80)));
+        assert!(p("10.0.0.1", Protocol::Tcp, 80).conflicts(&p("10.0.0.1", Protocol::Tcp, 80)));
+        assert!(!p("10.0.0.1", Protocol::Tcp, 80).conflicts(&p("10.0.0.2", Protocol::Tcp, 80)));
+        assert!(!p("0.0.0.0", Protocol::Tcp, 80).conflicts(&p("0.0.0.0", Protocol::Udp, 80)));
+        assert!(!p("0.0.0.0", Protocol::Tcp, 80).conflicts(&p("0.0.0.0", Protocol::Tcp, 81)));
+    }
+
+    #[test]
+    fn image_names() {
+        assert_eq!(normalized_image_name("nginx"), "nginx:latest");
+        assert_eq!(normalized_image_name("nginx:1.25"), "nginx:1.25");
+        assert_eq!(normalized_image_name("localhost:5000/app"), "localhost:5000/app:latest");
+        assert_eq!(normalized_image_name("localhost:5000/app:v1"), "localhost:5000/app:v1");
+    }
+
+    #[test]
+    fn parses_pod() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {
+                "schedulerName": "wasm-scheduler",
+                "priority": 10,
+                "nodeSelector": {"disk": "ssd"},
+                "containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80, "hostPort": 8080, "protocol": "UDP"}, {"containerPort": 81}]}]
+            },
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+        let p = PodInfo::from_pod(&pod).unwrap();
+        assert_eq!(p.key, "ns/p");
+        assert_eq!(p.scheduler_name, "wasm-scheduler");
+        assert_eq!(p.priority, 10);
+        assert_eq!(p.host_ports, vec![HostPort { ip: "0.0.0.0".into(), protocol: Protocol::Udp, port: 8080 }]);
+        assert_eq!(p.images, vec!["nginx:latest".to_owned()]);
+        assert!(!p.terminal);
+    }
+}

@@ -1,0 +1,386 @@
+//! Resource amounts as integers, and the request of a pod as kube-scheduler
+//! computes it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::ModelError;
+use crate::quantity;
+
+/// CPU request assumed for scoring a container that requests none (100m),
+/// as kube-scheduler's `DefaultMilliCPURequest`.
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// Memory request assumed for scoring a container that requests none
+/// (200 MiB), as kube-scheduler's `DefaultMemoryRequest`.
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+
+/// Amounts of resources: CPU in millicores, memory and storage in bytes, a
+/// pod count, and the scalar resources (hugepages, extended resources such as
+/// `nvidia.com/gpu`) by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Number of pods (meaningful for node allocatable).
+    pub pods: i64,
+    /// Scalar resources, sorted by name, no duplicates.
+    pub scalar: Vec<(String, i64)>,
+}
+
+/// Whether kube-scheduler accounts a resource of this name as a scalar
+/// resource: hugepages, extended resources (`example.com/foo`) and
+/// `kubernetes.io/`-prefixed native resources. Other unprefixed names are
+/// ignored, as the scheduler ignores them.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    name.starts_with("hugepages-") || name.contains('/')
+}
+
+/// Whether a resource is an extended resource (`vendor.com/name`, outside
+/// the `kubernetes.io/` namespace).
+pub fn is_extended_resource_name(name: &str) -> bool {
+    name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
+}
+
+impl Resources {
+    /// Amount of the named resource (`cpu` in millicores).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            "cpu" => self.milli_cpu,
+            "memory" => self.memory,
+            "ephemeral-storage" => self.ephemeral_storage,
+            "pods" => self.pods,
+            _ => self.scalar_get(name),
+        }
+    }
+
+    /// Amount of a scalar resource, 0 when absent.
+    pub fn scalar_get(&self, name: &str) -> i64 {
+        self.scalar
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .map(|i| self.scalar[i].1)
+            .unwrap_or(0)
+    }
+
+    fn scalar_entry(&mut self, name: &str) -> &mut i64 {
+        let i = match self.scalar.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => i,
+            Err(i) => {
+                self.scalar.insert(i, (name.to_owned(), 0));
+                i
+            }
+        };
+        &mut self.scalar[i].1
+    }
+
+    /// Sets the named resource.
+    pub fn set(&mut self, name: &str, v: i64) {
+        match name {
+            "cpu" => self.milli_cpu = v,
+            "memory" => self.memory = v,
+            "ephemeral-storage" => self.ephemeral_storage = v,
+            "pods" => self.pods = v,
+            _ => *self.scalar_entry(name) = v,
+        }
+    }
+
+    /// Adds `other` to `self`.
+    pub fn add(&mut self, other: &Resources) {
+        self.milli_cpu += other.milli_cpu;
+        self.memory += other.memory;
+        self.ephemeral_storage += other.ephemeral_storage;
+        self.pods += other.pods;
+        for (n, v) in &other.scalar {
+            *self.scalar_entry(n) += v;
+        }
+    }
+
+    /// Subtracts `other` from `self`.
+    pub fn sub(&mut self, other: &Resources) {
+        self.milli_cpu -= other.milli_cpu;
+        self.memory -= other.memory;
+        self.ephemeral_storage -= other.ephemeral_storage;
+        self.pods -= other.pods;
+        for (n, v) in &other.scalar {
+            *self.scalar_entry(n) -= v;
+        }
+        self.scalar.retain(|(_, v)| *v != 0);
+    }
+
+    /// Raises every amount of `self` to at least `other`'s.
+    pub fn max_with(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.max(other.milli_cpu);
+        self.memory = self.memory.max(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.max(other.ephemeral_storage);
+        self.pods = self.pods.max(other.pods);
+        for (n, v) in &other.scalar {
+            let e = self.scalar_entry(n);
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// Whether nothing is requested.
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar.iter().all(|(_, v)| *v == 0)
+    }
+
+    /// Parses a Kubernetes resource list (`requests`, `allocatable`, ...).
+    /// `field` names the list in errors, e.g. `status.allocatable`.
+    pub fn from_list(
+        list: &BTreeMap<String, Quantity>,
+        object: &str,
+        field: &str,
+    ) -> Result<Self, ModelError> {
+        let mut r = Resources::default();
+        for (name, q) in list {
+            r.set_quantity(name, q, object, field)?;
+        }
+        Ok(r)
+    }
+
+    fn set_quantity(
+        &mut self,
+        name: &str,
+        q: &Quantity,
+        object: &str,
+        field: &str,
+    ) -> Result<(), ModelError> {
+        let known = matches!(name, "cpu" | "memory" | "ephemeral-storage" | "pods");
+        if !known && !is_scalar_resource_name(name) {
+            return Ok(());
+        }
+        let parsed = if name == "cpu" {
+            quantity::parse_milli(&q.0)
+        } else {
+            quantity::parse_value(&q.0)
+        };
+        let v = parsed.map_err(|e| ModelError::new(object, format!("{field}[{name}]"), e))?;
+        self.set(name, v);
+        Ok(())
+    }
+}
+
+/// What a pod requests: the exact request used by the fit filter, and the
+/// "non-zero" CPU and memory used for scoring (missing container requests
+/// count as 100m CPU / 200 MiB).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodRequests {
+    /// The request accounted on the node.
+    pub requests: Resources,
+    /// Millicores for scoring.
+    pub non_zero_milli_cpu: i64,
+    /// Memory bytes for scoring.
+    pub non_zero_memory: i64,
+}
+
+/// A container's requests, with requests defaulted from limits where only a
+/// limit is set (as the API server defaults them on create).
+fn container_requests(
+    c: &Container,
+    object: &str,
+    field: &str,
+) -> Result<(Resources, bool, bool), ModelError> {
+    let mut r = Resources::default();
+    let (mut has_cpu, mut has_mem) = (false, false);
+    let res = c.resources.as_ref();
+    let requests = res.and_then(|r| r.requests.as_ref());
+    let limits = res.and_then(|r| r.limits.as_ref());
+    if let Some(limits) = limits {
+        for (name, q) in limits {
+            if requests.is_none_or(|req| !req.contains_key(name)) {
+                r.set_quantity(name, q, object, &format!("{field}.resources.limits"))?;
+                has_cpu |= name == "cpu";
+                has_mem |= name == "memory";
+            }
+        }
+    }
+    if let Some(requests) = requests {
+        for (name, q) in requests {
+            r.set_quantity(name, q, object, &format!("{field}.resources.requests"))?;
+            has_cpu |= name == "cpu";
+            has_mem |= name == "memory";
+        }
+    }
+    Ok((r, has_cpu, has_mem))
+}
+
+/// Computes a pod's request as kube-scheduler does: the larger of the sum of
+/// the app containers (plus restartable "sidecar" init containers, which keep
+/// running) and the peak of the init containers run in order, plus the pod
+/// overhead. Pod-level `spec.resources.requests`, where set, replace the
+/// container aggregate for those resources.
+pub fn pod_requests(spec: &PodSpec, object: &str) -> Result<PodRequests, ModelError> {
+    // Two aggregates in one pass: the exact one, and one where missing CPU and
+    // memory requests count as the scoring defaults.
+    let mut reqs = Resources::default();
+    let mut nz = (0i64, 0i64);
+    for (i, c) in spec.containers.iter().enumerate() {
+        let (r, has_cpu, has_mem) = container_requests(c, object, &format!("spec.containers[{i}]"))?;
+        nz.0 += if has_cpu { r.milli_cpu } else { DEFAULT_MILLI_CPU_REQUEST };
+        nz.1 += if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST };
+        reqs.add(&r);
+    }
+    let mut sidecars = Resources::default();
+    let mut sidecars_nz = (0i64, 0i64);
+    let mut init_peak = Resources::default();
+    let mut init_peak_nz = (0i64, 0i64);
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        let (r, has_cpu, has_mem) =
+            container_requests(c, object, &format!("spec.initContainers[{i}]"))?;
+        let c_nz = (
+            if has_cpu { r.milli_cpu } else { DEFAULT_MILLI_CPU_REQUEST },
+            if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST },
+        );
+        let (during, during_nz) = if c.restart_policy.as_deref() == Some("Always") {
+            reqs.add(&r);
+            nz = (nz.0 + c_nz.0, nz.1 + c_nz.1);
+            sidecars.add(&r);
+            sidecars_nz = (sidecars_nz.0 + c_nz.0, sidecars_nz.1 + c_nz.1);
+            (sidecars.clone(), sidecars_nz)
+        } else {
+            let mut t = r;
+            t.add(&sidecars);
+            (t, (c_nz.0 + sidecars_nz.0, c_nz.1 + sidecars_nz.1))
+        };
+        init_peak.max_with(&during);
+        init_peak_nz = (init_peak_nz.0.max(during_nz.0), init_peak_nz.1.max(during_nz.1));
+    }
+    reqs.max_with(&init_peak);
+    nz = (nz.0.max(init_peak_nz.0), nz.1.max(init_peak_nz.1));
+
+    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
+        let p = Resources::from_list(pod_level, object, "spec.resources.requests")?;
+        for name in pod_level.keys() {
+            if name == "cpu" || name == "memory" || name.starts_with("hugepages-") {
+                reqs.set(name, p.get(name));
+            }
+        }
+        if pod_level.contains_key("cpu") {
+            nz.0 = p.milli_cpu;
+        }
+        if pod_level.contains_key("memory") {
+            nz.1 = p.memory;
+        }
+    }
+
+    if let Some(overhead) = &spec.overhead {
+        let o = Resources::from_list(overhead, object, "spec.overhead")?;
+        reqs.add(&o);
+        nz.0 += o.milli_cpu;
+        nz.1 += o.memory;
+    }
+    Ok(PodRequests {
+        requests: reqs,
+        non_zero_milli_cpu: nz.0,
+        non_zero_memory: nz.1,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(v: serde_json::Value) -> PodSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn req(cpu: &str, mem: &str) -> serde_json::Value {
+        json!({"requests": {"cpu": cpu, "memory": mem}})
+    }
+
+    #[test]
+    fn sums_app_containers() {
+        let s = spec(json!({"containers": [
+            {"name": "a", "resources": req("100m", "1Gi")},
+            {"name": "b", "resources": req("250m", "512Mi")},
+        ]}));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 350);
+        assert_eq!(r.requests.memory, (1 << 30) + (512 << 20));
+        assert_eq!(r.non_zero_milli_cpu, 350);
+    }
+
+    #[test]
+    fn init_container_larger_than_app_containers_wins() {
+        let s = spec(json!({
+            "initContainers": [{"name": "init", "resources": req("2", "100Mi")}],
+            "containers": [{"name": "a", "resources": req("500m", "1Gi")}],
+        }));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 2000);
+        assert_eq!(r.requests.memory, 1 << 30);
+    }
+
+    #[test]
+    fn sidecars_add_to_app_and_to_later_init_containers() {
+        // sidecar 200m runs alongside; init-2 (1 cpu) runs after it: peak 1.2.
+        let s = spec(json!({
+            "initContainers": [
+                {"name": "sidecar", "restartPolicy": "Always", "resources": req("200m", "64Mi")},
+                {"name": "init-2", "resources": req("1", "64Mi")},
+            ],
+            "containers": [{"name": "a", "resources": req("500m", "128Mi")}],
+        }));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 1200);
+        assert_eq!(r.requests.memory, 192 << 20);
+    }
+
+    #[test]
+    fn overhead_and_extended_resources() {
+        let s = spec(json!({
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi", "storage": "1Gi"}}}],
+            "overhead": {"cpu": "250m", "memory": "120Mi"},
+        }));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 1250);
+        assert_eq!(r.requests.memory, 120 << 20);
+        assert_eq!(r.requests.scalar_get("nvidia.com/gpu"), 2);
+        assert_eq!(r.requests.scalar_get("hugepages-2Mi"), 4 << 20);
+        assert_eq!(r.requests.scalar.len(), 2, "unprefixed `storage` is ignored");
+        // memory was not requested by the container: scoring counts 200Mi + overhead
+        assert_eq!(r.non_zero_memory, DEFAULT_MEMORY_REQUEST + (120 << 20));
+    }
+
+    #[test]
+    fn limits_default_requests_and_missing_requests_default_for_scoring() {
+        let s = spec(json!({"containers": [
+            {"name": "a", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}},
+            {"name": "b"},
+        ]}));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 2000);
+        assert_eq!(r.non_zero_milli_cpu, 2000 + DEFAULT_MILLI_CPU_REQUEST);
+        assert_eq!(r.non_zero_memory, (1 << 30) + DEFAULT_MEMORY_REQUEST);
+    }
+
+    #[test]
+    fn pod_level_requests_replace_container_aggregate() {
+        let s = spec(json!({
+            "resources": {"requests": {"cpu": "3"}},
+            "containers": [{"name": "a", "resources": req("1", "1Gi")}],
+        }));
+        let r = pod_requests(&s, "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 3000);
+        assert_eq!(r.requests.memory, 1 << 30);
+    }
+
+    #[test]
+    fn bad_quantity_names_object_and_field() {
+        let s = spec(json!({"containers": [{"name": "a", "resources": req("lots", "1Gi")}]}));
+        let e = pod_requests(&s, "Pod default/web").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "Pod default/web: spec.containers[0].resources.requests[cpu]: quantity \"lots\" has no valid number"
+        );
+    }
+}
