@@ -7,7 +7,7 @@ mod cycle;
 mod status;
 
 pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
-pub use status::{Code, Status};
+pub use status::{Code, Reason, Status};
 
 use std::any::Any;
 use std::collections::HashMap;
@@ -145,7 +145,7 @@ pub trait Plugin: Send + Sync {
     /// plugin made room (the pod is retried); a message on a non-success
     /// status is added to the failure explanation.
     fn post_filter(&self, _state: &CycleState, _pod: &PodInfo, _diagnosis: &Diagnosis) -> Status {
-        Status::new(Code::Unschedulable, Vec::new())
+        Status::new(Code::Unschedulable, [])
     }
 
     /// PreScore: once per cycle with the feasible nodes. `Skip` skips this

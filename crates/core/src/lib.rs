@@ -21,6 +21,7 @@ pub mod resources;
 pub mod rng;
 pub mod scheduler;
 pub mod selector;
+pub mod synthetic;
 
 pub use cache::{Cache, Snapshot};
 pub use framework::{Code, CycleState, Framework, Plugin, Points, Status};

@@ -1,10 +1,10 @@
 //! Nodes as the scheduler sees them: the parsed, immutable part of the Node
 //! object ([`NodeData`]) and the usage of the pods on it ([`NodeInfo`]).
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
+use rustc_hash::FxHashMap;
 
 use crate::pod::HostPort;
 use crate::resources::Resources;
@@ -51,7 +51,22 @@ pub struct Taint {
     pub value: String,
     /// Effect.
     pub effect: TaintEffect,
+    /// `node(s) had untolerated taint {key: value}`, built once so that
+    /// rejecting a node for it allocates nothing.
+    pub untolerated: Arc<str>,
 }
+
+impl Taint {
+    /// A taint.
+    pub fn new(key: impl Into<String>, value: impl Into<String>, effect: TaintEffect) -> Self {
+        let (key, value) = (key.into(), value.into());
+        let untolerated = format!("node(s) had untolerated taint {{{key}: {value}}}").into();
+        Taint { key, value, effect, untolerated }
+    }
+}
+
+/// Node labels.
+pub type Labels = FxHashMap<String, String>;
 
 /// The taint the node controller puts on cordoned nodes.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
@@ -62,8 +77,9 @@ pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 pub struct NodeData {
     /// `metadata.name`.
     pub name: String,
-    /// `metadata.labels`.
-    pub labels: BTreeMap<String, String>,
+    /// `metadata.labels` (a fast hash map: label lookups are the hottest
+    /// operation of node affinity).
+    pub labels: Labels,
     /// `spec.unschedulable` (cordoned).
     pub unschedulable: bool,
     /// `spec.taints` with a known effect.
@@ -71,7 +87,7 @@ pub struct NodeData {
     /// `status.allocatable` (or `status.capacity` when allocatable is absent).
     pub allocatable: Resources,
     /// Image sizes by every name in `status.images[].names`.
-    pub images: HashMap<String, i64>,
+    pub images: FxHashMap<String, i64>,
     /// The zone (`topology.kubernetes.io/zone`), used to spread sampling.
     pub zone: String,
     /// The object as received.
@@ -93,11 +109,7 @@ impl NodeData {
             let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
                 ModelError::new(&object, format!("spec.taints[{i}].effect"), format!("unknown effect {:?}", t.effect))
             })?;
-            taints.push(Taint {
-                key: t.key.clone(),
-                value: t.value.clone().unwrap_or_default(),
-                effect,
-            });
+            taints.push(Taint::new(t.key.clone(), t.value.clone().unwrap_or_default(), effect));
         }
         let allocatable = match status.and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref())) {
             Some(list) => {
@@ -110,13 +122,13 @@ impl NodeData {
             }
             None => Resources::default(),
         };
-        let mut images = HashMap::new();
+        let mut images = FxHashMap::default();
         for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
             for n in img.names.iter().flatten() {
                 images.insert(n.clone(), img.size_bytes.unwrap_or(0));
             }
         }
-        let labels = node.metadata.labels.clone().unwrap_or_default();
+        let labels: Labels = node.metadata.labels.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
         let zone = labels
             .get("topology.kubernetes.io/zone")
             .or_else(|| labels.get("failure-domain.beta.kubernetes.io/zone"))

@@ -263,7 +263,7 @@ mod tests {
     use serde_json::json;
 
     fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
-        Taint { key: key.into(), value: value.into(), effect }
+        Taint::new(key, value, effect)
     }
 
     fn tol(v: serde_json::Value) -> Toleration {

@@ -47,7 +47,47 @@ pub fn is_extended_resource_name(name: &str) -> bool {
     name.contains('/') && !name.contains("kubernetes.io/") && !name.starts_with("requests.")
 }
 
+/// A resource name resolved once (plugin args), so hot paths compare no strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceKey {
+    /// `cpu`.
+    Cpu,
+    /// `memory`.
+    Memory,
+    /// `ephemeral-storage`.
+    EphemeralStorage,
+    /// `pods`.
+    Pods,
+    /// Any scalar resource.
+    Scalar(String),
+}
+
+impl ResourceKey {
+    /// Resolves a resource name.
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "cpu" => Self::Cpu,
+            "memory" => Self::Memory,
+            "ephemeral-storage" => Self::EphemeralStorage,
+            "pods" => Self::Pods,
+            other => Self::Scalar(other.to_owned()),
+        }
+    }
+}
+
 impl Resources {
+    /// Amount of a resolved resource.
+    #[inline]
+    pub fn get_key(&self, key: &ResourceKey) -> i64 {
+        match key {
+            ResourceKey::Cpu => self.milli_cpu,
+            ResourceKey::Memory => self.memory,
+            ResourceKey::EphemeralStorage => self.ephemeral_storage,
+            ResourceKey::Pods => self.pods,
+            ResourceKey::Scalar(n) => self.scalar_get(n),
+        }
+    }
+
     /// Amount of the named resource (`cpu` in millicores).
     pub fn get(&self, name: &str) -> i64 {
         match name {

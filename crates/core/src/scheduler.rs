@@ -83,6 +83,17 @@ impl Scheduler {
         })
     }
 
+    /// Runs `f` on the filter/score worker pool, so the parallel sections of
+    /// each cycle split work among the pool's threads directly instead of
+    /// handing it over from outside (which costs a wake-up per section).
+    /// Drive the scheduling loop through this.
+    pub fn with_pool<R: Send>(&mut self, f: impl FnOnce(&mut Self) -> R + Send) -> R {
+        match self.frameworks.first().and_then(|fw| fw.pool()).cloned() {
+            Some(pool) => pool.install(|| f(self)),
+            None => f(self),
+        }
+    }
+
     /// The profiles' frameworks.
     pub fn frameworks(&self) -> &[Framework] {
         &self.frameworks

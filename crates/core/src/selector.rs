@@ -1,11 +1,10 @@
 //! Node selector terms (`nodeAffinity`), parsed once and matched against a
 //! node's labels and fields.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 
 use crate::ModelError;
+use crate::node::Labels;
 
 /// A selector operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +135,7 @@ impl Term {
     }
 
     /// Whether a node with these labels and this name matches.
-    pub fn matches(&self, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
+    pub fn matches(&self, labels: &Labels, node_name: &str) -> bool {
         if self.expressions.is_empty() && self.fields.is_empty() {
             return false;
         }
@@ -156,7 +155,7 @@ mod tests {
         Term::parse(&serde_json::from_value(v).unwrap(), "Pod p", "t")
     }
 
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 

@@ -148,7 +148,18 @@ pub struct PluginScore {
     pub weighted: i64,
 }
 
-type Verdict = Option<(usize, Status)>;
+/// What the filters said about one chunk of consecutive nodes: offsets (from
+/// the chunk's start) of feasible nodes, and rejected ones with the index of
+/// the rejecting filter. No allocation for a feasible node, none for the
+/// plugin name of a rejected one.
+#[derive(Default)]
+struct ChunkOut {
+    feasible: Vec<u32>,
+    rejected: Vec<(u32, u16, Status)>,
+}
+
+/// A rejected node: snapshot index, filter index, status.
+type Rejection = (usize, usize, Status);
 
 impl Framework {
     /// Runs one scheduling cycle for `pod` on `snapshot`: PreFilter, Filter
@@ -224,7 +235,7 @@ impl Framework {
             // Evaluation order: rejected and feasible nodes interleave by position.
             let mut evaluated: Vec<(usize, Option<Status>)> = rejected
                 .iter()
-                .map(|(i, st)| (*i, Some(st.clone())))
+                .map(|(i, fi, st)| (*i, Some(st.clone().with_plugin(self.filter[*fi].plugin.name().to_owned()))))
                 .chain(feasible.iter().map(|&i| (i, None)))
                 .collect();
             evaluated.sort_by_key(|(i, _)| (i + all - start) % all);
@@ -244,12 +255,12 @@ impl Framework {
             let mut unschedulable_plugins: Vec<String> = Vec::new();
             let node_statuses: Vec<(String, Status)> = rejected
                 .into_iter()
-                .map(|(i, st)| {
-                    let p = st.plugin().unwrap_or_default().to_owned();
+                .map(|(i, fi, st)| {
+                    let p = self.filter[fi].plugin.name().to_owned();
                     if !unschedulable_plugins.contains(&p) {
-                        unschedulable_plugins.push(p);
+                        unschedulable_plugins.push(p.clone());
                     }
-                    (snapshot.nodes[i].name().to_owned(), st)
+                    (snapshot.nodes[i].name().to_owned(), st.with_plugin(p))
                 })
                 .collect();
             let mut diagnosis = Diagnosis { node_statuses, pre_filter_msg: None, post_filter_msg: None, unschedulable_plugins };
@@ -400,7 +411,7 @@ impl Framework {
 
     /// Filters nodes from `start` until `want` are feasible or all were
     /// examined. Returns feasible node indices in order, rejected ones with
-    /// their status, and how many nodes were processed.
+    /// the rejecting filter and its status, and how many nodes were processed.
     fn find_feasible(
         &self,
         state: &CycleState,
@@ -408,7 +419,7 @@ impl Framework {
         snapshot: &Snapshot,
         start: usize,
         want: usize,
-    ) -> Result<(Vec<usize>, Vec<(usize, Status)>, usize), ScheduleError> {
+    ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
         let all = snapshot.len();
         let filters: Vec<(usize, &Enabled)> =
             self.filter.iter().enumerate().filter(|(i, _)| !state.skip_filter[*i]).collect();
@@ -416,37 +427,51 @@ impl Framework {
         let mut rejected = Vec::new();
         let mut pos = 0;
         let mut processed = 0;
-        while pos < all && feasible.len() < want {
+        'blocks: while pos < all && feasible.len() < want {
             let need = want - feasible.len();
-            let block = if pos == 0 || feasible.is_empty() {
-                if pos == 0 { need } else { all - pos }
+            let block = if pos == 0 {
+                need
+            } else if feasible.is_empty() {
+                all - pos
             } else {
                 // Size the next block by the feasibility rate seen so far.
                 let rate = feasible.len() as f64 / pos as f64;
                 (need as f64 / rate * 1.2) as usize + 16
             }
             .min(all - pos);
-            let verdicts = self.filter_block(state, pod, snapshot, (start + pos) % all, block, &filters);
-            for (k, v) in verdicts.into_iter().enumerate() {
-                let idx = (start + pos + k) % all;
-                match v {
-                    None => feasible.push(idx),
-                    Some((fi, st)) => {
-                        if st.code() == Code::Error || !st.is_rejected() {
+            let from = start + pos;
+            for (chunk_start, out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
+                // Merge the chunk's feasible and rejected nodes in node order.
+                let (mut f, mut r) = (out.feasible.into_iter().peekable(), out.rejected.into_iter().peekable());
+                loop {
+                    let take_feasible = match (f.peek(), r.peek()) {
+                        (Some(a), Some(b)) => *a < b.0,
+                        (Some(_), None) => true,
+                        (None, Some(_)) => false,
+                        (None, None) => break,
+                    };
+                    let off = if take_feasible {
+                        let off = f.next().expect("peeked") as usize;
+                        feasible.push((from + chunk_start + off) % all);
+                        off
+                    } else {
+                        let (off, fi, st) = r.next().expect("peeked");
+                        let idx = (from + chunk_start + off as usize) % all;
+                        if !st.is_rejected() {
                             return Err(ScheduleError::Error(format!(
                                 "running Filter plugin {:?} on node {:?}: {}",
-                                self.filter[fi].plugin.name(),
+                                self.filter[fi as usize].plugin.name(),
                                 snapshot.nodes[idx].name(),
                                 st.message()
                             )));
                         }
-                        let name = self.filter[fi].plugin.name().to_owned();
-                        rejected.push((idx, st.with_plugin(name)));
+                        rejected.push((idx, fi as usize, st));
+                        off as usize
+                    };
+                    processed = pos + chunk_start + off + 1;
+                    if feasible.len() == want {
+                        break 'blocks;
                     }
-                }
-                processed = pos + k + 1;
-                if feasible.len() == want {
-                    break;
                 }
             }
             pos += block;
@@ -455,8 +480,7 @@ impl Framework {
     }
 
     /// Filters `len` nodes from `from` (wrapping), in parallel chunks when
-    /// worth it. One verdict per node: `None` if feasible, else the index of
-    /// the first rejecting filter and its status.
+    /// worth it. Returns each chunk's start offset and result, in order.
     fn filter_block(
         &self,
         state: &CycleState,
@@ -465,23 +489,20 @@ impl Framework {
         from: usize,
         len: usize,
         filters: &[(usize, &Enabled)],
-    ) -> Vec<Verdict> {
+    ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
-        let mut verdicts: Vec<Verdict> = vec![None; len];
-        let run = |offset: usize, out: &mut [Verdict]| {
-            let nodes: Vec<&NodeInfo> = (0..out.len()).map(|k| &*snapshot.nodes[(from + offset + k) % all]).collect();
-            filter_chunk(state, pod, &nodes, filters, out);
+        let run = |offset: usize, n: usize| {
+            let nodes: Vec<&NodeInfo> = (0..n).map(|k| &*snapshot.nodes[(from + offset + k) % all]).collect();
+            (offset, filter_chunk(state, pod, &nodes, filters))
         };
         match &self.pool {
             Some(pool) if len >= PARALLEL_THRESHOLD => {
                 let chunk = len.div_ceil(pool.current_num_threads() * 4).max(32);
-                pool.install(|| {
-                    verdicts.par_chunks_mut(chunk).enumerate().for_each(|(c, out)| run(c * chunk, out));
-                });
+                let starts: Vec<usize> = (0..len).step_by(chunk).collect();
+                pool.install(|| starts.par_iter().map(|&s| run(s, chunk.min(len - s))).collect())
             }
-            _ => run(0, &mut verdicts),
+            _ => vec![run(0, len)],
         }
-        verdicts
     }
 
     /// Raw scores, node-major (`nodes.len() × score plugins`).
@@ -521,21 +542,20 @@ impl Framework {
 /// Runs every filter over a chunk of nodes, each plugin once for the nodes
 /// that are still feasible, so a rejected node is counted under the first
 /// plugin that rejects it.
-fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters: &[(usize, &Enabled)], out: &mut [Verdict]) {
-    let mut alive: Vec<usize> = (0..nodes.len()).collect();
+fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters: &[(usize, &Enabled)]) -> ChunkOut {
+    let mut out = ChunkOut::default();
+    let mut alive: Vec<u32> = (0..nodes.len() as u32).collect();
     let mut batch: Vec<&NodeInfo> = Vec::with_capacity(nodes.len());
     let mut statuses: Vec<Status> = Vec::with_capacity(nodes.len());
     for &(fi, e) in filters {
         batch.clear();
-        batch.extend(alive.iter().map(|&k| nodes[k]));
+        batch.extend(alive.iter().map(|&k| nodes[k as usize]));
         statuses.clear();
         e.plugin.filter_nodes(state, pod, &batch, &mut statuses);
         if statuses.len() != batch.len() {
             let st = Status::error(format!("returned {} statuses for {} nodes", statuses.len(), batch.len()));
-            for &k in &alive {
-                out[k] = Some((fi, st.clone()));
-            }
-            return;
+            out.rejected.extend(alive.iter().map(|&k| (k, fi as u16, st.clone())));
+            return out;
         }
         let mut keep = 0;
         for (m, st) in statuses.drain(..).enumerate() {
@@ -544,7 +564,7 @@ fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters:
                 alive[keep] = k;
                 keep += 1;
             } else {
-                out[k] = Some((fi, st));
+                out.rejected.push((k, fi as u16, st));
             }
         }
         alive.truncate(keep);
@@ -552,4 +572,7 @@ fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters:
             break;
         }
     }
+    out.feasible = alive;
+    out.rejected.sort_unstable_by_key(|r| r.0);
+    out
 }

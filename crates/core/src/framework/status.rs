@@ -1,7 +1,46 @@
 //! The result of running a plugin at an extension point.
 
-use std::borrow::Cow;
 use std::fmt;
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// One reason of a status: a static string, or a shared one (cloning is a
+/// reference count, never a copy), so rejecting a node allocates nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// A fixed message.
+    Static(&'static str),
+    /// A computed message, shared.
+    Shared(Arc<str>),
+}
+
+impl Deref for Reason {
+    type Target = str;
+    fn deref(&self) -> &str {
+        match self {
+            Reason::Static(s) => s,
+            Reason::Shared(s) => s,
+        }
+    }
+}
+
+impl From<&'static str> for Reason {
+    fn from(s: &'static str) -> Self {
+        Reason::Static(s)
+    }
+}
+
+impl From<String> for Reason {
+    fn from(s: String) -> Self {
+        Reason::Shared(s.into())
+    }
+}
+
+impl From<Arc<str>> for Reason {
+    fn from(s: Arc<str>) -> Self {
+        Reason::Shared(s)
+    }
+}
 
 /// Status codes, in kube-scheduler's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -36,44 +75,60 @@ impl Code {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
     code: Code,
-    reasons: Vec<Cow<'static, str>>,
-    plugin: Option<Cow<'static, str>>,
+    // The first reason inline: one reason (the common case) needs no vector.
+    first: Option<Reason>,
+    more: Vec<Reason>,
+    plugin: Option<Arc<str>>,
 }
 
 impl Status {
     /// A status with a code and reasons.
-    pub fn new(code: Code, reasons: Vec<Cow<'static, str>>) -> Self {
-        Status { code, reasons, plugin: None }
+    pub fn new(code: Code, reasons: impl IntoIterator<Item = Reason>) -> Self {
+        let mut it = reasons.into_iter();
+        Status { code, first: it.next(), more: it.collect(), plugin: None }
+    }
+
+    /// Adds a reason.
+    pub fn push_reason(&mut self, reason: impl Into<Reason>) {
+        match self.first {
+            None => self.first = Some(reason.into()),
+            Some(_) => self.more.push(reason.into()),
+        }
+    }
+
+    /// Whether it has any reason.
+    pub fn has_reasons(&self) -> bool {
+        self.first.is_some()
     }
 
     /// Success.
     #[inline]
     pub const fn success() -> Self {
-        Status { code: Code::Success, reasons: Vec::new(), plugin: None }
+        Status { code: Code::Success, first: None, more: Vec::new(), plugin: None }
     }
 
     /// Skip.
     pub const fn skip() -> Self {
-        Status { code: Code::Skip, reasons: Vec::new(), plugin: None }
+        Status { code: Code::Skip, first: None, more: Vec::new(), plugin: None }
     }
 
     /// Unschedulable with one reason.
-    pub fn unschedulable(reason: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(Code::Unschedulable, vec![reason.into()])
+    pub fn unschedulable(reason: impl Into<Reason>) -> Self {
+        Self::new(Code::Unschedulable, [reason.into()])
     }
 
     /// UnschedulableAndUnresolvable with one reason.
-    pub fn unresolvable(reason: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(Code::UnschedulableAndUnresolvable, vec![reason.into()])
+    pub fn unresolvable(reason: impl Into<Reason>) -> Self {
+        Self::new(Code::UnschedulableAndUnresolvable, [reason.into()])
     }
 
     /// An error.
-    pub fn error(message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(Code::Error, vec![message.into()])
+    pub fn error(message: impl Into<Reason>) -> Self {
+        Self::new(Code::Error, [message.into()])
     }
 
     /// Records which plugin returned this status.
-    pub fn with_plugin(mut self, plugin: impl Into<Cow<'static, str>>) -> Self {
+    pub fn with_plugin(mut self, plugin: impl Into<Arc<str>>) -> Self {
         self.plugin = Some(plugin.into());
         self
     }
@@ -103,7 +158,7 @@ impl Status {
 
     /// The reasons.
     pub fn reasons(&self) -> impl Iterator<Item = &str> {
-        self.reasons.iter().map(|r| r.as_ref())
+        self.first.iter().chain(&self.more).map(|r| &**r)
     }
 
     /// The plugin that returned it, if recorded.
@@ -120,7 +175,7 @@ impl Status {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.code.as_str())?;
-        if !self.reasons.is_empty() {
+        if self.has_reasons() {
             write!(f, ": {}", self.message())?;
         }
         Ok(())

@@ -26,21 +26,38 @@ impl Plugin for ImageLocality {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        let total = state.total_nodes.max(1) as f64;
-        let mut sum = 0i64;
-        for img in &pod.images {
-            if let Some(&size) = node.node.images.get(img) {
-                let holders = state.image_nodes.get(img).copied().unwrap_or(1) as f64;
-                sum += (size as f64 * (holders / total)) as i64;
-            }
-        }
-        let max = MAX_CONTAINER_THRESHOLD * pod.containers as i64;
-        let sum = sum.clamp(MIN_THRESHOLD, max.max(MIN_THRESHOLD));
-        if max <= MIN_THRESHOLD {
-            return Ok(0);
-        }
-        Ok(MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max - MIN_THRESHOLD))
+        Ok(node_score(&spreads(state, pod), pod.containers, node))
     }
+
+    fn score_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut [i64]) -> Result<(), Status> {
+        let spreads = spreads(state, pod);
+        for (o, n) in out.iter_mut().zip(nodes) {
+            *o = node_score(&spreads, pod.containers, n);
+        }
+        Ok(())
+    }
+}
+
+/// The pod's images that some node holds, with the share of nodes holding
+/// each (computed once per batch, not per node).
+fn spreads<'p>(state: &CycleState, pod: &'p PodInfo) -> Vec<(&'p str, f64)> {
+    let total = state.total_nodes.max(1) as f64;
+    pod.images
+        .iter()
+        .filter_map(|img| state.image_nodes.get(img).map(|&n| (img.as_str(), n as f64 / total)))
+        .collect()
+}
+
+fn node_score(spreads: &[(&str, f64)], containers: usize, node: &NodeInfo) -> i64 {
+    let max = MAX_CONTAINER_THRESHOLD * containers as i64;
+    if spreads.is_empty() || max <= MIN_THRESHOLD {
+        return 0;
+    }
+    let sum: i64 = spreads
+        .iter()
+        .filter_map(|(img, spread)| node.node.images.get(*img).map(|&size| (size as f64 * spread) as i64))
+        .sum();
+    MAX_NODE_SCORE * (sum.clamp(MIN_THRESHOLD, max) - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
 }
 
 #[cfg(test)]

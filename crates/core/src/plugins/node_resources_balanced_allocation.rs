@@ -8,6 +8,7 @@ use super::node_resources_fit::{ResourceSpec, default_resources, validate_resour
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
+use crate::resources::ResourceKey;
 
 /// `NodeResourcesBalancedAllocationArgs`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -27,7 +28,7 @@ pub struct BalancedAllocationArgs {
 /// The NodeResourcesBalancedAllocation score.
 #[derive(Debug, Clone)]
 pub struct BalancedAllocation {
-    resources: Vec<ResourceSpec>,
+    resources: Vec<ResourceKey>,
 }
 
 impl BalancedAllocation {
@@ -35,7 +36,7 @@ impl BalancedAllocation {
     pub fn new(args: BalancedAllocationArgs) -> Result<Self, String> {
         let resources = args.resources.unwrap_or_else(default_resources);
         validate_resources(&resources, "resources")?;
-        Ok(BalancedAllocation { resources })
+        Ok(BalancedAllocation { resources: resources.iter().map(|r| ResourceKey::parse(&r.name)).collect() })
     }
 }
 
@@ -50,7 +51,7 @@ impl Plugin for BalancedAllocation {
 
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
         // Best-effort pods (no request of any balanced resource): skip.
-        if self.resources.iter().all(|r| pod.requests.requests.get(&r.name) == 0) {
+        if self.resources.iter().all(|k| pod.requests.requests.get_key(k) == 0) {
             Status::skip()
         } else {
             Status::success()
@@ -62,12 +63,12 @@ impl Plugin for BalancedAllocation {
         let mut fractions = [0f64; 8];
         let mut n = 0;
         let mut sum = 0.0;
-        for r in &self.resources {
-            let alloc = node.node.allocatable.get(&r.name);
+        for key in &self.resources {
+            let alloc = node.node.allocatable.get_key(key);
             if alloc == 0 || n == fractions.len() {
                 continue;
             }
-            let req = node.usage.requested.get(&r.name) + pod.requests.requests.get(&r.name);
+            let req = node.usage.requested.get_key(key) + pod.requests.requests.get_key(key);
             let f = (req as f64 / alloc as f64).min(1.0);
             fractions[n] = f;
             sum += f;

@@ -5,10 +5,10 @@
 
 use serde::Deserialize;
 
-use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
+use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
-use crate::resources::is_extended_resource_name;
+use crate::resources::{ResourceKey, is_extended_resource_name};
 
 /// A resource considered in scoring, with its weight.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -105,7 +105,7 @@ pub struct NodeResourcesFit {
     ignored: Vec<String>,
     ignored_groups: Vec<String>,
     strategy: StrategyType,
-    resources: Vec<ResourceSpec>,
+    resources: Vec<(ResourceKey, i64)>,
     /// Shape scaled to 0–100 scores.
     shape: Vec<UtilizationShapePoint>,
 }
@@ -161,7 +161,7 @@ impl NodeResourcesFit {
             ignored: args.ignored_resources,
             ignored_groups: args.ignored_resource_groups,
             strategy: strategy.kind,
-            resources,
+            resources: resources.iter().map(|r| (ResourceKey::parse(&r.name), r.weight)).collect(),
             shape,
         })
     }
@@ -172,44 +172,46 @@ impl NodeResourcesFit {
                 || name.split_once('/').is_some_and(|(g, _)| self.ignored_groups.iter().any(|i| i == g)))
     }
 
-    /// The reasons the pod does not fit (kube-scheduler's `fitsRequest`).
-    pub fn insufficient(&self, pod: &PodInfo, node: &NodeInfo) -> Vec<std::borrow::Cow<'static, str>> {
-        let mut out = Vec::new();
+    /// Whether the pod fits, with every reason it does not (kube-scheduler's
+    /// `fitsRequest`).
+    pub fn fits(&self, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let mut out = Status::new(Code::Unschedulable, []);
         let (alloc, used, req) = (&node.node.allocatable, &node.usage.requested, &pod.requests.requests);
         if node.usage.pods + 1 > alloc.pods {
-            out.push("Too many pods".into());
+            out.push_reason("Too many pods");
         }
         if req.is_zero() {
-            return out;
+            return if out.has_reasons() { out } else { Status::success() };
         }
         if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu - used.milli_cpu {
-            out.push("Insufficient cpu".into());
+            out.push_reason("Insufficient cpu");
         }
         if req.memory > 0 && req.memory > alloc.memory - used.memory {
-            out.push("Insufficient memory".into());
+            out.push_reason("Insufficient memory");
         }
         if req.ephemeral_storage > 0 && req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage {
-            out.push("Insufficient ephemeral-storage".into());
+            out.push_reason("Insufficient ephemeral-storage");
         }
         for (name, &q) in req.scalar.iter().map(|(n, q)| (n, q)) {
             if q == 0 || self.ignored(name) {
                 continue;
             }
             if q > alloc.scalar_get(name) - used.scalar_get(name) {
-                out.push(format!("Insufficient {name}").into());
+                out.push_reason(format!("Insufficient {name}"));
             }
         }
-        out
+        if out.has_reasons() { out } else { Status::success() }
     }
 
     /// (requested including the pod, allocatable) of a scored resource, with
     /// the non-zero defaults for CPU and memory.
-    fn amounts(pod: &PodInfo, node: &NodeInfo, name: &str) -> (i64, i64) {
-        let alloc = node.node.allocatable.get(name);
-        let req = match name {
-            "cpu" => node.usage.non_zero_milli_cpu + pod.requests.non_zero_milli_cpu,
-            "memory" => node.usage.non_zero_memory + pod.requests.non_zero_memory,
-            _ => node.usage.requested.get(name) + pod.requests.requests.get(name),
+    #[inline]
+    fn amounts(pod: &PodInfo, node: &NodeInfo, key: &ResourceKey) -> (i64, i64) {
+        let alloc = node.node.allocatable.get_key(key);
+        let req = match key {
+            ResourceKey::Cpu => node.usage.non_zero_milli_cpu + pod.requests.non_zero_milli_cpu,
+            ResourceKey::Memory => node.usage.non_zero_memory + pod.requests.non_zero_memory,
+            _ => node.usage.requested.get_key(key) + pod.requests.requests.get_key(key),
         };
         (req, alloc)
     }
@@ -256,27 +258,22 @@ impl Plugin for NodeResourcesFit {
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let reasons = self.insufficient(pod, node);
-        if reasons.is_empty() {
-            Status::success()
-        } else {
-            Status::new(crate::framework::Code::Unschedulable, reasons)
-        }
+        self.fits(pod, node)
     }
 
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
-        let requests_any = self.resources.iter().any(|r| match r.name.as_str() {
-            "cpu" => pod.requests.non_zero_milli_cpu != 0,
-            "memory" => pod.requests.non_zero_memory != 0,
-            n => pod.requests.requests.get(n) != 0,
+        let requests_any = self.resources.iter().any(|(k, _)| match k {
+            ResourceKey::Cpu => pod.requests.non_zero_milli_cpu != 0,
+            ResourceKey::Memory => pod.requests.non_zero_memory != 0,
+            k => pod.requests.requests.get_key(k) != 0,
         });
         if requests_any { Status::success() } else { Status::skip() }
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let (mut total, mut weights) = (0i64, 0i64);
-        for r in &self.resources {
-            let (req, alloc) = Self::amounts(pod, node, &r.name);
+        for (key, weight) in &self.resources {
+            let (req, alloc) = Self::amounts(pod, node, key);
             if alloc == 0 {
                 continue;
             }
@@ -292,8 +289,8 @@ impl Plugin for NodeResourcesFit {
                     s
                 }
             };
-            total += s * r.weight;
-            weights += r.weight;
+            total += s * weight;
+            weights += weight;
         }
         if weights == 0 {
             return Ok(0);
@@ -321,7 +318,7 @@ mod tests {
         let st = CycleState::default();
         let n = with_pod(node_alloc("n", "2", "4Gi"), &pod_req("1500m", "1Gi"));
         let cases = [
-            (pod_req("500m", "1Gi"), vec![]),
+            (pod_req("500m", "1Gi"), Vec::<&str>::new()),
             (pod_req("600m", "1Gi"), vec!["Insufficient cpu"]),
             (pod_req("1", "4Gi"), vec!["Insufficient cpu", "Insufficient memory"]),
             // init container larger than the app container decides
@@ -334,13 +331,13 @@ mod tests {
             (pod(json!({"containers": [{"name": "c"}]})), vec![]),
         ];
         for (i, (pd, want)) in cases.iter().enumerate() {
-            let got = p.insufficient(pd, &n);
+            let got: Vec<String> = p.fits(pd, &n).reasons().map(str::to_owned).collect();
             assert_eq!(got, *want, "case {i}");
             assert_eq!(p.filter(&st, pd, &n).is_success(), want.is_empty());
         }
         let full = node("f", json!({}), json!({}), json!({"cpu": "2", "memory": "1Gi", "pods": "1"}));
         let full = with_pod(full, &pod_req("0", "0"));
-        assert_eq!(p.insufficient(&pod_req("0", "0"), &full), vec!["Too many pods"]);
+        assert_eq!(p.fits(&pod_req("0", "0"), &full).reasons().collect::<Vec<_>>(), ["Too many pods"]);
     }
 
     #[test]
@@ -348,7 +345,7 @@ mod tests {
         let p = fit(json!({"ignoredResources": ["example.com/fpga"], "ignoredResourceGroups": ["vendor.io"]}));
         let n = node_alloc("n", "2", "4Gi");
         let pd = pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1", "vendor.io/x": "2", "other.io/y": "1"}}}]}));
-        assert_eq!(p.insufficient(&pd, &n), vec!["Insufficient other.io/y"]);
+        assert_eq!(p.fits(&pd, &n).reasons().collect::<Vec<_>>(), ["Insufficient other.io/y"]);
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub struct NodeUnschedulable {
 impl Default for NodeUnschedulable {
     fn default() -> Self {
         NodeUnschedulable {
-            taint: Taint { key: TAINT_NODE_UNSCHEDULABLE.into(), value: String::new(), effect: TaintEffect::NoSchedule },
+            taint: Taint::new(TAINT_NODE_UNSCHEDULABLE, "", TaintEffect::NoSchedule),
         }
     }
 }

@@ -29,7 +29,7 @@ impl Plugin for TaintToleration {
             .find(|t| !tolerated(&pod.tolerations, t));
         match untolerated {
             None => Status::success(),
-            Some(t) => Status::unresolvable(format!("node(s) had untolerated taint {{{}: {}}}", t.key, t.value)),
+            Some(t) => Status::unresolvable(t.untolerated.clone()),
         }
     }
 

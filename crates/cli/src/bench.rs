@@ -1,0 +1,137 @@
+//! `wasmsched bench`: schedules a synthetic cluster in memory through the
+//! real framework and reports throughput, latency and memory.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+use wasmsched_core::config::Config;
+use wasmsched_core::plugins::Registry;
+use wasmsched_core::scheduler::{Responsibility, Scheduler};
+use wasmsched_core::synthetic;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Nodes in the synthetic cluster.
+    #[arg(long, default_value_t = 5000)]
+    nodes: usize,
+    /// Pods to schedule.
+    #[arg(long, default_value_t = 10000)]
+    pods: usize,
+    /// percentageOfNodesToScore (0 = kube-scheduler's adaptive default).
+    #[arg(long)]
+    percentage: Option<u32>,
+    /// Worker threads for filtering and scoring (default: the machine's cores).
+    #[arg(long)]
+    parallelism: Option<usize>,
+    /// Scheduler configuration to use instead of the defaults.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Seed of the synthetic cluster and of tie-breaking.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object on the last line of stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Peak resident memory of this process in MiB (Linux `VmHWM`).
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut config = match &args.config {
+        Some(p) => Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?,
+        None => Config::default(),
+    };
+    if let Some(p) = args.percentage {
+        anyhow::ensure!(p <= 100, "--percentage must be in 0..=100");
+        config.percentage_of_nodes_to_score = Some(i64::from(p));
+        for prof in &mut config.profiles {
+            prof.percentage_of_nodes_to_score = None;
+        }
+    }
+    if let Some(p) = args.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        config.parallelism = Some(p as i64);
+    }
+    let profile = config.profiles[0].scheduler_name.clone();
+    let mut sched = Scheduler::new(&config, &Registry::builtin(), args.seed, Responsibility::OwnProfiles)?;
+
+    let setup = Instant::now();
+    let now = Instant::now();
+    for n in synthetic::nodes(args.nodes, args.seed) {
+        sched.on_node(&n, now)?;
+    }
+    for p in synthetic::pods(args.pods, &profile, args.seed) {
+        sched.on_pod(&p, now)?;
+    }
+    let setup = setup.elapsed();
+
+    let mut latencies = Vec::with_capacity(args.pods);
+    let (mut scheduled, mut unschedulable) = (0usize, 0usize);
+    let start = Instant::now();
+    sched.with_pool(|sched| {
+        loop {
+            let t = Instant::now();
+            let Some(a) = sched.schedule_one(now, false) else { break };
+            latencies.push(t.elapsed());
+            match a.result {
+                Ok(_) => {
+                    sched.binding_finished(&a.pod.key, true, now);
+                    scheduled += 1;
+                }
+                Err(_) => unschedulable += 1,
+            }
+        }
+    });
+    let elapsed = start.elapsed();
+    let over = sched.cache.overcommitted_nodes();
+    anyhow::ensure!(over.is_empty(), "nodes overcommitted: {over:?}");
+    latencies.sort_unstable();
+    let pods_per_sec = latencies.len() as f64 / elapsed.as_secs_f64();
+    let (p50, p99) = (percentile(&latencies, 0.50), percentile(&latencies, 0.99));
+    let rss = peak_rss_mb().unwrap_or(0.0);
+    let pct = config.percentage_of_nodes_to_score.unwrap_or(0);
+    println!(
+        "{} nodes, {} pods, percentageOfNodesToScore {}, parallelism {}",
+        args.nodes,
+        args.pods,
+        if pct == 0 { "adaptive".to_owned() } else { pct.to_string() },
+        config.parallelism()
+    );
+    println!("setup (parse nodes and pods, fill cache and queue): {:.2} s", setup.as_secs_f64());
+    println!("scheduled {scheduled}, unschedulable {unschedulable} in {:.3} s", elapsed.as_secs_f64());
+    println!("{pods_per_sec:.0} pods/s, per-pod latency p50 {p50:.3} ms, p99 {p99:.3} ms, peak RSS {rss:.0} MiB");
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "nodes": args.nodes,
+                "pods": args.pods,
+                "scheduled": scheduled,
+                "unschedulable": unschedulable,
+                "percentage": pct,
+                "parallelism": config.parallelism(),
+                "pods_per_sec": (pods_per_sec * 10.0).round() / 10.0,
+                "p50_ms": (p50 * 1000.0).round() / 1000.0,
+                "p99_ms": (p99 * 1000.0).round() / 1000.0,
+                "peak_rss_mb": rss.round(),
+            })
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,263 @@
+//! `wasmsched simulate`: schedules the pending pods of a cluster snapshot
+//! through the real framework, offline, and prints where each went and why.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::ValueEnum;
+use serde_json::{Value, json};
+use wasmsched_core::config::Config;
+use wasmsched_core::fixture::{Objects, parse_objects};
+use wasmsched_core::framework::{Explanation, ScheduleError};
+use wasmsched_core::plugins::Registry;
+use wasmsched_core::scheduler::{Responsibility, Scheduler};
+
+/// The bundled example cluster.
+pub const EXAMPLE_CLUSTER: &str = include_str!("../data/example-cluster.yaml");
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Nodes and pods (YAML or JSON, multi-document or a List, as `kubectl get
+    /// nodes,pods -o yaml` prints). Bound pods count as usage; unbound pods are
+    /// placed. Default: the bundled example cluster.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// More pods to place (repeatable).
+    #[arg(long)]
+    pods: Vec<PathBuf>,
+    /// Scheduler configuration (KubeSchedulerConfiguration YAML).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Table)]
+    output: Output,
+    /// Show every plugin's verdict and score per node for this pod (NAMESPACE/NAME; repeatable).
+    #[arg(long, value_name = "NS/POD")]
+    explain: Vec<String>,
+    /// Seed for breaking ties between equally scored nodes.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Output {
+    Table,
+    Json,
+}
+
+/// One pod's outcome.
+struct Row {
+    pod: String,
+    node: Option<String>,
+    reason: String,
+    score: Option<i64>,
+    feasible: usize,
+    evaluated: usize,
+    explanation: Option<Explanation>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut objs = match &args.cluster {
+        Some(p) => parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?,
+        None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
+    };
+    for p in &args.pods {
+        let more: Objects = parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
+        objs.extend(more);
+    }
+    for i in &objs.ignored {
+        tracing::warn!(object = %i, "ignoring an object that is neither a Node nor a Pod");
+    }
+    let config = match &args.config {
+        Some(p) => Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?,
+        None => Config::default(),
+    };
+    let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
+    let rows = simulate(&config, &objs, args.seed, &explain)?;
+    for e in &explain {
+        if !rows.iter().any(|r| &r.pod == e) {
+            bail!("--explain {e}: no pending pod of that name (use NAMESPACE/NAME)");
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Output::Table => print_table(&mut out, &rows, objs.nodes.len())?,
+        Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&rows))?)?,
+    }
+    Ok(())
+}
+
+fn simulate(config: &Config, objs: &Objects, seed: u64, explain: &BTreeSet<String>) -> anyhow::Result<Vec<Row>> {
+    let mut sched = Scheduler::new(config, &Registry::builtin(), seed, Responsibility::AllPods)?;
+    let now = Instant::now();
+    for n in &objs.nodes {
+        sched.on_node(n, now)?;
+    }
+    let mut rows = Vec::new();
+    for p in &objs.pods {
+        if let Err(e) = sched.on_pod(p, now) {
+            // A malformed pod is reported, not fatal: the others are still placed.
+            let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            rows.push(Row {
+                pod: format!("{ns}/{name}"),
+                node: None,
+                reason: format!("invalid pod: {e}"),
+                score: None,
+                feasible: 0,
+                evaluated: 0,
+                explanation: None,
+            });
+        }
+    }
+    let attempts = sched.with_pool(|sched| {
+        let mut attempts = Vec::new();
+        while let Some(a) = sched.schedule_one(now, !explain.is_empty()) {
+            if a.result.is_ok() {
+                sched.binding_finished(&a.pod.key, true, now);
+            }
+            attempts.push(a);
+        }
+        attempts
+    });
+    for attempt in attempts {
+        let key = attempt.pod.key.clone();
+        let want_explain = explain.contains(&key);
+        let row = match attempt.result {
+            Ok(r) => {
+                let score = r.explanation.as_ref().and_then(|x| x.nodes.iter().find(|n| n.selected)).and_then(|n| n.total);
+                Row {
+                    pod: key,
+                    node: Some(r.node),
+                    reason: String::new(),
+                    score,
+                    feasible: r.feasible_nodes,
+                    evaluated: r.evaluated_nodes,
+                    explanation: r.explanation.filter(|_| want_explain),
+                }
+            }
+            Err(e) => {
+                let explanation = match &e {
+                    ScheduleError::Unschedulable(fe) => fe.explanation.clone(),
+                    _ => None,
+                };
+                Row {
+                    pod: key,
+                    node: None,
+                    reason: e.to_string(),
+                    score: None,
+                    feasible: 0,
+                    evaluated: sched.cache.node_count(),
+                    explanation: explanation.filter(|_| want_explain),
+                }
+            }
+        };
+        rows.push(row);
+    }
+    let over = sched.cache.overcommitted_nodes();
+    if !over.is_empty() {
+        bail!("internal error: nodes overcommitted: {over:?}");
+    }
+    Ok(rows)
+}
+
+fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Result<()> {
+    let w = rows.iter().map(|r| r.pod.len()).max().unwrap_or(3).max(3);
+    let nw = rows.iter().filter_map(|r| r.node.as_ref().map(String::len)).max().unwrap_or(4).max(4);
+    writeln!(out, "{:w$}  {:nw$}  RESULT", "POD", "NODE")?;
+    for r in rows {
+        match &r.node {
+            Some(n) => writeln!(out, "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)", r.pod, r.feasible, r.evaluated)?,
+            None => writeln!(out, "{:w$}  {:nw$}  {}", r.pod, "-", r.reason)?,
+        }
+    }
+    let placed = rows.iter().filter(|r| r.node.is_some()).count();
+    writeln!(out, "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable.", rows.len(), rows.len() - placed)?;
+    for r in rows {
+        if let Some(x) = &r.explanation {
+            writeln!(out)?;
+            print_explanation(out, r, x)?;
+        }
+    }
+    Ok(())
+}
+
+fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{}: {} nodes evaluated (looking for {} feasible), {}",
+        row.pod,
+        x.nodes.len(),
+        x.nodes_to_find,
+        match &row.node {
+            Some(n) => format!("selected {n}"),
+            None => "none feasible".to_owned(),
+        }
+    )?;
+    let nw = x.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);
+    let cols: Vec<String> = x.scores.iter().map(|(p, w)| format!("{p}×{w}")).collect();
+    write!(out, "  {:nw$}  ", "NODE")?;
+    for c in &cols {
+        write!(out, "{c:>w$}  ", w = c.len())?;
+    }
+    writeln!(out, "TOTAL  VERDICT")?;
+    for n in &x.nodes {
+        write!(out, "  {:nw$}  ", n.node)?;
+        for (i, c) in cols.iter().enumerate() {
+            let cell = n.scores.get(i).map(|s| match s.raw {
+                Some(raw) if raw != s.normalized => format!("{} ({raw})", s.normalized),
+                Some(_) => s.normalized.to_string(),
+                None => "skip".to_owned(),
+            });
+            write!(out, "{:>w$}  ", cell.unwrap_or_else(|| "-".into()), w = c.len())?;
+        }
+        let total = n.total.map_or("-".to_owned(), |t| t.to_string());
+        let verdict = match &n.rejected {
+            Some(st) => format!("{}: {}", st.plugin().unwrap_or("?"), st.message()),
+            None if n.selected => "feasible, selected".to_owned(),
+            None => "feasible".to_owned(),
+        };
+        writeln!(out, "{total:>5}  {verdict}")?;
+    }
+    writeln!(out, "  (scores are after NormalizeScore, raw score in parentheses; TOTAL sums score × weight)")?;
+    Ok(())
+}
+
+fn explanation_json(x: &Explanation) -> Value {
+    json!({
+        "filters": x.filters,
+        "scorePlugins": x.scores.iter().map(|(p, w)| json!({"name": p, "weight": w})).collect::<Vec<_>>(),
+        "nodesToFind": x.nodes_to_find,
+        "nodes": x.nodes.iter().map(|n| json!({
+            "node": n.node,
+            "feasible": n.rejected.is_none(),
+            "rejectedBy": n.rejected.as_ref().and_then(|s| s.plugin()),
+            "reasons": n.rejected.as_ref().map(|s| s.reasons().collect::<Vec<_>>()),
+            "scores": n.scores.iter().map(|s| json!({"plugin": s.plugin, "raw": s.raw, "normalized": s.normalized, "weighted": s.weighted})).collect::<Vec<_>>(),
+            "total": n.total,
+            "selected": n.selected,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn to_json(rows: &[Row]) -> Value {
+    let placed = rows.iter().filter(|r| r.node.is_some()).count();
+    json!({
+        "placements": rows.iter().map(|r| {
+            let mut v = json!({
+                "pod": r.pod,
+                "node": r.node,
+                "reason": r.reason,
+                "feasibleNodes": r.feasible,
+                "evaluatedNodes": r.evaluated,
+            });
+            if let Some(s) = r.score { v["score"] = json!(s); }
+            if let Some(x) = &r.explanation { v["explain"] = explanation_json(x); }
+            v
+        }).collect::<Vec<_>>(),
+        "summary": {"pods": rows.len(), "scheduled": placed, "unschedulable": rows.len() - placed},
+    })
+}

@@ -1,0 +1,122 @@
+//! Synthetic clusters for benchmarks: heterogeneous nodes (sizes, zones,
+//! architectures, GPU nodes behind a taint, spot nodes with a soft taint)
+//! and pods with varied requests, some with selectors, affinities and
+//! tolerations. Deterministic for a given seed.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde_json::{Value, json};
+
+use crate::rng::Rng;
+
+const SIZES: [(&str, &str, &str); 5] = [
+    ("4", "16Gi", "m6i.xlarge"),
+    ("8", "32Gi", "m6i.2xlarge"),
+    ("16", "64Gi", "m6i.4xlarge"),
+    ("32", "128Gi", "m6i.8xlarge"),
+    ("64", "256Gi", "m6i.16xlarge"),
+];
+const ZONES: usize = 5;
+const IMAGES: [(&str, i64); 6] = [
+    ("registry.local/web:1.4", 180_000_000),
+    ("registry.local/api:2.1", 250_000_000),
+    ("registry.local/worker:0.9", 420_000_000),
+    ("registry.local/ml:3.0", 2_400_000_000),
+    ("nginx:1.27", 70_000_000),
+    ("redis:7", 45_000_000),
+];
+
+/// `n` nodes.
+pub fn nodes(n: usize, seed: u64) -> Vec<Node> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|i| {
+            let (cpu, mem, itype) = SIZES[rng.below(SIZES.len() as u64) as usize];
+            let zone = format!("zone-{}", i % ZONES);
+            let name = format!("node-{i:05}");
+            let gpu = rng.below(10) == 0;
+            let spot = !gpu && rng.below(20) == 0;
+            let arch = if rng.below(10) == 0 { "arm64" } else { "amd64" };
+            let mut taints = Vec::new();
+            let mut alloc = json!({"cpu": cpu, "memory": mem, "pods": "110", "ephemeral-storage": "100Gi"});
+            if gpu {
+                taints.push(json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}));
+                alloc["nvidia.com/gpu"] = json!("8");
+            }
+            if spot {
+                taints.push(json!({"key": "spot", "value": "true", "effect": "PreferNoSchedule"}));
+            }
+            let images: Vec<Value> = IMAGES
+                .iter()
+                .filter(|_| rng.below(3) == 0)
+                .map(|(img, size)| json!({"names": [img], "sizeBytes": size}))
+                .collect();
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "labels": {
+                    "kubernetes.io/hostname": name,
+                    "kubernetes.io/arch": arch,
+                    "topology.kubernetes.io/zone": zone,
+                    "node.kubernetes.io/instance-type": itype,
+                }, "annotations": {"price": format!("{:.3}", 0.05 + rng.below(1000) as f64 / 1000.0)}},
+                "spec": {"taints": taints},
+                "status": {"allocatable": alloc.clone(), "capacity": alloc, "images": images,
+                    "conditions": [{"type": "Ready", "status": "True"}]}
+            }))
+            .expect("synthetic node is valid")
+        })
+        .collect()
+}
+
+/// `n` pending pods for `scheduler_name`.
+pub fn pods(n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
+    let mut rng = Rng::new(seed ^ 0x5eed);
+    let cpus = ["100m", "250m", "500m", "1", "2"];
+    let mems = ["128Mi", "256Mi", "512Mi", "1Gi", "4Gi"];
+    (0..n)
+        .map(|i| {
+            let (img, _) = IMAGES[rng.below(IMAGES.len() as u64) as usize];
+            let mut requests = json!({"cpu": cpus[rng.below(5) as usize], "memory": mems[rng.below(5) as usize]});
+            let mut spec = json!({"schedulerName": scheduler_name, "priority": if rng.below(10) == 0 { 1000 } else { 0 }});
+            match rng.below(10) {
+                0 | 1 => spec["nodeSelector"] = json!({"topology.kubernetes.io/zone": format!("zone-{}", rng.below(ZONES as u64))}),
+                2 => {
+                    spec["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
+                    if rng.below(2) == 0 {
+                        requests["nvidia.com/gpu"] = json!("1");
+                    }
+                }
+                3 => spec["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "preference": {"matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m6i.8xlarge", "m6i.16xlarge"]}]}}
+                ]}}),
+                4 => spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/arch", "operator": "NotIn", "values": ["arm64"]}]}
+                ]}}}),
+                _ => {}
+            }
+            spec["containers"] = json!([{"name": "main", "image": img, "resources": {"requests": requests}}]);
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
+                "spec": spec,
+                "status": {"phase": "Pending"}
+            }))
+            .expect("synthetic pod is valid")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{NodeData, PodInfo};
+
+    #[test]
+    fn deterministic_and_valid() {
+        let a = nodes(50, 3);
+        assert_eq!(a, nodes(50, 3));
+        assert!(a.iter().all(|n| NodeData::from_node(n).is_ok()));
+        assert!(a.iter().any(|n| n.spec.as_ref().unwrap().taints.as_ref().is_some_and(|t| !t.is_empty())));
+        let p = pods(100, "s", 3);
+        assert!(p.iter().all(|p| PodInfo::from_pod(p).is_ok()));
+    }
+}
