@@ -54,7 +54,9 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut config = match &args.config {
-        Some(p) => Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?,
+        Some(p) => {
+            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
+        }
         None => Config::default(),
     };
     if let Some(p) = args.percentage {
@@ -110,11 +112,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "{} nodes, {} pods, percentageOfNodesToScore {}, parallelism {}",
         args.nodes,
         args.pods,
-        if pct == 0 { "adaptive".to_owned() } else { pct.to_string() },
+        if pct == 0 {
+            "adaptive".to_owned()
+        } else {
+            pct.to_string()
+        },
         config.parallelism()
     );
-    println!("setup (parse nodes and pods, fill cache and queue): {:.2} s", setup.as_secs_f64());
-    println!("scheduled {scheduled}, unschedulable {unschedulable} in {:.3} s", elapsed.as_secs_f64());
+    println!(
+        "setup (parse nodes and pods, fill cache and queue): {:.2} s",
+        setup.as_secs_f64()
+    );
+    println!(
+        "scheduled {scheduled}, unschedulable {unschedulable} in {:.3} s",
+        elapsed.as_secs_f64()
+    );
     println!("{pods_per_sec:.0} pods/s, per-pod latency p50 {p50:.3} ms, p99 {p99:.3} ms, peak RSS {rss:.0} MiB");
     if args.json {
         println!(

@@ -12,7 +12,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(name = "wasmsched", version, about = "A Kubernetes scheduler whose policy is WebAssembly")]
+#[command(
+    name = "wasmsched",
+    version,
+    about = "A Kubernetes scheduler whose policy is WebAssembly"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,8 +45,11 @@ enum Command {
 fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
     // Noisy dependencies stay quiet unless asked for by name.
     let filter = format!("warn,{filter}").replace("warn,info", "info");
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter).with_context(|| format!("invalid --log filter {filter:?}"))?;
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(&filter).with_context(|| format!("invalid --log filter {filter:?}"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

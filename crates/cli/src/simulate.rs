@@ -61,18 +61,23 @@ struct Row {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut objs = match &args.cluster {
-        Some(p) => parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?,
+        Some(p) => {
+            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?
+        }
         None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
     };
     for p in &args.pods {
-        let more: Objects = parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
+        let more: Objects =
+            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
         objs.extend(more);
     }
     for i in &objs.ignored {
         tracing::warn!(object = %i, "ignoring an object that is neither a Node nor a Pod");
     }
     let config = match &args.config {
-        Some(p) => Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?,
+        Some(p) => {
+            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
+        }
         None => Config::default(),
     };
     let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
@@ -128,7 +133,11 @@ fn simulate(config: &Config, objs: &Objects, seed: u64, explain: &BTreeSet<Strin
         let want_explain = explain.contains(&key);
         let row = match attempt.result {
             Ok(r) => {
-                let score = r.explanation.as_ref().and_then(|x| x.nodes.iter().find(|n| n.selected)).and_then(|n| n.total);
+                let score = r
+                    .explanation
+                    .as_ref()
+                    .and_then(|x| x.nodes.iter().find(|n| n.selected))
+                    .and_then(|n| n.total);
                 Row {
                     pod: key,
                     node: Some(r.node),
@@ -166,16 +175,30 @@ fn simulate(config: &Config, objs: &Objects, seed: u64, explain: &BTreeSet<Strin
 
 fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Result<()> {
     let w = rows.iter().map(|r| r.pod.len()).max().unwrap_or(3).max(3);
-    let nw = rows.iter().filter_map(|r| r.node.as_ref().map(String::len)).max().unwrap_or(4).max(4);
+    let nw = rows
+        .iter()
+        .filter_map(|r| r.node.as_ref().map(String::len))
+        .max()
+        .unwrap_or(4)
+        .max(4);
     writeln!(out, "{:w$}  {:nw$}  RESULT", "POD", "NODE")?;
     for r in rows {
         match &r.node {
-            Some(n) => writeln!(out, "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)", r.pod, r.feasible, r.evaluated)?,
+            Some(n) => writeln!(
+                out,
+                "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)",
+                r.pod, r.feasible, r.evaluated
+            )?,
             None => writeln!(out, "{:w$}  {:nw$}  {}", r.pod, "-", r.reason)?,
         }
     }
     let placed = rows.iter().filter(|r| r.node.is_some()).count();
-    writeln!(out, "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable.", rows.len(), rows.len() - placed)?;
+    writeln!(
+        out,
+        "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable.",
+        rows.len(),
+        rows.len() - placed
+    )?;
     for r in rows {
         if let Some(x) = &r.explanation {
             writeln!(out)?;
@@ -222,7 +245,10 @@ fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow
         };
         writeln!(out, "{total:>5}  {verdict}")?;
     }
-    writeln!(out, "  (scores are after NormalizeScore, raw score in parentheses; TOTAL sums score × weight)")?;
+    writeln!(
+        out,
+        "  (scores are after NormalizeScore, raw score in parentheses; TOTAL sums score × weight)"
+    )?;
     Ok(())
 }
 

@@ -228,7 +228,14 @@ impl Cache {
             self.account(&old_node, &old_pod, false);
         }
         self.account(&node, &pod, true);
-        self.pods.insert(pod.key.clone(), CachedPod { pod, node, assumed: false });
+        self.pods.insert(
+            pod.key.clone(),
+            CachedPod {
+                pod,
+                node,
+                assumed: false,
+            },
+        );
     }
 
     /// Removes a pod (deleted, or no longer bound).
@@ -248,7 +255,11 @@ impl Cache {
         self.account(node, &pod, true);
         self.pods.insert(
             pod.key.clone(),
-            CachedPod { pod, node: node.to_owned(), assumed: true },
+            CachedPod {
+                pod,
+                node: node.to_owned(),
+                assumed: true,
+            },
         );
     }
 

@@ -45,7 +45,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
-        ConfigError { field: field.into(), reason: reason.into() }
+        ConfigError {
+            field: field.into(),
+            reason: reason.into(),
+        }
     }
 }
 
@@ -239,19 +242,28 @@ impl Config {
         if let Some(v) = &self.api_version
             && v != "kubescheduler.config.k8s.io/v1"
         {
-            return Err(ConfigError::new("apiVersion", format!("{v:?} is not kubescheduler.config.k8s.io/v1")));
+            return Err(ConfigError::new(
+                "apiVersion",
+                format!("{v:?} is not kubescheduler.config.k8s.io/v1"),
+            ));
         }
         if let Some(k) = &self.kind
             && k != "KubeSchedulerConfiguration"
         {
-            return Err(ConfigError::new("kind", format!("{k:?} is not KubeSchedulerConfiguration")));
+            return Err(ConfigError::new(
+                "kind",
+                format!("{k:?} is not KubeSchedulerConfiguration"),
+            ));
         }
         check_percentage(self.percentage_of_nodes_to_score, "percentageOfNodesToScore")?;
         if self.pod_initial_backoff_seconds <= 0 {
             return Err(ConfigError::new("podInitialBackoffSeconds", "must be greater than 0"));
         }
         if self.pod_max_backoff_seconds < self.pod_initial_backoff_seconds {
-            return Err(ConfigError::new("podMaxBackoffSeconds", "must be at least podInitialBackoffSeconds"));
+            return Err(ConfigError::new(
+                "podMaxBackoffSeconds",
+                "must be at least podInitialBackoffSeconds",
+            ));
         }
         if let Some(p) = self.parallelism
             && p <= 0
@@ -272,12 +284,21 @@ impl Config {
         for (i, p) in self.profiles.iter().enumerate() {
             let at = format!("profiles[{i}]");
             if self.profiles[..i].iter().any(|o| o.scheduler_name == p.scheduler_name) {
-                return Err(ConfigError::new(format!("{at}.schedulerName"), format!("duplicate profile {:?}", p.scheduler_name)));
+                return Err(ConfigError::new(
+                    format!("{at}.schedulerName"),
+                    format!("duplicate profile {:?}", p.scheduler_name),
+                ));
             }
-            check_percentage(p.percentage_of_nodes_to_score, &format!("{at}.percentageOfNodesToScore"))?;
+            check_percentage(
+                p.percentage_of_nodes_to_score,
+                &format!("{at}.percentageOfNodesToScore"),
+            )?;
             for (j, pc) in p.plugin_config.iter().enumerate() {
                 if p.plugin_config[..j].iter().any(|o| o.name == pc.name) {
-                    return Err(ConfigError::new(format!("{at}.pluginConfig[{j}].name"), format!("duplicate config for plugin {:?}", pc.name)));
+                    return Err(ConfigError::new(
+                        format!("{at}.pluginConfig[{j}].name"),
+                        format!("duplicate config for plugin {:?}", pc.name),
+                    ));
                 }
             }
             let natively = ["PrioritySort", "DefaultBinder", "SchedulingGates"];
@@ -337,7 +358,10 @@ impl Config {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let pct = p.percentage_of_nodes_to_score.or(self.percentage_of_nodes_to_score).unwrap_or(0);
+                let pct = p
+                    .percentage_of_nodes_to_score
+                    .or(self.percentage_of_nodes_to_score)
+                    .unwrap_or(0);
                 build_profile(p, i, registry).map(|mut fw| {
                     fw.percentage_of_nodes_to_score = pct as u32;
                     fw.with_pool(pool.clone())
@@ -392,13 +416,24 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
         }
         let Some(factory) = registry.get(&r.name) else {
             let reason = if KNOWN_UNSUPPORTED.contains(&r.name.as_str()) {
-                format!("plugin {:?} is a kube-scheduler plugin that wasmsched does not implement", r.name)
+                format!(
+                    "plugin {:?} is a kube-scheduler plugin that wasmsched does not implement",
+                    r.name
+                )
             } else {
-                format!("unknown plugin {:?} (known: {})", r.name, registry.names().collect::<Vec<_>>().join(", "))
+                format!(
+                    "unknown plugin {:?} (known: {})",
+                    r.name,
+                    registry.names().collect::<Vec<_>>().join(", ")
+                )
             };
             return Err(ConfigError::new(format!("{field}.name"), reason));
         };
-        let args = p.plugin_config.iter().find(|c| c.name == r.name).and_then(|c| c.args.as_ref());
+        let args = p
+            .plugin_config
+            .iter()
+            .find(|c| c.name == r.name)
+            .and_then(|c| c.args.as_ref());
         let pl = factory(args).map_err(|e| {
             let j = p.plugin_config.iter().position(|c| c.name == r.name).unwrap_or(0);
             ConfigError::new(format!("{at}.pluginConfig[{j}].args"), format!("{}: {e}", r.name))
@@ -409,7 +444,10 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
 
     let defaults: Vec<PluginRef> = DEFAULT_PLUGINS
         .iter()
-        .map(|(n, w)| PluginRef { name: (*n).to_owned(), weight: (*w > 0).then_some(*w) })
+        .map(|(n, w)| PluginRef {
+            name: (*n).to_owned(),
+            weight: (*w > 0).then_some(*w),
+        })
         .collect();
     let (multi, _) = merge_plugin_set(&defaults, &p.plugins.multi_point, &format!("{at}.plugins.multiPoint"));
     let mut fw = Framework::new(p.scheduler_name.clone());
@@ -433,7 +471,10 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
                     continue;
                 }
                 if from_multi.iter().any(|(x, _)| x.name() == r.name) {
-                    return Err(ConfigError::new(format!("{f}.name"), format!("plugin {:?} already registered as {point_name} plugin", r.name)));
+                    return Err(ConfigError::new(
+                        format!("{f}.name"),
+                        format!("plugin {:?} already registered as {point_name} plugin", r.name),
+                    ));
                 }
                 from_multi.push((pl, r.weight));
             }
@@ -442,13 +483,25 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
         for (r, f) in &specific {
             let pl = instantiate(r, f)?;
             if !pl.points().contains(point) {
-                return Err(ConfigError::new(format!("{f}.name"), format!("plugin {:?} does not extend {point_name}", r.name)));
+                return Err(ConfigError::new(
+                    format!("{f}.name"),
+                    format!("plugin {:?} does not extend {point_name}", r.name),
+                ));
             }
-            if list.iter().chain(&rest).any(|(x, _): &(Arc<dyn Plugin>, Option<i64>)| x.name() == r.name) {
-                return Err(ConfigError::new(format!("{f}.name"), format!("plugin {:?} is enabled twice", r.name)));
+            if list
+                .iter()
+                .chain(&rest)
+                .any(|(x, _): &(Arc<dyn Plugin>, Option<i64>)| x.name() == r.name)
+            {
+                return Err(ConfigError::new(
+                    format!("{f}.name"),
+                    format!("plugin {:?} is enabled twice", r.name),
+                ));
             }
             // A specific weight wins; else the multiPoint one.
-            let w = r.weight.or_else(|| multi.iter().find(|(m, _)| m.name == r.name).and_then(|(m, _)| m.weight));
+            let w = r
+                .weight
+                .or_else(|| multi.iter().find(|(m, _)| m.name == r.name).and_then(|(m, _)| m.weight));
             if overrides.contains(&r.name) {
                 list.push((pl, w));
             } else {
@@ -462,7 +515,10 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
             let weight = match w {
                 None | Some(0) => 1,
                 Some(w) if w < 0 => {
-                    return Err(ConfigError::new(format!("{field}.enabled"), format!("plugin {:?}: weight {w} is negative", pl.name())));
+                    return Err(ConfigError::new(
+                        format!("{field}.enabled"),
+                        format!("plugin {:?}: weight {w} is negative", pl.name()),
+                    ));
                 }
                 Some(w) => w,
             };
@@ -479,7 +535,10 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
     }
     for (j, pc) in p.plugin_config.iter().enumerate() {
         if !instances.contains_key(&pc.name) && registry.get(&pc.name).is_none() {
-            return Err(ConfigError::new(format!("{at}.pluginConfig[{j}].name"), format!("unknown plugin {:?}", pc.name)));
+            return Err(ConfigError::new(
+                format!("{at}.pluginConfig[{j}].name"),
+                format!("unknown plugin {:?}", pc.name),
+            ));
         }
     }
     Ok(fw)
@@ -490,7 +549,9 @@ mod tests {
     use super::*;
 
     fn names(list: &[Enabled]) -> Vec<String> {
-        list.iter().map(|e| format!("{}:{}", e.plugin.name(), e.weight)).collect()
+        list.iter()
+            .map(|e| format!("{}:{}", e.plugin.name(), e.weight))
+            .collect()
     }
 
     fn build(yaml: &str) -> Result<Vec<Framework>, ConfigError> {
@@ -506,11 +567,24 @@ mod tests {
         let fw = &cfg.build_frameworks(&Registry::builtin()).unwrap()[0];
         assert_eq!(
             names(&fw.filter),
-            ["NodeUnschedulable:1", "NodeName:1", "TaintToleration:3", "NodeAffinity:2", "NodePorts:1", "NodeResourcesFit:1"]
+            [
+                "NodeUnschedulable:1",
+                "NodeName:1",
+                "TaintToleration:3",
+                "NodeAffinity:2",
+                "NodePorts:1",
+                "NodeResourcesFit:1"
+            ]
         );
         assert_eq!(
             names(&fw.score),
-            ["TaintToleration:3", "NodeAffinity:2", "NodeResourcesFit:1", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"]
+            [
+                "TaintToleration:3",
+                "NodeAffinity:2",
+                "NodeResourcesFit:1",
+                "NodeResourcesBalancedAllocation:1",
+                "ImageLocality:1"
+            ]
         );
         assert_eq!(names(&fw.pre_filter), ["NodeAffinity:2", "NodePorts:1"]);
         assert_eq!(fw.percentage_of_nodes_to_score, 0);
@@ -539,7 +613,10 @@ profiles:
 "#,
         )
         .unwrap();
-        assert_eq!(names(&fws[0].score), ["NodeResourcesFit:5", "TaintToleration:3", "NodeAffinity:2"]);
+        assert_eq!(
+            names(&fws[0].score),
+            ["NodeResourcesFit:5", "TaintToleration:3", "NodeAffinity:2"]
+        );
         assert_eq!(names(&fws[0].filter), ["NodeResourcesFit:1", "TaintToleration:3"]);
         assert_eq!(fws[0].percentage_of_nodes_to_score, 50);
         assert_eq!(names(&fws[1].filter), ["NodeResourcesFit:1"]);
@@ -550,22 +627,53 @@ profiles:
     #[test]
     fn errors_name_the_field() {
         let cases = [
-            ("profiles: [{schedulerName: a, plugins: {fliter: {}}}]", "profiles[0].plugins: unknown field `fliter`"),
-            ("percentageOfNodesToScore: 150", "percentageOfNodesToScore: 150 is not in 0..=100"),
-            ("podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2", "podMaxBackoffSeconds: must be at least podInitialBackoffSeconds"),
-            ("profiles: [{schedulerName: a}, {schedulerName: a}]", "profiles[1].schedulerName: duplicate profile \"a\""),
-            ("profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: NodeName}]}}}]", "profiles[0].plugins.score.enabled[0].name: plugin \"NodeName\" does not extend score"),
-            ("profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: PodTopologySpread}]}}}]", "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"PodTopologySpread\" is a kube-scheduler plugin that wasmsched does not implement"),
-            ("profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Fastest}}}]}]", "profiles[0].pluginConfig[0].args: NodeResourcesFit: scoringStrategy.type: unknown variant `Fastest`"),
-            ("profiles: [{schedulerName: a, pluginConfig: [{name: Mystery}]}]", "profiles[0].pluginConfig[0].name: unknown plugin \"Mystery\""),
-            ("profiles: [{schedulerName: a, plugins: {bind: {enabled: [{name: MyBinder}]}}}]", "profiles[0].plugins.bind.enabled[0].name: plugin \"MyBinder\": the bind extension point is not supported"),
-            ("apiVersion: kubescheduler.config.k8s.io/v1beta3", "apiVersion: \"kubescheduler.config.k8s.io/v1beta3\" is not kubescheduler.config.k8s.io/v1"),
+            (
+                "profiles: [{schedulerName: a, plugins: {fliter: {}}}]",
+                "profiles[0].plugins: unknown field `fliter`",
+            ),
+            (
+                "percentageOfNodesToScore: 150",
+                "percentageOfNodesToScore: 150 is not in 0..=100",
+            ),
+            (
+                "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2",
+                "podMaxBackoffSeconds: must be at least podInitialBackoffSeconds",
+            ),
+            (
+                "profiles: [{schedulerName: a}, {schedulerName: a}]",
+                "profiles[1].schedulerName: duplicate profile \"a\"",
+            ),
+            (
+                "profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: NodeName}]}}}]",
+                "profiles[0].plugins.score.enabled[0].name: plugin \"NodeName\" does not extend score",
+            ),
+            (
+                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: PodTopologySpread}]}}}]",
+                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"PodTopologySpread\" is a kube-scheduler plugin that wasmsched does not implement",
+            ),
+            (
+                "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Fastest}}}]}]",
+                "profiles[0].pluginConfig[0].args: NodeResourcesFit: scoringStrategy.type: unknown variant `Fastest`",
+            ),
+            (
+                "profiles: [{schedulerName: a, pluginConfig: [{name: Mystery}]}]",
+                "profiles[0].pluginConfig[0].name: unknown plugin \"Mystery\"",
+            ),
+            (
+                "profiles: [{schedulerName: a, plugins: {bind: {enabled: [{name: MyBinder}]}}}]",
+                "profiles[0].plugins.bind.enabled[0].name: plugin \"MyBinder\": the bind extension point is not supported",
+            ),
+            (
+                "apiVersion: kubescheduler.config.k8s.io/v1beta3",
+                "apiVersion: \"kubescheduler.config.k8s.io/v1beta3\" is not kubescheduler.config.k8s.io/v1",
+            ),
         ];
         for (yaml, want) in cases {
             let e = build(yaml).unwrap_err().to_string();
             assert!(e.starts_with(want), "{yaml}\n got: {e}\nwant: {want}");
         }
         // disabling kube-scheduler plugins we do not implement is fine
-        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: PodTopologySpread}]}}}]").unwrap();
+        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: PodTopologySpread}]}}}]")
+            .unwrap();
     }
 }

@@ -73,11 +73,7 @@ pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
         if value.is_null() {
             continue; // empty document, e.g. a trailing `---`
         }
-        let kind = value
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_owned();
         if kind.ends_with("List") {
             let item_kind = kind.strip_suffix("List").unwrap_or_default();
             let items = match value.get("items") {
@@ -140,9 +136,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
         out.nodes.push(node);
     } else {
         let mut pod: Pod = from_value(value).map_err(|e| format!("Pod {name}: {e}"))?;
-        pod.metadata
-            .namespace
-            .get_or_insert_with(|| "default".to_owned());
+        pod.metadata.namespace.get_or_insert_with(|| "default".to_owned());
         out.pods.push(pod);
     }
     Ok(())

@@ -136,9 +136,22 @@ pub trait Plugin: Send + Sync {
         Status::success()
     }
 
-    /// Filter over a chunk of nodes: pushes exactly one status per node.
-    fn filter_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut Vec<Status>) {
-        out.extend(nodes.iter().map(|n| self.filter(state, pod, n)));
+    /// Filter over a chunk of nodes: pushes `(index in nodes, status)` for
+    /// every node that does not pass (rejected, or an error), in increasing
+    /// index order. Nodes that pass cost nothing.
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        for (i, n) in nodes.iter().enumerate() {
+            let st = self.filter(state, pod, n);
+            if !st.is_success() && !st.is_skip() {
+                rejected.push((i, st));
+            }
+        }
     }
 
     /// PostFilter: called when no node is feasible. A success means the
@@ -160,7 +173,13 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Score over a chunk of nodes: writes one score per node into `out`.
-    fn score_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut [i64]) -> Result<(), Status> {
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
         for (o, n) in out.iter_mut().zip(nodes) {
             *o = self.score(state, pod, n)?;
         }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 use rustc_hash::FxHashMap;
 
+use crate::ModelError;
 use crate::pod::HostPort;
 use crate::resources::Resources;
-use crate::ModelError;
 
 /// The effect of a taint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,7 +61,12 @@ impl Taint {
     pub fn new(key: impl Into<String>, value: impl Into<String>, effect: TaintEffect) -> Self {
         let (key, value) = (key.into(), value.into());
         let untolerated = format!("node(s) had untolerated taint {{{key}: {value}}}").into();
-        Taint { key, value, effect, untolerated }
+        Taint {
+            key,
+            value,
+            effect,
+            untolerated,
+        }
     }
 }
 
@@ -107,7 +112,11 @@ impl NodeData {
         let mut taints = Vec::new();
         for (i, t) in spec.and_then(|s| s.taints.as_ref()).into_iter().flatten().enumerate() {
             let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
-                ModelError::new(&object, format!("spec.taints[{i}].effect"), format!("unknown effect {:?}", t.effect))
+                ModelError::new(
+                    &object,
+                    format!("spec.taints[{i}].effect"),
+                    format!("unknown effect {:?}", t.effect),
+                )
             })?;
             taints.push(Taint::new(t.key.clone(), t.value.clone().unwrap_or_default(), effect));
         }
@@ -128,7 +137,13 @@ impl NodeData {
                 images.insert(n.clone(), img.size_bytes.unwrap_or(0));
             }
         }
-        let labels: Labels = node.metadata.labels.iter().flatten().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let labels: Labels = node
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let zone = labels
             .get("topology.kubernetes.io/zone")
             .or_else(|| labels.get("failure-domain.beta.kubernetes.io/zone"))
@@ -214,7 +229,10 @@ mod tests {
         }))
         .unwrap();
         let e = NodeData::from_node(&node).unwrap_err().to_string();
-        assert_eq!(e, "Node n1: status.allocatable[cpu]: quantity \"many\" has no valid number");
+        assert_eq!(
+            e,
+            "Node n1: status.allocatable[cpu]: quantity \"many\" has no valid number"
+        );
         let node: Node = serde_json::from_value(json!({
             "metadata": {"name": "n1"},
             "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}

@@ -147,7 +147,11 @@ impl PodInfo {
         let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         if name.is_empty() {
-            return Err(ModelError::new(format!("Pod in {namespace}"), "metadata.name", "is empty"));
+            return Err(ModelError::new(
+                format!("Pod in {namespace}"),
+                "metadata.name",
+                "is empty",
+            ));
         }
         let object = format!("Pod {namespace}/{name}");
         let default_spec = Default::default();
@@ -173,7 +177,13 @@ impl PodInfo {
             .enumerate()
             .filter(|(_, p)| p.weight != 0)
             .map(|(i, p)| {
-                let t = Term::parse(&p.preference, &object, &format!("spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"))?;
+                let t = Term::parse(
+                    &p.preference,
+                    &object,
+                    &format!(
+                        "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"
+                    ),
+                )?;
                 Ok((i64::from(p.weight), t))
             })
             .collect::<Result<Vec<_>, ModelError>>()?;
@@ -235,7 +245,10 @@ impl PodInfo {
             namespace,
             name,
             uid: pod.metadata.uid.clone().unwrap_or_default(),
-            scheduler_name: spec.scheduler_name.clone().unwrap_or_else(|| "default-scheduler".into()),
+            scheduler_name: spec
+                .scheduler_name
+                .clone()
+                .unwrap_or_else(|| "default-scheduler".into()),
             priority: spec.priority.unwrap_or(0),
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             terminal: matches!(phase, Some("Succeeded" | "Failed")),
@@ -267,7 +280,9 @@ mod tests {
     }
 
     fn tol(v: serde_json::Value) -> Toleration {
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "tolerations": [v]}})).unwrap();
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p"}, "spec": {"containers": [], "tolerations": [v]}}))
+                .unwrap();
         PodInfo::from_pod(&pod).unwrap().tolerations.remove(0)
     }
 
@@ -279,8 +294,14 @@ mod tests {
             (json!({"key": "dedicated", "operator": "Exists"}), true),
             (json!({"key": "dedicated", "value": "gpu"}), true),
             (json!({"key": "dedicated", "operator": "Equal", "value": "cpu"}), false),
-            (json!({"key": "dedicated", "value": "gpu", "effect": "NoExecute"}), false),
-            (json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}), true),
+            (
+                json!({"key": "dedicated", "value": "gpu", "effect": "NoExecute"}),
+                false,
+            ),
+            (
+                json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}),
+                true,
+            ),
             (json!({"key": "other", "operator": "Exists"}), false),
             (json!({"operator": "Exists", "effect": "PreferNoSchedule"}), false),
         ];
@@ -291,7 +312,11 @@ mod tests {
 
     #[test]
     fn host_port_conflicts() {
-        let p = |ip: &str, proto, port| HostPort { ip: ip.into(), protocol: proto, port };
+        let p = |ip: &str, proto, port| HostPort {
+            ip: ip.into(),
+            protocol: proto,
+            port,
+        };
         assert!(p("0.0.0.0", Protocol::Tcp, 80).conflicts(&p("10.0.0.1", Protocol::Tcp, 80)));
         assert!(p("10.0.0.1", Protocol::Tcp, 80).conflicts(&p("10.0.0.1", Protocol::Tcp, 80)));
         assert!(!p("10.0.0.1", Protocol::Tcp, 80).conflicts(&p("10.0.0.2", Protocol::Tcp, 80)));
@@ -324,7 +349,14 @@ mod tests {
         assert_eq!(p.key, "ns/p");
         assert_eq!(p.scheduler_name, "wasm-scheduler");
         assert_eq!(p.priority, 10);
-        assert_eq!(p.host_ports, vec![HostPort { ip: "0.0.0.0".into(), protocol: Protocol::Udp, port: 8080 }]);
+        assert_eq!(
+            p.host_ports,
+            vec![HostPort {
+                ip: "0.0.0.0".into(),
+                protocol: Protocol::Udp,
+                port: 8080
+            }]
+        );
         assert_eq!(p.images, vec!["nginx:latest".to_owned()]);
         assert!(!p.terminal);
     }

@@ -99,17 +99,12 @@ fn parse(s: &str) -> Result<Parsed, QuantityError> {
                 .or_else(|| suffix.strip_prefix('E'))
                 .ok_or_else(|| QuantityError::Suffix(s.to_owned()))?;
             let valid = !rest.is_empty()
-                && rest
-                    .trim_start_matches(['+', '-'])
-                    .bytes()
-                    .all(|b| b.is_ascii_digit())
+                && rest.trim_start_matches(['+', '-']).bytes().all(|b| b.is_ascii_digit())
                 && rest.len() - rest.trim_start_matches(['+', '-']).len() <= 1;
             if !valid {
                 return Err(QuantityError::Suffix(s.to_owned()));
             }
-            let e: i32 = rest
-                .parse()
-                .map_err(|_| QuantityError::Overflow(s.to_owned()))?;
+            let e: i32 = rest.parse().map_err(|_| QuantityError::Overflow(s.to_owned()))?;
             (e, 0)
         }
     };
@@ -131,7 +126,10 @@ pub fn parse_scaled(s: &str, scale: i32) -> Result<i64, QuantityError> {
         return Ok(0);
     }
     let mut num: u128 = p.digits;
-    num = num.checked_shl(p.exp2).filter(|v| v >> p.exp2 == num).ok_or_else(overflow)?;
+    num = num
+        .checked_shl(p.exp2)
+        .filter(|v| v >> p.exp2 == num)
+        .ok_or_else(overflow)?;
     let e = p.exp10 + scale;
     let magnitude = if e >= 0 {
         let mul = 10u128.checked_pow(e as u32).ok_or_else(overflow)?;
@@ -202,9 +200,9 @@ mod tests {
             ("1Ki", 1024),
             ("1E", 1_000_000_000_000_000_000),
             ("5Ei", 5 << 60),
-            ("1.5", 2),    // rounds up
-            ("100m", 1),   // 0.1 rounds up to 1
-            ("-1.5", -2),  // away from zero
+            ("1.5", 2),   // rounds up
+            ("100m", 1),  // 0.1 rounds up to 1
+            ("-1.5", -2), // away from zero
             ("+3", 3),
             ("1e-3", 1),
             ("12E2", 1200),
@@ -247,10 +245,7 @@ mod tests {
         assert_eq!(parse_value("1.2.3"), Err(QuantityError::Suffix("1.2.3".into())));
         assert_eq!(parse_value("16Ei"), Err(QuantityError::Overflow("16Ei".into())));
         assert_eq!(parse_value("1e30"), Err(QuantityError::Overflow("1e30".into())));
-        assert_eq!(
-            parse_milli("10E"),
-            Err(QuantityError::Overflow("10E".into()))
-        );
+        assert_eq!(parse_milli("10E"), Err(QuantityError::Overflow("10E".into())));
     }
 
     #[test]

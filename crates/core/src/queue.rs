@@ -188,14 +188,28 @@ impl SchedulingQueue {
                 if e.loc == Location::Unschedulable {
                     let (ts, attempts) = (e.qp.timestamp, e.qp.attempts);
                     let backing_off = ts + self.backoff_duration(attempts) > now;
-                    self.place(&key, if backing_off { Location::Backoff } else { Location::Active }, now);
+                    self.place(
+                        &key,
+                        if backing_off {
+                            Location::Backoff
+                        } else {
+                            Location::Active
+                        },
+                        now,
+                    );
                 }
             }
             None => {
                 self.entries.insert(
                     key.clone(),
                     Entry {
-                        qp: QueuedPod { pod, attempts: 0, timestamp: now, initial: now, cycle: 0 },
+                        qp: QueuedPod {
+                            pod,
+                            attempts: 0,
+                            timestamp: now,
+                            initial: now,
+                            cycle: 0,
+                        },
                         loc: Location::InFlight,
                         generation: 0,
                         deleted_in_flight: false,
@@ -233,14 +247,21 @@ impl SchedulingQueue {
                 break;
             }
             let top = self.backoff.pop().expect("peeked");
-            if self.entries.get(&top.key).is_some_and(|e| e.generation == top.generation && e.loc == Location::Backoff) {
+            if self
+                .entries
+                .get(&top.key)
+                .is_some_and(|e| e.generation == top.generation && e.loc == Location::Backoff)
+            {
                 self.place(&top.key, Location::Active, now);
             }
         }
         let stale: Vec<PodKey> = self
             .entries
             .iter()
-            .filter(|(_, e)| e.loc == Location::Unschedulable && now.saturating_duration_since(e.qp.timestamp) >= UNSCHEDULABLE_TIMEOUT)
+            .filter(|(_, e)| {
+                e.loc == Location::Unschedulable
+                    && now.saturating_duration_since(e.qp.timestamp) >= UNSCHEDULABLE_TIMEOUT
+            })
             .map(|(k, _)| k.clone())
             .collect();
         for k in stale {
@@ -253,7 +274,10 @@ impl SchedulingQueue {
     pub fn pop(&mut self, now: Instant) -> Option<QueuedPod> {
         self.flush(now);
         while let Some(top) = self.active.pop() {
-            let valid = self.entries.get(&top.key).is_some_and(|e| e.generation == top.generation && e.loc == Location::Active);
+            let valid = self
+                .entries
+                .get(&top.key)
+                .is_some_and(|e| e.generation == top.generation && e.loc == Location::Active);
             if !valid {
                 continue;
             }
@@ -317,7 +341,15 @@ impl SchedulingQueue {
         for k in keys {
             let e = &self.entries[&k];
             let backing_off = e.qp.timestamp + self.backoff_duration(e.qp.attempts) > now;
-            self.place(&k, if backing_off { Location::Backoff } else { Location::Active }, now);
+            self.place(
+                &k,
+                if backing_off {
+                    Location::Backoff
+                } else {
+                    Location::Active
+                },
+                now,
+            );
         }
     }
 
@@ -343,7 +375,11 @@ impl SchedulingQueue {
 
     /// Keys of the pods at a location.
     pub fn keys(&self, loc: Location) -> Vec<PodKey> {
-        self.entries.iter().filter(|(_, e)| e.loc == loc).map(|(k, _)| k.clone()).collect()
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.loc == loc)
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 }
 
@@ -354,7 +390,10 @@ mod tests {
     use serde_json::json;
 
     fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
-        let p: Pod = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"priority": priority, "containers": []}})).unwrap();
+        let p: Pod = serde_json::from_value(
+            json!({"metadata": {"name": name}, "spec": {"priority": priority, "containers": []}}),
+        )
+        .unwrap();
         Arc::new(PodInfo::from_pod(&p).unwrap())
     }
 
@@ -392,7 +431,10 @@ mod tests {
         let p = q.pop(t + Duration::from_secs(1)).unwrap();
         assert_eq!(p.attempts, 2);
         q.add_backoff(&p.pod.key, t + Duration::from_secs(1));
-        assert!(q.pop(t + Duration::from_millis(2999)).is_none(), "second backoff is 2 s");
+        assert!(
+            q.pop(t + Duration::from_millis(2999)).is_none(),
+            "second backoff is 2 s"
+        );
         assert!(q.pop(t + Duration::from_secs(3)).is_some());
     }
 

@@ -174,11 +174,7 @@ impl Resources {
 
     /// Parses a Kubernetes resource list (`requests`, `allocatable`, ...).
     /// `field` names the list in errors, e.g. `status.allocatable`.
-    pub fn from_list(
-        list: &BTreeMap<String, Quantity>,
-        object: &str,
-        field: &str,
-    ) -> Result<Self, ModelError> {
+    pub fn from_list(list: &BTreeMap<String, Quantity>, object: &str, field: &str) -> Result<Self, ModelError> {
         let mut r = Resources::default();
         for (name, q) in list {
             r.set_quantity(name, q, object, field)?;
@@ -186,13 +182,7 @@ impl Resources {
         Ok(r)
     }
 
-    fn set_quantity(
-        &mut self,
-        name: &str,
-        q: &Quantity,
-        object: &str,
-        field: &str,
-    ) -> Result<(), ModelError> {
+    fn set_quantity(&mut self, name: &str, q: &Quantity, object: &str, field: &str) -> Result<(), ModelError> {
         let known = matches!(name, "cpu" | "memory" | "ephemeral-storage" | "pods");
         if !known && !is_scalar_resource_name(name) {
             return Ok(());
@@ -223,11 +213,7 @@ pub struct PodRequests {
 
 /// A container's requests, with requests defaulted from limits where only a
 /// limit is set (as the API server defaults them on create).
-fn container_requests(
-    c: &Container,
-    object: &str,
-    field: &str,
-) -> Result<(Resources, bool, bool), ModelError> {
+fn container_requests(c: &Container, object: &str, field: &str) -> Result<(Resources, bool, bool), ModelError> {
     let mut r = Resources::default();
     let (mut has_cpu, mut has_mem) = (false, false);
     let res = c.resources.as_ref();
@@ -264,7 +250,11 @@ pub fn pod_requests(spec: &PodSpec, object: &str) -> Result<PodRequests, ModelEr
     let mut nz = (0i64, 0i64);
     for (i, c) in spec.containers.iter().enumerate() {
         let (r, has_cpu, has_mem) = container_requests(c, object, &format!("spec.containers[{i}]"))?;
-        nz.0 += if has_cpu { r.milli_cpu } else { DEFAULT_MILLI_CPU_REQUEST };
+        nz.0 += if has_cpu {
+            r.milli_cpu
+        } else {
+            DEFAULT_MILLI_CPU_REQUEST
+        };
         nz.1 += if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST };
         reqs.add(&r);
     }
@@ -273,10 +263,13 @@ pub fn pod_requests(spec: &PodSpec, object: &str) -> Result<PodRequests, ModelEr
     let mut init_peak = Resources::default();
     let mut init_peak_nz = (0i64, 0i64);
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-        let (r, has_cpu, has_mem) =
-            container_requests(c, object, &format!("spec.initContainers[{i}]"))?;
+        let (r, has_cpu, has_mem) = container_requests(c, object, &format!("spec.initContainers[{i}]"))?;
         let c_nz = (
-            if has_cpu { r.milli_cpu } else { DEFAULT_MILLI_CPU_REQUEST },
+            if has_cpu {
+                r.milli_cpu
+            } else {
+                DEFAULT_MILLI_CPU_REQUEST
+            },
             if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST },
         );
         let (during, during_nz) = if c.restart_policy.as_deref() == Some("Always") {

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
+use crate::ModelError;
 use crate::cache::{Cache, Snapshot};
 use crate::config::{Config, ConfigError};
 use crate::framework::{CycleState, Framework, ScheduleError, ScheduleResult};
@@ -19,7 +20,6 @@ use crate::plugins::Registry;
 use crate::pod::PodInfo;
 use crate::queue::SchedulingQueue;
 use crate::rng::Rng;
-use crate::ModelError;
 
 /// Which pods the scheduler takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,10 @@ pub struct Scheduler {
 impl std::fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scheduler")
-            .field("profiles", &self.frameworks.iter().map(|f| &f.profile).collect::<Vec<_>>())
+            .field(
+                "profiles",
+                &self.frameworks.iter().map(|f| &f.profile).collect::<Vec<_>>(),
+            )
             .field("nodes", &self.cache.node_count())
             .finish()
     }
@@ -71,7 +74,12 @@ impl std::fmt::Debug for Scheduler {
 
 impl Scheduler {
     /// Builds a scheduler; `seed` makes tie-breaking reproducible.
-    pub fn new(config: &Config, registry: &Registry, seed: u64, responsibility: Responsibility) -> Result<Self, ConfigError> {
+    pub fn new(
+        config: &Config,
+        registry: &Registry,
+        seed: u64,
+        responsibility: Responsibility,
+    ) -> Result<Self, ConfigError> {
         Ok(Scheduler {
             cache: Cache::new(),
             queue: SchedulingQueue::new(config.initial_backoff(), config.max_backoff()),
@@ -172,7 +180,14 @@ impl Scheduler {
             self.cache.update_snapshot(&mut self.snapshot);
             let fw = &self.frameworks[fi];
             let mut state = CycleState::default();
-            let mut result = fw.schedule(&mut state, &qp.pod, &self.snapshot, &mut self.next_start, &mut self.rng, explain);
+            let mut result = fw.schedule(
+                &mut state,
+                &qp.pod,
+                &self.snapshot,
+                &mut self.next_start,
+                &mut self.rng,
+                explain,
+            );
             if let Ok(r) = &result {
                 let st = fw.run_reserve(&mut state, &qp.pod, &r.node);
                 if !st.is_success() {
@@ -185,7 +200,9 @@ impl Scheduler {
             }
             match &result {
                 Ok(r) => self.cache.assume_pod(qp.pod.clone(), &r.node),
-                Err(ScheduleError::Unschedulable(_) | ScheduleError::NoNodes) => self.queue.add_unschedulable(&key, now),
+                Err(ScheduleError::Unschedulable(_) | ScheduleError::NoNodes) => {
+                    self.queue.add_unschedulable(&key, now)
+                }
                 Err(ScheduleError::Error(_)) => self.queue.add_backoff(&key, now),
             }
             return Some(Attempt {
@@ -283,7 +300,10 @@ items:
         }
         // big has 1 cpu free, small 1 cpu: a and b take one each, c fits nowhere.
         let nodes: Vec<&str> = placed.iter().map(|(_, n)| n.as_str()).collect();
-        assert!(nodes[..2].contains(&"small") && nodes[..2].contains(&"big"), "{placed:?}");
+        assert!(
+            nodes[..2].contains(&"small") && nodes[..2].contains(&"big"),
+            "{placed:?}"
+        );
         assert_eq!(
             placed[2].1,
             "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
@@ -304,9 +324,15 @@ items:
         s.on_pod(&pending("a", "1"), now).unwrap();
         let a = s.schedule_one(now, false).unwrap();
         let node = a.result.unwrap().node;
-        assert_eq!(s.cache.node(&node).unwrap().usage.pods, if node == "big" { 2 } else { 1 });
+        assert_eq!(
+            s.cache.node(&node).unwrap().usage.pods,
+            if node == "big" { 2 } else { 1 }
+        );
         s.binding_finished(&a.pod.key, false, now);
-        assert_eq!(s.cache.node(&node).unwrap().usage.pods, if node == "big" { 1 } else { 0 });
+        assert_eq!(
+            s.cache.node(&node).unwrap().usage.pods,
+            if node == "big" { 1 } else { 0 }
+        );
         assert!(s.schedule_one(now, false).is_none(), "backing off");
         assert!(s.schedule_one(now + std::time::Duration::from_secs(1), false).is_some());
     }

@@ -57,10 +57,18 @@ impl Requirement {
         let mut bound = 0;
         match op {
             Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(ModelError::new(object, format!("{field}.values"), "must be non-empty for In and NotIn"));
+                return Err(ModelError::new(
+                    object,
+                    format!("{field}.values"),
+                    "must be non-empty for In and NotIn",
+                ));
             }
             Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(ModelError::new(object, format!("{field}.values"), "must be empty for Exists and DoesNotExist"));
+                return Err(ModelError::new(
+                    object,
+                    format!("{field}.values"),
+                    "must be empty for Exists and DoesNotExist",
+                ));
             }
             Operator::Gt | Operator::Lt => {
                 bound = match values.as_slice() {
@@ -68,13 +76,22 @@ impl Requirement {
                         ModelError::new(object, format!("{field}.values"), format!("{v:?} is not an integer"))
                     })?,
                     _ => {
-                        return Err(ModelError::new(object, format!("{field}.values"), "must have exactly one value for Gt and Lt"));
+                        return Err(ModelError::new(
+                            object,
+                            format!("{field}.values"),
+                            "must have exactly one value for Gt and Lt",
+                        ));
                     }
                 };
             }
             _ => {}
         }
-        Ok(Requirement { key: r.key.clone(), op, values, bound })
+        Ok(Requirement {
+            key: r.key.clone(),
+            op,
+            values,
+            bound,
+        })
     }
 
     /// Whether a label (or field) value satisfies the requirement.
@@ -122,11 +139,19 @@ impl Term {
             .map(|(i, r)| {
                 let f = format!("{field}.matchFields[{i}]");
                 if r.key != "metadata.name" {
-                    return Err(ModelError::new(object, format!("{f}.key"), format!("unsupported field {:?}: only metadata.name", r.key)));
+                    return Err(ModelError::new(
+                        object,
+                        format!("{f}.key"),
+                        format!("unsupported field {:?}: only metadata.name", r.key),
+                    ));
                 }
                 let req = Requirement::parse(r, object, &f)?;
                 if !matches!(req.op, Operator::In | Operator::NotIn) || req.values.len() != 1 {
-                    return Err(ModelError::new(object, f, "metadata.name supports In and NotIn with exactly one value"));
+                    return Err(ModelError::new(
+                        object,
+                        f,
+                        "metadata.name supports In and NotIn with exactly one value",
+                    ));
                 }
                 Ok(req)
             })
@@ -192,9 +217,15 @@ mod tests {
     #[test]
     fn invalid_requirements_name_the_field() {
         let e = term(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["x"]}]})).unwrap_err();
-        assert_eq!(e.to_string(), "Pod p: t.matchExpressions[0].values: \"x\" is not an integer");
+        assert_eq!(
+            e.to_string(),
+            "Pod p: t.matchExpressions[0].values: \"x\" is not an integer"
+        );
         let e = term(json!({"matchExpressions": [{"key": "a", "operator": "Near"}]})).unwrap_err();
-        assert_eq!(e.to_string(), "Pod p: t.matchExpressions[0].operator: unknown operator \"Near\"");
+        assert_eq!(
+            e.to_string(),
+            "Pod p: t.matchExpressions[0].operator: unknown operator \"Near\""
+        );
         let e = term(json!({"matchFields": [{"key": "spec.x", "operator": "In", "values": ["x"]}]})).unwrap_err();
         assert!(e.to_string().contains("matchFields[0].key"));
     }

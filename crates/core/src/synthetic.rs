@@ -115,7 +115,10 @@ mod tests {
         let a = nodes(50, 3);
         assert_eq!(a, nodes(50, 3));
         assert!(a.iter().all(|n| NodeData::from_node(n).is_ok()));
-        assert!(a.iter().any(|n| n.spec.as_ref().unwrap().taints.as_ref().is_some_and(|t| !t.is_empty())));
+        assert!(
+            a.iter()
+                .any(|n| n.spec.as_ref().unwrap().taints.as_ref().is_some_and(|t| !t.is_empty()))
+        );
         let p = pods(100, "s", 3);
         assert!(p.iter().all(|p| PodInfo::from_pod(p).is_ok()));
     }

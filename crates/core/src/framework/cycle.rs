@@ -148,15 +148,16 @@ pub struct PluginScore {
     pub weighted: i64,
 }
 
-/// What the filters said about one chunk of consecutive nodes: offsets (from
-/// the chunk's start) of feasible nodes, and rejected ones with the index of
-/// the rejecting filter. No allocation for a feasible node, none for the
-/// plugin name of a rejected one.
-#[derive(Default)]
+/// What the filters said about one chunk of consecutive nodes: per node,
+/// [`FEASIBLE`] or the index of its rejection in `rejected` (which holds the
+/// rejecting filter's index and status, in the order the filters ran). No
+/// allocation per node, no sorting, no plugin name copied.
 struct ChunkOut {
-    feasible: Vec<u32>,
-    rejected: Vec<(u32, u16, Status)>,
+    verdict: Vec<u32>,
+    rejected: Vec<(u16, Status)>,
 }
+
+const FEASIBLE: u32 = u32::MAX;
 
 /// A rejected node: snapshot index, filter index, status.
 type Rejection = (usize, usize, Status);
@@ -200,12 +201,19 @@ impl Framework {
                     }
                 }
                 Code::Error => {
-                    return Err(ScheduleError::Error(format!("running PreFilter plugin {name:?}: {}", st.message())));
+                    return Err(ScheduleError::Error(format!(
+                        "running PreFilter plugin {name:?}: {}",
+                        st.message()
+                    )));
                 }
                 Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
                     let st = st.with_plugin(name.to_owned());
                     let diagnosis = Diagnosis {
-                        node_statuses: snapshot.nodes.iter().map(|n| (n.name().to_owned(), st.clone())).collect(),
+                        node_statuses: snapshot
+                            .nodes
+                            .iter()
+                            .map(|n| (n.name().to_owned(), st.clone()))
+                            .collect(),
                         pre_filter_msg: Some(st.message()),
                         post_filter_msg: None,
                         unschedulable_plugins: vec![name.to_owned()],
@@ -227,7 +235,11 @@ impl Framework {
 
         let mut explanation = explain.then(|| Explanation {
             filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
-            scores: self.score.iter().map(|e| (e.plugin.name().to_owned(), e.weight)).collect(),
+            scores: self
+                .score
+                .iter()
+                .map(|e| (e.plugin.name().to_owned(), e.weight))
+                .collect(),
             nodes_to_find: want,
             nodes: Vec::new(),
         });
@@ -235,7 +247,12 @@ impl Framework {
             // Evaluation order: rejected and feasible nodes interleave by position.
             let mut evaluated: Vec<(usize, Option<Status>)> = rejected
                 .iter()
-                .map(|(i, fi, st)| (*i, Some(st.clone().with_plugin(self.filter[*fi].plugin.name().to_owned()))))
+                .map(|(i, fi, st)| {
+                    (
+                        *i,
+                        Some(st.clone().with_plugin(self.filter[*fi].plugin.name().to_owned())),
+                    )
+                })
                 .chain(feasible.iter().map(|&i| (i, None)))
                 .collect();
             evaluated.sort_by_key(|(i, _)| (i + all - start) % all);
@@ -263,7 +280,12 @@ impl Framework {
                     (snapshot.nodes[i].name().to_owned(), st.with_plugin(p))
                 })
                 .collect();
-            let mut diagnosis = Diagnosis { node_statuses, pre_filter_msg: None, post_filter_msg: None, unschedulable_plugins };
+            let mut diagnosis = Diagnosis {
+                node_statuses,
+                pre_filter_msg: None,
+                post_filter_msg: None,
+                unschedulable_plugins,
+            };
             // PostFilter
             for e in &self.post_filter {
                 let st = e.plugin.post_filter(state, pod, &diagnosis);
@@ -275,7 +297,11 @@ impl Framework {
                     diagnosis.post_filter_msg = Some(msg);
                 }
             }
-            return Err(ScheduleError::Unschedulable(Box::new(FitError { num_all_nodes: all, diagnosis, explanation })));
+            return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                num_all_nodes: all,
+                diagnosis,
+                explanation,
+            })));
         }
 
         let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| &*snapshot.nodes[i]).collect();
@@ -302,7 +328,10 @@ impl Framework {
                     }
                 }
                 _ => {
-                    return Err(ScheduleError::Error(format!("running PreScore plugin {name:?}: {}", st.message())));
+                    return Err(ScheduleError::Error(format!(
+                        "running PreScore plugin {name:?}: {}",
+                        st.message()
+                    )));
                 }
             }
         }
@@ -326,7 +355,11 @@ impl Framework {
             let before = if explain { column.clone() } else { Vec::new() };
             let st = e.plugin.normalize_scores(state, pod, &mut column);
             if !st.is_success() {
-                return Err(ScheduleError::Error(format!("running NormalizeScore of plugin {:?}: {}", e.plugin.name(), st.message())));
+                return Err(ScheduleError::Error(format!(
+                    "running NormalizeScore of plugin {:?}: {}",
+                    e.plugin.name(),
+                    st.message()
+                )));
             }
             for (k, &s) in column.iter().enumerate() {
                 if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s) {
@@ -362,7 +395,9 @@ impl Framework {
             let by_name: std::collections::HashMap<&str, usize> =
                 nodes.iter().enumerate().map(|(k, n)| (n.name(), k)).collect();
             for ne in &mut x.nodes {
-                let Some(&k) = by_name.get(ne.node.as_str()) else { continue };
+                let Some(&k) = by_name.get(ne.node.as_str()) else {
+                    continue;
+                };
                 ne.total = Some(totals[k]);
                 ne.selected = k == best;
                 ne.scores = self
@@ -421,8 +456,12 @@ impl Framework {
         want: usize,
     ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
         let all = snapshot.len();
-        let filters: Vec<(usize, &Enabled)> =
-            self.filter.iter().enumerate().filter(|(i, _)| !state.skip_filter[*i]).collect();
+        let filters: Vec<(usize, &Enabled)> = self
+            .filter
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !state.skip_filter[*i])
+            .collect();
         let mut feasible = Vec::with_capacity(want.min(all));
         let mut rejected = Vec::new();
         let mut pos = 0;
@@ -440,23 +479,14 @@ impl Framework {
             }
             .min(all - pos);
             let from = start + pos;
-            for (chunk_start, out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
-                // Merge the chunk's feasible and rejected nodes in node order.
-                let (mut f, mut r) = (out.feasible.into_iter().peekable(), out.rejected.into_iter().peekable());
-                loop {
-                    let take_feasible = match (f.peek(), r.peek()) {
-                        (Some(a), Some(b)) => *a < b.0,
-                        (Some(_), None) => true,
-                        (None, Some(_)) => false,
-                        (None, None) => break,
-                    };
-                    let off = if take_feasible {
-                        let off = f.next().expect("peeked") as usize;
-                        feasible.push((from + chunk_start + off) % all);
-                        off
+            rejected.reserve(block);
+            for (chunk_start, mut out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
+                for (off, &v) in out.verdict.iter().enumerate() {
+                    let idx = (from + chunk_start + off) % all;
+                    if v == FEASIBLE {
+                        feasible.push(idx);
                     } else {
-                        let (off, fi, st) = r.next().expect("peeked");
-                        let idx = (from + chunk_start + off as usize) % all;
+                        let (fi, st) = std::mem::replace(&mut out.rejected[v as usize], (0, Status::success()));
                         if !st.is_rejected() {
                             return Err(ScheduleError::Error(format!(
                                 "running Filter plugin {:?} on node {:?}: {}",
@@ -466,8 +496,7 @@ impl Framework {
                             )));
                         }
                         rejected.push((idx, fi as usize, st));
-                        off as usize
-                    };
+                    }
                     processed = pos + chunk_start + off + 1;
                     if feasible.len() == want {
                         break 'blocks;
@@ -531,7 +560,11 @@ impl Framework {
         match &self.pool {
             Some(pool) if nodes.len() >= PARALLEL_THRESHOLD => {
                 let chunk = nodes.len().div_ceil(pool.current_num_threads() * 4).max(32);
-                pool.install(|| raw.par_chunks_mut(chunk * p).enumerate().try_for_each(|(c, out)| run(c * chunk, out)))?;
+                pool.install(|| {
+                    raw.par_chunks_mut(chunk * p)
+                        .enumerate()
+                        .try_for_each(|(c, out)| run(c * chunk, out))
+                })?;
             }
             _ => run(0, &mut raw)?,
         }
@@ -543,36 +576,50 @@ impl Framework {
 /// that are still feasible, so a rejected node is counted under the first
 /// plugin that rejects it.
 fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters: &[(usize, &Enabled)]) -> ChunkOut {
-    let mut out = ChunkOut::default();
+    let mut out = ChunkOut {
+        verdict: vec![FEASIBLE; nodes.len()],
+        rejected: Vec::new(),
+    };
+    // `alive[i]` is the chunk offset of `batch[i]`; both shrink together,
+    // and only when a filter rejected something.
     let mut alive: Vec<u32> = (0..nodes.len() as u32).collect();
-    let mut batch: Vec<&NodeInfo> = Vec::with_capacity(nodes.len());
-    let mut statuses: Vec<Status> = Vec::with_capacity(nodes.len());
+    let mut batch: Vec<&NodeInfo> = nodes.to_vec();
+    let mut rejected: Vec<(usize, Status)> = Vec::new();
     for &(fi, e) in filters {
-        batch.clear();
-        batch.extend(alive.iter().map(|&k| nodes[k as usize]));
-        statuses.clear();
-        e.plugin.filter_nodes(state, pod, &batch, &mut statuses);
-        if statuses.len() != batch.len() {
-            let st = Status::error(format!("returned {} statuses for {} nodes", statuses.len(), batch.len()));
-            out.rejected.extend(alive.iter().map(|&k| (k, fi as u16, st.clone())));
-            return out;
+        rejected.clear();
+        e.plugin.filter_nodes(state, pod, &batch, &mut rejected);
+        if rejected.is_empty() {
+            continue;
+        }
+        let mut last = None;
+        for (i, st) in rejected.drain(..) {
+            let valid = i < batch.len() && last.is_none_or(|l| i > l);
+            let st = if valid {
+                st
+            } else {
+                Status::error(format!("returned a status for node index {i} out of order"))
+            };
+            let i = i.min(batch.len() - 1);
+            last = Some(i);
+            let k = alive[i] as usize;
+            if out.verdict[k] == FEASIBLE {
+                out.verdict[k] = out.rejected.len() as u32;
+                out.rejected.push((fi as u16, st));
+            }
         }
         let mut keep = 0;
-        for (m, st) in statuses.drain(..).enumerate() {
-            let k = alive[m];
-            if st.is_success() || st.is_skip() {
-                alive[keep] = k;
+        for i in 0..batch.len() {
+            if out.verdict[alive[i] as usize] == FEASIBLE {
+                alive[keep] = alive[i];
+                batch[keep] = batch[i];
                 keep += 1;
-            } else {
-                out.rejected.push((k, fi as u16, st));
             }
         }
         alive.truncate(keep);
+        batch.truncate(keep);
         if alive.is_empty() {
             break;
         }
     }
-    out.feasible = alive;
-    out.rejected.sort_unstable_by_key(|r| r.0);
     out
 }

@@ -77,7 +77,7 @@ pub struct Status {
     code: Code,
     // The first reason inline: one reason (the common case) needs no vector.
     first: Option<Reason>,
-    more: Vec<Reason>,
+    more: Option<Box<[Reason]>>,
     plugin: Option<Arc<str>>,
 }
 
@@ -85,14 +85,27 @@ impl Status {
     /// A status with a code and reasons.
     pub fn new(code: Code, reasons: impl IntoIterator<Item = Reason>) -> Self {
         let mut it = reasons.into_iter();
-        Status { code, first: it.next(), more: it.collect(), plugin: None }
+        let first = it.next();
+        let more: Vec<Reason> = it.collect();
+        Status {
+            code,
+            first,
+            more: (!more.is_empty()).then(|| more.into_boxed_slice()),
+            plugin: None,
+        }
     }
 
     /// Adds a reason.
     pub fn push_reason(&mut self, reason: impl Into<Reason>) {
         match self.first {
             None => self.first = Some(reason.into()),
-            Some(_) => self.more.push(reason.into()),
+            // Several reasons are rare (NodeResourcesFit): a boxed slice keeps
+            // Status small, at the cost of a copy here.
+            Some(_) => {
+                let mut v = self.more.take().map(Vec::from).unwrap_or_default();
+                v.push(reason.into());
+                self.more = Some(v.into_boxed_slice());
+            }
         }
     }
 
@@ -104,12 +117,22 @@ impl Status {
     /// Success.
     #[inline]
     pub const fn success() -> Self {
-        Status { code: Code::Success, first: None, more: Vec::new(), plugin: None }
+        Status {
+            code: Code::Success,
+            first: None,
+            more: None,
+            plugin: None,
+        }
     }
 
     /// Skip.
     pub const fn skip() -> Self {
-        Status { code: Code::Skip, first: None, more: Vec::new(), plugin: None }
+        Status {
+            code: Code::Skip,
+            first: None,
+            more: None,
+            plugin: None,
+        }
     }
 
     /// Unschedulable with one reason.
@@ -158,7 +181,10 @@ impl Status {
 
     /// The reasons.
     pub fn reasons(&self) -> impl Iterator<Item = &str> {
-        self.first.iter().chain(&self.more).map(|r| &**r)
+        self.first
+            .iter()
+            .chain(self.more.iter().flat_map(|m| m.iter()))
+            .map(|r| &**r)
     }
 
     /// The plugin that returned it, if recorded.

@@ -29,7 +29,13 @@ impl Plugin for ImageLocality {
         Ok(node_score(&spreads(state, pod), pod.containers, node))
     }
 
-    fn score_nodes(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], out: &mut [i64]) -> Result<(), Status> {
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
         let spreads = spreads(state, pod);
         for (o, n) in out.iter_mut().zip(nodes) {
             *o = node_score(&spreads, pod.containers, n);
@@ -71,7 +77,10 @@ mod tests {
 
     fn node_with_images(images: serde_json::Value) -> NodeInfo {
         let n: Node = serde_json::from_value(json!({"metadata": {"name": "n"}, "status": {"images": images}})).unwrap();
-        NodeInfo { node: Arc::new(NodeData::from_node(&n).unwrap()), usage: Default::default() }
+        NodeInfo {
+            node: Arc::new(NodeData::from_node(&n).unwrap()),
+            usage: Default::default(),
+        }
     }
 
     #[test]
@@ -79,8 +88,14 @@ mod tests {
         let p = pod(json!({"containers": [{"name": "a", "image": "app:1"}, {"name": "b", "image": "sidecar"}]}));
         let mut st = CycleState::default();
         st.total_nodes = 4;
-        st.image_nodes = Arc::new([("app:1".to_owned(), 2), ("sidecar:latest".to_owned(), 4)].into_iter().collect());
-        let big = node_with_images(json!([{"names": ["app:1"], "sizeBytes": 800 * MB}, {"names": ["sidecar:latest"], "sizeBytes": 50 * MB}]));
+        st.image_nodes = Arc::new(
+            [("app:1".to_owned(), 2), ("sidecar:latest".to_owned(), 4)]
+                .into_iter()
+                .collect(),
+        );
+        let big = node_with_images(
+            json!([{"names": ["app:1"], "sizeBytes": 800 * MB}, {"names": ["sidecar:latest"], "sizeBytes": 50 * MB}]),
+        );
         let small = node_with_images(json!([{"names": ["sidecar:latest"], "sizeBytes": 20 * MB}]));
         let none = node_with_images(json!([]));
         // 800MB * 2/4 + 50MB * 4/4 = 450MB; (450-23)/(2000-23) * 100 = 21

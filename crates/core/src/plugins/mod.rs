@@ -98,7 +98,8 @@ fn no_args<P: Plugin + Default + 'static>(name: &'static str) -> Factory {
     Arc::new(move |args| {
         match args {
             None | Some(serde_json::Value::Null) => {}
-            Some(serde_json::Value::Object(m)) if m.is_empty() || m.keys().all(|k| k == "apiVersion" || k == "kind") => {}
+            Some(serde_json::Value::Object(m))
+                if m.is_empty() || m.keys().all(|k| k == "apiVersion" || k == "kind") => {}
             Some(_) => return Err(format!("{name} takes no args")),
         }
         Ok(Arc::new(P::default()) as Arc<dyn Plugin>)
@@ -108,13 +109,27 @@ fn no_args<P: Plugin + Default + 'static>(name: &'static str) -> Factory {
 impl Registry {
     /// The built-in plugins.
     pub fn builtin() -> Self {
-        let mut r = Registry { factories: BTreeMap::new() };
+        let mut r = Registry {
+            factories: BTreeMap::new(),
+        };
         r.register(names::NODE_NAME, no_args::<node_name::NodeName>(names::NODE_NAME));
-        r.register(names::NODE_UNSCHEDULABLE, no_args::<node_unschedulable::NodeUnschedulable>(names::NODE_UNSCHEDULABLE));
-        r.register(names::TAINT_TOLERATION, no_args::<taint_toleration::TaintToleration>(names::TAINT_TOLERATION));
+        r.register(
+            names::NODE_UNSCHEDULABLE,
+            no_args::<node_unschedulable::NodeUnschedulable>(names::NODE_UNSCHEDULABLE),
+        );
+        r.register(
+            names::TAINT_TOLERATION,
+            no_args::<taint_toleration::TaintToleration>(names::TAINT_TOLERATION),
+        );
         r.register(names::NODE_PORTS, no_args::<node_ports::NodePorts>(names::NODE_PORTS));
-        r.register(names::IMAGE_LOCALITY, no_args::<image_locality::ImageLocality>(names::IMAGE_LOCALITY));
-        r.register(names::NODE_AFFINITY, Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)));
+        r.register(
+            names::IMAGE_LOCALITY,
+            no_args::<image_locality::ImageLocality>(names::IMAGE_LOCALITY),
+        );
+        r.register(
+            names::NODE_AFFINITY,
+            Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)),
+        );
         r.register(
             names::NODE_RESOURCES_FIT,
             Arc::new(|a| Ok(Arc::new(node_resources_fit::NodeResourcesFit::new(parse_args(a)?)?) as _)),
@@ -122,7 +137,9 @@ impl Registry {
         r.register(
             names::NODE_RESOURCES_BALANCED_ALLOCATION,
             Arc::new(|a| {
-                Ok(Arc::new(node_resources_balanced_allocation::BalancedAllocation::new(parse_args(a)?)?) as _)
+                Ok(Arc::new(node_resources_balanced_allocation::BalancedAllocation::new(
+                    parse_args(a)?,
+                )?) as _)
             }),
         );
         r
@@ -157,7 +174,8 @@ pub(crate) mod testutil {
 
     /// A pod from a JSON `spec`.
     pub fn pod(spec: Value) -> PodInfo {
-        let p: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})).unwrap();
+        let p: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default"}, "spec": spec})).unwrap();
         PodInfo::from_pod(&p).unwrap()
     }
 
@@ -174,12 +192,20 @@ pub(crate) mod testutil {
             "status": {"allocatable": allocatable}
         }))
         .unwrap();
-        NodeInfo { node: Arc::new(NodeData::from_node(&n).unwrap()), usage: Default::default() }
+        NodeInfo {
+            node: Arc::new(NodeData::from_node(&n).unwrap()),
+            usage: Default::default(),
+        }
     }
 
     /// A node with `cpu`, `mem` and 110 pods allocatable.
     pub fn node_alloc(name: &str, cpu: &str, mem: &str) -> NodeInfo {
-        node(name, json!({}), json!({}), json!({"cpu": cpu, "memory": mem, "pods": "110"}))
+        node(
+            name,
+            json!({}),
+            json!({}),
+            json!({"cpu": cpu, "memory": mem, "pods": "110"}),
+        )
     }
 
     /// Accounts `pod` on `node` as the cache would.

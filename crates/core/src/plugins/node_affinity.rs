@@ -62,11 +62,19 @@ impl Plugin for NodeAffinity {
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        if Self::matches(pod, node) { Status::success() } else { Status::unresolvable(ERR_REASON_POD) }
+        if Self::matches(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON_POD)
+        }
     }
 
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
-        if pod.preferred_affinity.is_empty() { Status::skip() } else { Status::success() }
+        if pod.preferred_affinity.is_empty() {
+            Status::skip()
+        } else {
+            Status::success()
+        }
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -101,7 +109,9 @@ mod tests {
         let hdd_b = labeled("n2", json!({"disk": "hdd", "zone": "b"}));
         let sel = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"}}));
         let req = |exprs: serde_json::Value| {
-            pod(json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": exprs}}}}))
+            pod(
+                json!({"containers": [], "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": exprs}}}}),
+            )
         };
         let not_in = req(json!([{"matchExpressions": [{"key": "gpu", "operator": "NotIn", "values": ["true"]}]}]));
         let gt = req(json!([{"matchExpressions": [{"key": "gen", "operator": "Gt", "values": ["4"]}]}]));
@@ -129,17 +139,27 @@ mod tests {
             }
         }
         let mut cs = CycleState::default();
-        assert!(NodeAffinity.pre_filter(&mut cs, &pod(json!({"containers": []})), &Snapshot::default()).is_skip());
+        assert!(
+            NodeAffinity
+                .pre_filter(&mut cs, &pod(json!({"containers": []})), &Snapshot::default())
+                .is_skip()
+        );
     }
 
     #[test]
     fn score_sums_matching_preferred_weights() {
         let st = CycleState::default();
-        let p = pod(json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
-            {"weight": 30, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
-        ]}}}));
-        let nodes = [labeled("n1", json!({"zone": "a", "disk": "ssd"})), labeled("n2", json!({"zone": "a"})), labeled("n3", json!({}))];
+        let p = pod(
+            json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+                {"weight": 30, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["ssd"]}]}}
+            ]}}}),
+        );
+        let nodes = [
+            labeled("n1", json!({"zone": "a", "disk": "ssd"})),
+            labeled("n2", json!({"zone": "a"})),
+            labeled("n3", json!({})),
+        ];
         let mut scores: Vec<i64> = nodes.iter().map(|n| NodeAffinity.score(&st, &p, n).unwrap()).collect();
         assert_eq!(scores, [40, 10, 0]);
         NodeAffinity.normalize_scores(&st, &p, &mut scores);

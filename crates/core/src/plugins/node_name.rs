@@ -39,7 +39,11 @@ mod tests {
         let n = node_alloc("a", "1", "1Gi");
         let st = CycleState::default();
         assert!(NodeName.filter(&st, &pod(json!({"containers": []})), &n).is_success());
-        assert!(NodeName.filter(&st, &pod(json!({"nodeName": "a", "containers": []})), &n).is_success());
+        assert!(
+            NodeName
+                .filter(&st, &pod(json!({"nodeName": "a", "containers": []})), &n)
+                .is_success()
+        );
         let s = NodeName.filter(&st, &pod(json!({"nodeName": "b", "containers": []})), &n);
         assert_eq!(s, Status::unresolvable(ERR_REASON));
     }

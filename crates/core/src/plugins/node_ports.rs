@@ -23,7 +23,11 @@ impl Plugin for NodePorts {
     }
 
     fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
-        if pod.host_ports.is_empty() { Status::skip() } else { Status::success() }
+        if pod.host_ports.is_empty() {
+            Status::skip()
+        } else {
+            Status::success()
+        }
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
@@ -43,7 +47,9 @@ mod tests {
     use serde_json::json;
 
     fn port_pod(ip: &str, proto: &str, port: i32) -> PodInfo {
-        pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": port, "hostIP": ip, "protocol": proto}]}]}))
+        pod(
+            json!({"containers": [{"name": "c", "ports": [{"containerPort": 1, "hostPort": port, "hostIP": ip, "protocol": proto}]}]}),
+        )
     }
 
     #[test]
@@ -60,11 +66,22 @@ mod tests {
         ];
         let st = CycleState::default();
         for (existing, incoming, fits) in cases {
-            let n = with_pod(node_alloc("a", "1", "1Gi"), &port_pod(existing.0, existing.1, existing.2));
+            let n = with_pod(
+                node_alloc("a", "1", "1Gi"),
+                &port_pod(existing.0, existing.1, existing.2),
+            );
             let p = port_pod(incoming.0, incoming.1, incoming.2);
-            assert_eq!(NodePorts.filter(&st, &p, &n).is_success(), fits, "{existing:?} vs {incoming:?}");
+            assert_eq!(
+                NodePorts.filter(&st, &p, &n).is_success(),
+                fits,
+                "{existing:?} vs {incoming:?}"
+            );
         }
         let none = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80}]}]}));
-        assert!(NodePorts.pre_filter(&mut CycleState::default(), &none, &Snapshot::default()).is_skip());
+        assert!(
+            NodePorts
+                .pre_filter(&mut CycleState::default(), &none, &Snapshot::default())
+                .is_skip()
+        );
     }
 }

@@ -36,7 +36,9 @@ impl BalancedAllocation {
     pub fn new(args: BalancedAllocationArgs) -> Result<Self, String> {
         let resources = args.resources.unwrap_or_else(default_resources);
         validate_resources(&resources, "resources")?;
-        Ok(BalancedAllocation { resources: resources.iter().map(|r| ResourceKey::parse(&r.name)).collect() })
+        Ok(BalancedAllocation {
+            resources: resources.iter().map(|r| ResourceKey::parse(&r.name)).collect(),
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 
-use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
+use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, is_extended_resource_name};
@@ -28,8 +28,14 @@ fn one() -> i64 {
 /// The default scored resources: cpu and memory, weight 1 each.
 pub fn default_resources() -> Vec<ResourceSpec> {
     vec![
-        ResourceSpec { name: "cpu".into(), weight: 1 },
-        ResourceSpec { name: "memory".into(), weight: 1 },
+        ResourceSpec {
+            name: "cpu".into(),
+            weight: 1,
+        },
+        ResourceSpec {
+            name: "memory".into(),
+            weight: 1,
+        },
     ]
 }
 
@@ -144,16 +150,25 @@ impl NodeResourcesFit {
                         return Err(format!("{f}.score: {} is not in 0..=10", pt.score));
                     }
                     if i > 0 && pt.utilization <= p.shape[i - 1].utilization {
-                        return Err(format!("{f}.utilization: points must be sorted by increasing utilization"));
+                        return Err(format!(
+                            "{f}.utilization: points must be sorted by increasing utilization"
+                        ));
                     }
-                    shape.push(UtilizationShapePoint { utilization: pt.utilization, score: pt.score * (MAX_NODE_SCORE / 10) });
+                    shape.push(UtilizationShapePoint {
+                        utilization: pt.utilization,
+                        score: pt.score * (MAX_NODE_SCORE / 10),
+                    });
                 }
             }
             (StrategyType::RequestedToCapacityRatio, None) => {
-                return Err("scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio".into());
+                return Err(
+                    "scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio".into(),
+                );
             }
             (_, Some(_)) => {
-                return Err("scoringStrategy.requestedToCapacityRatio: only valid with type RequestedToCapacityRatio".into());
+                return Err(
+                    "scoringStrategy.requestedToCapacityRatio: only valid with type RequestedToCapacityRatio".into(),
+                );
             }
             _ => {}
         }
@@ -161,7 +176,10 @@ impl NodeResourcesFit {
             ignored: args.ignored_resources,
             ignored_groups: args.ignored_resource_groups,
             strategy: strategy.kind,
-            resources: resources.iter().map(|r| (ResourceKey::parse(&r.name), r.weight)).collect(),
+            resources: resources
+                .iter()
+                .map(|r| (ResourceKey::parse(&r.name), r.weight))
+                .collect(),
             shape,
         })
     }
@@ -169,38 +187,49 @@ impl NodeResourcesFit {
     fn ignored(&self, name: &str) -> bool {
         is_extended_resource_name(name)
             && (self.ignored.iter().any(|i| i == name)
-                || name.split_once('/').is_some_and(|(g, _)| self.ignored_groups.iter().any(|i| i == g)))
+                || name
+                    .split_once('/')
+                    .is_some_and(|(g, _)| self.ignored_groups.iter().any(|i| i == g)))
     }
 
     /// Whether the pod fits, with every reason it does not (kube-scheduler's
-    /// `fitsRequest`).
+    /// `fitsRequest`). A fit allocates nothing.
     pub fn fits(&self, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let mut out = Status::new(Code::Unschedulable, []);
+        self.fits_with(pod, node, &scalar_reasons(pod))
+    }
+
+    /// [`Self::fits`] with the `Insufficient <resource>` reasons of the pod's
+    /// scalar resources built beforehand (once per batch, not per node).
+    fn fits_with(&self, pod: &PodInfo, node: &NodeInfo, scalar_reasons: &[Reason]) -> Status {
+        let mut out: Option<Status> = None;
+        let mut reject = |r: Reason| match &mut out {
+            Some(st) => st.push_reason(r),
+            None => out = Some(Status::unschedulable(r)),
+        };
         let (alloc, used, req) = (&node.node.allocatable, &node.usage.requested, &pod.requests.requests);
         if node.usage.pods + 1 > alloc.pods {
-            out.push_reason("Too many pods");
+            reject(Reason::Static("Too many pods"));
         }
-        if req.is_zero() {
-            return if out.has_reasons() { out } else { Status::success() };
-        }
-        if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu - used.milli_cpu {
-            out.push_reason("Insufficient cpu");
-        }
-        if req.memory > 0 && req.memory > alloc.memory - used.memory {
-            out.push_reason("Insufficient memory");
-        }
-        if req.ephemeral_storage > 0 && req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage {
-            out.push_reason("Insufficient ephemeral-storage");
-        }
-        for (name, &q) in req.scalar.iter().map(|(n, q)| (n, q)) {
-            if q == 0 || self.ignored(name) {
-                continue;
+        if !req.is_zero() {
+            if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu - used.milli_cpu {
+                reject(Reason::Static("Insufficient cpu"));
             }
-            if q > alloc.scalar_get(name) - used.scalar_get(name) {
-                out.push_reason(format!("Insufficient {name}"));
+            if req.memory > 0 && req.memory > alloc.memory - used.memory {
+                reject(Reason::Static("Insufficient memory"));
+            }
+            if req.ephemeral_storage > 0 && req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage {
+                reject(Reason::Static("Insufficient ephemeral-storage"));
+            }
+            for ((name, q), reason) in req.scalar.iter().zip(scalar_reasons) {
+                if *q == 0 || self.ignored(name) {
+                    continue;
+                }
+                if *q > alloc.scalar_get(name) - used.scalar_get(name) {
+                    reject(reason.clone());
+                }
             }
         }
-        if out.has_reasons() { out } else { Status::success() }
+        out.unwrap_or_else(Status::success)
     }
 
     /// (requested including the pod, allocatable) of a scored resource, with
@@ -232,6 +261,15 @@ impl NodeResourcesFit {
     }
 }
 
+fn scalar_reasons(pod: &PodInfo) -> Vec<Reason> {
+    pod.requests
+        .requests
+        .scalar
+        .iter()
+        .map(|(n, _)| Reason::from(format!("Insufficient {n}")))
+        .collect()
+}
+
 /// `(capacity - requested) * 100 / capacity`, 0 when over capacity.
 pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
@@ -261,13 +299,27 @@ impl Plugin for NodeResourcesFit {
         self.fits(pod, node)
     }
 
+    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], rejected: &mut Vec<(usize, Status)>) {
+        let reasons = scalar_reasons(pod);
+        for (i, n) in nodes.iter().enumerate() {
+            let st = self.fits_with(pod, n, &reasons);
+            if !st.is_success() {
+                rejected.push((i, st));
+            }
+        }
+    }
+
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
         let requests_any = self.resources.iter().any(|(k, _)| match k {
             ResourceKey::Cpu => pod.requests.non_zero_milli_cpu != 0,
             ResourceKey::Memory => pod.requests.non_zero_memory != 0,
             k => pod.requests.requests.get_key(k) != 0,
         });
-        if requests_any { Status::success() } else { Status::skip() }
+        if requests_any {
+            Status::success()
+        } else {
+            Status::skip()
+        }
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -322,11 +374,24 @@ mod tests {
             (pod_req("600m", "1Gi"), vec!["Insufficient cpu"]),
             (pod_req("1", "4Gi"), vec!["Insufficient cpu", "Insufficient memory"]),
             // init container larger than the app container decides
-            (pod(json!({"initContainers": [{"name": "i", "resources": {"requests": {"cpu": "1"}}}], "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]})), vec!["Insufficient cpu"]),
+            (
+                pod(
+                    json!({"initContainers": [{"name": "i", "resources": {"requests": {"cpu": "1"}}}], "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}),
+                ),
+                vec!["Insufficient cpu"],
+            ),
             // pod overhead counts
-            (pod(json!({"overhead": {"cpu": "200m"}, "containers": [{"name": "c", "resources": {"requests": {"cpu": "400m"}}}]})), vec!["Insufficient cpu"]),
+            (
+                pod(
+                    json!({"overhead": {"cpu": "200m"}, "containers": [{"name": "c", "resources": {"requests": {"cpu": "400m"}}}]}),
+                ),
+                vec!["Insufficient cpu"],
+            ),
             // extended resource absent from the node
-            (pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1"}}}]})), vec!["Insufficient example.com/fpga"]),
+            (
+                pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1"}}}]})),
+                vec!["Insufficient example.com/fpga"],
+            ),
             // best-effort pods always fit resources
             (pod(json!({"containers": [{"name": "c"}]})), vec![]),
         ];
@@ -335,17 +400,30 @@ mod tests {
             assert_eq!(got, *want, "case {i}");
             assert_eq!(p.filter(&st, pd, &n).is_success(), want.is_empty());
         }
-        let full = node("f", json!({}), json!({}), json!({"cpu": "2", "memory": "1Gi", "pods": "1"}));
+        let full = node(
+            "f",
+            json!({}),
+            json!({}),
+            json!({"cpu": "2", "memory": "1Gi", "pods": "1"}),
+        );
         let full = with_pod(full, &pod_req("0", "0"));
-        assert_eq!(p.fits(&pod_req("0", "0"), &full).reasons().collect::<Vec<_>>(), ["Too many pods"]);
+        assert_eq!(
+            p.fits(&pod_req("0", "0"), &full).reasons().collect::<Vec<_>>(),
+            ["Too many pods"]
+        );
     }
 
     #[test]
     fn ignored_extended_resources() {
         let p = fit(json!({"ignoredResources": ["example.com/fpga"], "ignoredResourceGroups": ["vendor.io"]}));
         let n = node_alloc("n", "2", "4Gi");
-        let pd = pod(json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1", "vendor.io/x": "2", "other.io/y": "1"}}}]}));
-        assert_eq!(p.fits(&pd, &n).reasons().collect::<Vec<_>>(), ["Insufficient other.io/y"]);
+        let pd = pod(
+            json!({"containers": [{"name": "c", "resources": {"requests": {"example.com/fpga": "1", "vendor.io/x": "2", "other.io/y": "1"}}}]}),
+        );
+        assert_eq!(
+            p.fits(&pd, &n).reasons().collect::<Vec<_>>(),
+            ["Insufficient other.io/y"]
+        );
     }
 
     #[test]
@@ -357,7 +435,9 @@ mod tests {
         assert_eq!(fit(json!({})).score(&st, &pd, &n).unwrap(), 50);
         let most = fit(json!({"scoringStrategy": {"type": "MostAllocated"}}));
         assert_eq!(most.score(&st, &pd, &n).unwrap(), 50);
-        let weighted = fit(json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}));
+        let weighted = fit(
+            json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}),
+        );
         let pd2 = pod_req("3", "2Gi"); // cpu (1+3)/4 = 100, mem 4/8 = 50 → (300+50)/4 = 87
         assert_eq!(weighted.score(&st, &pd2, &n).unwrap(), 87);
         // zero requests count as 100m / 200Mi for scoring
@@ -369,7 +449,9 @@ mod tests {
     #[test]
     fn requested_to_capacity_ratio() {
         let st = CycleState::default();
-        let p = fit(json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}));
+        let p = fit(
+            json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}),
+        );
         let n = node_alloc("n", "4", "8Gi");
         // cpu 1/4 = 25% → 25, mem 2/8 = 25% → 25
         assert_eq!(p.score(&st, &pod_req("1", "2Gi"), &n).unwrap(), 25);
@@ -381,7 +463,13 @@ mod tests {
     fn args_errors_name_the_field() {
         let e = crate::plugins::parse_args::<FitArgs>(Some(&json!({"scoringStrategy": {"typo": 1}}))).unwrap_err();
         assert!(e.starts_with("scoringStrategy: unknown field `typo`"), "{e}");
-        let e = NodeResourcesFit::new(crate::plugins::parse_args(Some(&json!({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}))).unwrap()).unwrap_err();
+        let e = NodeResourcesFit::new(
+            crate::plugins::parse_args(Some(
+                &json!({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}),
+            ))
+            .unwrap(),
+        )
+        .unwrap_err();
         assert_eq!(e, "scoringStrategy.resources[0].weight: 0 is not in 1..=100");
     }
 }

@@ -51,7 +51,9 @@ mod tests {
         let cordoned = node("a", json!({}), json!({"unschedulable": true}), json!({}));
         let open = node("b", json!({}), json!({}), json!({}));
         let plain = pod(json!({"containers": []}));
-        let tolerant = pod(json!({"containers": [], "tolerations": [{"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"}]}));
+        let tolerant = pod(
+            json!({"containers": [], "tolerations": [{"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"}]}),
+        );
         let p = NodeUnschedulable::default();
         let st = CycleState::default();
         assert_eq!(p.filter(&st, &plain, &cordoned), Status::unresolvable(ERR_REASON));

@@ -66,15 +66,25 @@ mod tests {
         let prefer = tainted(json!([{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]));
         let none = pod(json!({"containers": []}));
         let exists_all = pod(json!({"containers": [], "tolerations": [{"operator": "Exists"}]}));
-        let gpu_tol = pod(json!({"containers": [], "tolerations": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}));
+        let gpu_tol = pod(
+            json!({"containers": [], "tolerations": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}),
+        );
         let cases: [(&PodInfo, &NodeInfo, Option<&str>); 7] = [
             (&none, &gpu, Some("node(s) had untolerated taint {dedicated: gpu}")),
-            (&none, &not_ready, Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }")),
+            (
+                &none,
+                &not_ready,
+                Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }"),
+            ),
             (&none, &prefer, None),
             (&exists_all, &gpu, None),
             (&exists_all, &not_ready, None),
             (&gpu_tol, &gpu, None),
-            (&gpu_tol, &not_ready, Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }")),
+            (
+                &gpu_tol,
+                &not_ready,
+                Some("node(s) had untolerated taint {node.kubernetes.io/not-ready: }"),
+            ),
         ];
         for (i, (p, n, want)) in cases.into_iter().enumerate() {
             let s = TaintToleration.filter(&st, p, n);
@@ -88,11 +98,19 @@ mod tests {
     #[test]
     fn score_counts_untolerated_prefer_no_schedule_and_reverses() {
         let st = CycleState::default();
-        let p = pod(json!({"containers": [], "tolerations": [{"key": "a", "operator": "Exists", "effect": "PreferNoSchedule"}]}));
+        let p = pod(
+            json!({"containers": [], "tolerations": [{"key": "a", "operator": "Exists", "effect": "PreferNoSchedule"}]}),
+        );
         let n0 = tainted(json!([]));
-        let n1 = tainted(json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}]));
-        let n2 = tainted(json!([{"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}, {"key": "d", "effect": "NoSchedule"}]));
-        let mut scores: Vec<i64> = [&n0, &n1, &n2].iter().map(|n| TaintToleration.score(&st, &p, n).unwrap()).collect();
+        let n1 =
+            tainted(json!([{"key": "a", "effect": "PreferNoSchedule"}, {"key": "b", "effect": "PreferNoSchedule"}]));
+        let n2 = tainted(
+            json!([{"key": "b", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}, {"key": "d", "effect": "NoSchedule"}]),
+        );
+        let mut scores: Vec<i64> = [&n0, &n1, &n2]
+            .iter()
+            .map(|n| TaintToleration.score(&st, &p, n).unwrap())
+            .collect();
         assert_eq!(scores, [0, 1, 2]);
         TaintToleration.normalize_scores(&st, &p, &mut scores);
         assert_eq!(scores, [100, 50, 0]);
