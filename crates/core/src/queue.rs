@@ -6,7 +6,7 @@
 //! Time is passed in (`now`), so the queue is pure and testable.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -104,6 +104,11 @@ pub struct SchedulingQueue {
     entries: HashMap<PodKey, Entry>,
     active: BinaryHeap<ActiveKey>,
     backoff: BinaryHeap<BackoffKey>,
+    /// Pods at `Location::Unschedulable`.
+    unschedulable: HashSet<PodKey>,
+    /// When pods were parked unschedulable, oldest first (timestamps only
+    /// grow, so arrival order is time order); stale entries are skipped.
+    parked: VecDeque<(Instant, PodKey, u64)>,
     initial_backoff: Duration,
     max_backoff: Duration,
     seq: u64,
@@ -128,6 +133,8 @@ impl SchedulingQueue {
             entries: HashMap::new(),
             active: BinaryHeap::new(),
             backoff: BinaryHeap::new(),
+            unschedulable: HashSet::new(),
+            parked: VecDeque::new(),
             initial_backoff,
             max_backoff,
             seq: 0,
@@ -157,6 +164,9 @@ impl SchedulingQueue {
         let e = self.entries.get_mut(key).expect("entry exists");
         self.counts[slot(e.loc)] -= 1;
         self.counts[slot(loc)] += 1;
+        if e.loc == Location::Unschedulable && loc != Location::Unschedulable {
+            self.unschedulable.remove(key);
+        }
         e.loc = loc;
         e.generation += 1;
         let generation = e.generation;
@@ -174,7 +184,20 @@ impl SchedulingQueue {
                 key: key.to_owned(),
                 generation,
             }),
-            Location::Unschedulable | Location::InFlight => {}
+            Location::Unschedulable => {
+                self.unschedulable.insert(key.to_owned());
+                self.parked.push_back((e.qp.timestamp, key.to_owned(), generation));
+            }
+            Location::InFlight => {}
+        }
+    }
+
+    fn remove_entry(&mut self, key: &str) {
+        if let Some(e) = self.entries.remove(key) {
+            self.counts[slot(e.loc)] -= 1;
+            if e.loc == Location::Unschedulable {
+                self.unschedulable.remove(key);
+            }
         }
     }
 
@@ -228,8 +251,7 @@ impl SchedulingQueue {
             if e.loc == Location::InFlight {
                 e.deleted_in_flight = true;
             } else {
-                self.counts[slot(e.loc)] -= 1;
-                self.entries.remove(key);
+                self.remove_entry(key);
             }
         }
     }
@@ -255,17 +277,18 @@ impl SchedulingQueue {
                 self.place(&top.key, Location::Active, now);
             }
         }
-        let stale: Vec<PodKey> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| {
-                e.loc == Location::Unschedulable
-                    && now.saturating_duration_since(e.qp.timestamp) >= UNSCHEDULABLE_TIMEOUT
-            })
-            .map(|(k, _)| k.clone())
-            .collect();
-        for k in stale {
-            self.place(&k, Location::Active, now);
+        while let Some((since, _, _)) = self.parked.front() {
+            if now.saturating_duration_since(*since) < UNSCHEDULABLE_TIMEOUT {
+                break;
+            }
+            let (_, key, generation) = self.parked.pop_front().expect("peeked");
+            if self
+                .entries
+                .get(&key)
+                .is_some_and(|e| e.generation == generation && e.loc == Location::Unschedulable)
+            {
+                self.place(&key, Location::Active, now);
+            }
         }
     }
 
@@ -295,8 +318,7 @@ impl SchedulingQueue {
     fn requeue(&mut self, key: &str, now: Instant, unschedulable: bool) {
         let Some(e) = self.entries.get_mut(key) else { return };
         if e.deleted_in_flight {
-            self.counts[slot(e.loc)] -= 1;
-            self.entries.remove(key);
+            self.remove_entry(key);
             return;
         }
         e.qp.timestamp = now;
@@ -322,9 +344,7 @@ impl SchedulingQueue {
 
     /// The pod is placed (or dropped): forget it.
     pub fn done(&mut self, key: &str) {
-        if let Some(e) = self.entries.remove(key) {
-            self.counts[slot(e.loc)] -= 1;
-        }
+        self.remove_entry(key);
     }
 
     /// The cluster changed (node added or updated, a pod deleted): move every
@@ -332,12 +352,7 @@ impl SchedulingQueue {
     /// has not expired.
     pub fn move_all_to_active_or_backoff(&mut self, now: Instant) {
         self.move_request_cycle = self.scheduling_cycle;
-        let keys: Vec<PodKey> = self
-            .entries
-            .iter()
-            .filter(|(_, e)| e.loc == Location::Unschedulable)
-            .map(|(k, _)| k.clone())
-            .collect();
+        let keys: Vec<PodKey> = self.unschedulable.iter().cloned().collect();
         for k in keys {
             let e = &self.entries[&k];
             let backing_off = e.qp.timestamp + self.backoff_duration(e.qp.attempts) > now;
