@@ -71,7 +71,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.parallelism = Some(p as i64);
     }
     let profile = config.profiles[0].scheduler_name.clone();
-    let mut sched = Scheduler::new(&config, &Registry::builtin(), args.seed, Responsibility::OwnProfiles)?;
+    let mut sched = Scheduler::new(&config, &Registry::builtin(), args.seed, Responsibility::OwnProfiles)
+        .context("invalid configuration")?;
 
     let setup = Instant::now();
     let now = Instant::now();

@@ -81,7 +81,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => Config::default(),
     };
     let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
-    let rows = simulate(&config, &objs, args.seed, &explain)?;
+    let config_name = args
+        .config
+        .as_ref()
+        .map_or("the default configuration".to_owned(), |p| p.display().to_string());
+    let rows = simulate(&config, &config_name, &objs, args.seed, &explain)?;
     for e in &explain {
         if !rows.iter().any(|r| &r.pod == e) {
             bail!("--explain {e}: no pending pod of that name (use NAMESPACE/NAME)");
@@ -95,8 +99,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn simulate(config: &Config, objs: &Objects, seed: u64, explain: &BTreeSet<String>) -> anyhow::Result<Vec<Row>> {
-    let mut sched = Scheduler::new(config, &Registry::builtin(), seed, Responsibility::AllPods)?;
+fn simulate(
+    config: &Config,
+    config_name: &str,
+    objs: &Objects,
+    seed: u64,
+    explain: &BTreeSet<String>,
+) -> anyhow::Result<Vec<Row>> {
+    let mut sched = Scheduler::new(config, &Registry::builtin(), seed, Responsibility::AllPods)
+        .with_context(|| format!("invalid config {config_name}"))?;
     let now = Instant::now();
     for n in &objs.nodes {
         sched.on_node(n, now)?;

@@ -1,0 +1,331 @@
+//! End-to-end tests of `wasmsched simulate`: the real binary on the bundled
+//! example cluster and on fixtures, with placements checked against the
+//! cluster by rules written here independently of the engine's plugins.
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn wasmsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(args)
+        .output()
+        .expect("run wasmsched")
+}
+
+fn stdout_json(args: &[&str]) -> Value {
+    let out = wasmsched(args);
+    assert!(
+        out.status.success(),
+        "wasmsched {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn data(name: &str) -> String {
+    format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `cpu` in millicores, others in base units (a small, independent parser
+/// for the suffixes the example cluster uses).
+fn qty(s: &str, milli: bool) -> i64 {
+    let (num, mult): (&str, f64) = match s {
+        _ if s.ends_with("Gi") => (&s[..s.len() - 2], (1u64 << 30) as f64),
+        _ if s.ends_with("Mi") => (&s[..s.len() - 2], (1u64 << 20) as f64),
+        _ if s.ends_with("Ki") => (&s[..s.len() - 2], 1024.0),
+        _ if s.ends_with('m') => (&s[..s.len() - 1], 0.001),
+        _ => (s, 1.0),
+    };
+    let v: f64 = num.parse::<f64>().unwrap_or_else(|_| panic!("quantity {s}")) * mult;
+    (if milli { v * 1000.0 } else { v }).ceil() as i64
+}
+
+fn requests(pod: &Value) -> HashMap<String, i64> {
+    let mut app: HashMap<String, i64> = HashMap::new();
+    let sum = |containers: &Value| {
+        let mut out: HashMap<String, i64> = HashMap::new();
+        for c in containers.as_array().into_iter().flatten() {
+            for (k, v) in c
+                .pointer("/resources/requests")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                *out.entry(k.clone()).or_default() += qty(v.as_str().unwrap(), k == "cpu");
+            }
+        }
+        out
+    };
+    for (k, v) in sum(&pod["spec"]["containers"]) {
+        app.insert(k, v);
+    }
+    // Init containers run one at a time: each must fit on its own.
+    for c in pod["spec"]["initContainers"].as_array().into_iter().flatten() {
+        for (k, v) in sum(&Value::Array(vec![c.clone()])) {
+            let e = app.entry(k).or_default();
+            *e = (*e).max(v);
+        }
+    }
+    app
+}
+
+fn tolerates(pod: &Value, key: &str, value: &str, effect: &str) -> bool {
+    pod["spec"]["tolerations"].as_array().into_iter().flatten().any(|t| {
+        let k = t["key"].as_str().unwrap_or("");
+        let op = t["operator"].as_str().unwrap_or("Equal");
+        let e = t["effect"].as_str().unwrap_or("");
+        (e.is_empty() || e == effect)
+            && (k.is_empty() || k == key)
+            && (op == "Exists" || t["value"].as_str().unwrap_or("") == value)
+    })
+}
+
+/// Every placement respects resources, taints, cordons, node selectors,
+/// required zone affinity and host ports.
+fn check_placements(cluster: &Value, placements: &[Value]) {
+    let items = cluster["items"].as_array().unwrap();
+    let nodes: HashMap<&str, &Value> = items
+        .iter()
+        .filter(|o| o["kind"] == "Node")
+        .map(|n| (n["metadata"]["name"].as_str().unwrap(), n))
+        .collect();
+    let pods: HashMap<String, &Value> = items
+        .iter()
+        .filter(|o| o["kind"] == "Pod")
+        .map(|p| {
+            (
+                format!(
+                    "{}/{}",
+                    p["metadata"]["namespace"].as_str().unwrap(),
+                    p["metadata"]["name"].as_str().unwrap()
+                ),
+                p,
+            )
+        })
+        .collect();
+    let mut used: HashMap<&str, HashMap<String, i64>> = HashMap::new();
+    let mut ports: HashMap<&str, Vec<i64>> = HashMap::new();
+    let mut account = |node: &'static str, pod: &Value, used: &mut HashMap<&str, HashMap<String, i64>>| {
+        for (k, v) in requests(pod) {
+            *used.entry(node).or_default().entry(k).or_default() += v;
+        }
+        for c in pod["spec"]["containers"].as_array().into_iter().flatten() {
+            for p in c["ports"].as_array().into_iter().flatten() {
+                if let Some(hp) = p["hostPort"].as_i64() {
+                    let list = ports.entry(node).or_default();
+                    assert!(!list.contains(&hp), "host port {hp} used twice on {node}");
+                    list.push(hp);
+                }
+            }
+        }
+    };
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_owned().into_boxed_str()) };
+    for p in pods.values() {
+        if let Some(n) = p["spec"]["nodeName"].as_str() {
+            account(leak(n), p, &mut used);
+        }
+    }
+    for pl in placements {
+        let Some(node_name) = pl["node"].as_str() else { continue };
+        let pod = pods[pl["pod"].as_str().unwrap()];
+        let node = nodes[node_name];
+        let who = format!("{} on {node_name}", pl["pod"]);
+        assert_ne!(
+            node["spec"]["unschedulable"],
+            Value::Bool(true),
+            "{who}: node is cordoned"
+        );
+        for t in node["spec"]["taints"].as_array().into_iter().flatten() {
+            let effect = t["effect"].as_str().unwrap();
+            if effect != "PreferNoSchedule" {
+                let (k, v) = (t["key"].as_str().unwrap(), t["value"].as_str().unwrap_or(""));
+                assert!(tolerates(pod, k, v, effect), "{who}: untolerated taint {k}");
+            }
+        }
+        for (k, v) in pod["spec"]["nodeSelector"].as_object().into_iter().flatten() {
+            assert_eq!(&node["metadata"]["labels"][k], v, "{who}: nodeSelector {k}");
+        }
+        let req = &pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        for term in req["nodeSelectorTerms"].as_array().into_iter().flatten() {
+            for e in term["matchExpressions"].as_array().into_iter().flatten() {
+                assert_eq!(e["operator"], "In", "the fixture only uses In");
+                let label = &node["metadata"]["labels"][e["key"].as_str().unwrap()];
+                assert!(
+                    e["values"].as_array().unwrap().contains(label),
+                    "{who}: required affinity"
+                );
+            }
+        }
+        account(leak(node_name), pod, &mut used);
+    }
+    for (node, u) in &used {
+        let alloc = &nodes[node]["status"]["allocatable"];
+        for (k, v) in u {
+            let cap = alloc[k.as_str()].as_str().map_or(0, |a| qty(a, k == "cpu"));
+            assert!(*v <= cap, "{node} overcommitted on {k}: {v} > {cap}");
+        }
+    }
+}
+
+fn example_cluster() -> Value {
+    let text = std::fs::read_to_string(format!("{}/data/example-cluster.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    serde_yaml::from_str(&text).unwrap()
+}
+
+#[test]
+fn bundled_example_places_pods_respecting_every_filter() {
+    let out = stdout_json(&["simulate", "-o", "json"]);
+    let placements = out["placements"].as_array().unwrap();
+    assert_eq!(out["summary"]["pods"], placements.len());
+    assert!(out["summary"]["scheduled"].as_u64().unwrap() >= 15, "{out}");
+    check_placements(&example_cluster(), placements);
+    // The pods that cannot fit say why, in kube-scheduler's words.
+    let giant = placements.iter().find(|p| p["pod"] == "batch/giant-0").unwrap();
+    assert!(giant["node"].is_null());
+    let reason = giant["reason"].as_str().unwrap();
+    assert!(reason.starts_with("0/29 nodes are available: "), "{reason}");
+    assert!(
+        reason.contains("Insufficient cpu") && reason.contains("node(s) were unschedulable"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("node(s) had untolerated taint {nvidia.com/gpu: present}"),
+        "{reason}"
+    );
+    // GPU jobs land on GPU nodes only, edge pods on the Raspberry Pis.
+    for p in placements {
+        let (pod, node) = (p["pod"].as_str().unwrap(), p["node"].as_str().unwrap_or("-"));
+        if pod.starts_with("ml/trainer") {
+            assert!(node.starts_with("gpu-"), "{pod} on {node}");
+        }
+        if pod.starts_with("edge/") {
+            assert!(node.starts_with("pi-"), "{pod} on {node}");
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_placements() {
+    let a = stdout_json(&["simulate", "-o", "json", "--seed", "7"]);
+    let b = stdout_json(&["simulate", "-o", "json", "--seed", "7"]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn table_and_explain() {
+    let out = wasmsched(&["simulate", "--explain", "infra/ingress-3"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("pods on 29 nodes"), "{text}");
+    assert!(text.contains("infra/ingress-3: 29 nodes evaluated"), "{text}");
+    assert!(
+        text.contains("NodePorts: node(s) didn't have free ports for the requested pod ports"),
+        "{text}"
+    );
+    assert!(text.contains("NodeUnschedulable: node(s) were unschedulable"), "{text}");
+    assert!(text.contains("feasible, selected"), "{text}");
+    let out = stdout_json(&["simulate", "-o", "json", "--explain", "shop/web-1"]);
+    let web = out["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"] == "shop/web-1")
+        .unwrap();
+    let nodes = web["explain"]["nodes"].as_array().unwrap();
+    let selected: Vec<&Value> = nodes.iter().filter(|n| n["selected"] == true).collect();
+    assert_eq!(selected.len(), 1);
+    assert_eq!(selected[0]["node"], web["node"]);
+    let best = nodes.iter().filter_map(|n| n["total"].as_i64()).max().unwrap();
+    assert_eq!(
+        selected[0]["total"].as_i64().unwrap(),
+        best,
+        "the selected node has the highest total"
+    );
+}
+
+#[test]
+fn configuration_changes_the_strategy() {
+    let cluster = data("three-nodes.yaml");
+    let spread = stdout_json(&["simulate", "--cluster", &cluster, "-o", "json"]);
+    let packed = stdout_json(&[
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--config",
+        &data("binpack-config.yaml"),
+        "-o",
+        "json",
+    ]);
+    let nodes = |v: &Value| -> BTreeMap<String, String> {
+        v["placements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["pod"].as_str().unwrap().to_owned(),
+                    p["node"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    // LeastAllocated spreads onto the large node; MostAllocated packs the small ones.
+    assert!(nodes(&spread).values().all(|n| n == "large"), "{spread}");
+    let packed = nodes(&packed);
+    assert!(packed.values().all(|n| n.starts_with("small")), "{packed:?}");
+    assert_eq!(packed["default/a"], packed["default/b"], "bin-packed together");
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let out = wasmsched(&["simulate", "--config", &data("bad-config.yaml")]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad-config.yaml"), "{err}");
+    assert!(
+        err.contains("profiles[0].plugins.score.enabled[1].name: unknown plugin \"NodeResourceFit\""),
+        "{err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("wasmsched-sim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("cluster.yaml");
+    std::fs::write(
+        &bad,
+        "kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: lots}}\n",
+    )
+    .unwrap();
+    let out = wasmsched(&["simulate", "--cluster", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Node n: status.allocatable[cpu]: quantity \"lots\" has no valid number"),
+        "{err}"
+    );
+    std::fs::write(&bad, "kind: Node\nmetadata: {name: n}\nspec: {taints: 3}\n").unwrap();
+    let out = wasmsched(&["simulate", "--cluster", bad.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("document 1: Node n: spec.taints: invalid type"), "{err}");
+    // A malformed pod is reported in its row; the other pods are still placed.
+    std::fs::write(
+        &bad,
+        "kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '1', memory: 1Gi, pods: '5'}}\n---\nkind: Pod\nmetadata: {name: ok}\nspec: {containers: [{name: c}]}\n---\nkind: Pod\nmetadata: {name: broken}\nspec: {containers: [{name: c, resources: {requests: {cpu: x}}}]}\n",
+    )
+    .unwrap();
+    let out = stdout_json(&["simulate", "--cluster", bad.to_str().unwrap(), "-o", "json"]);
+    let rows = out["placements"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|p| p["pod"] == "default/ok" && p["node"] == "n"),
+        "{out}"
+    );
+    assert!(
+        rows.iter()
+            .any(|p| p["pod"] == "default/broken" && p["reason"].as_str().unwrap().contains("requests[cpu]")),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+    let out = wasmsched(&["simulate", "--explain", "nope/nope"]);
+    assert!(!out.status.success());
+}
