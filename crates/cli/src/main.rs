@@ -3,6 +3,7 @@
 //! The binary is thin: it parses flags, sets up logging and calls into the
 //! library crates.
 
+mod apiserver;
 mod bench;
 mod simulate;
 
@@ -40,6 +41,8 @@ enum Command {
     Simulate(simulate::Args),
     /// Schedule a synthetic cluster through the real framework and report throughput.
     Bench(bench::Args),
+    /// Serve a Kubernetes API server double on 127.0.0.1 (plain HTTP, no auth) for kubectl or a scheduler.
+    Apiserver(apiserver::Args),
 }
 
 fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
@@ -68,5 +71,6 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Apiserver(args) => apiserver::run(args),
     }
 }

@@ -1,0 +1,205 @@
+//! Fault injection: failing requests with 500/429, added latency, pausing.
+//! (Dropping watches and compacting history act on the store; see
+//! [`crate::ApiServer`].)
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wasmsched_core::rng::Rng;
+
+/// Which requests a failure rule applies to.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Match {
+    /// Only this HTTP method (`POST`, `GET`, ...).
+    pub method: Option<String>,
+    /// Only paths containing this text (`/binding`, `/leases/`).
+    pub path_contains: Option<String>,
+    /// Whether watch requests are included (default: yes).
+    pub skip_watches: bool,
+}
+
+impl Match {
+    fn applies(&self, method: &str, path: &str, watch: bool) -> bool {
+        self.method.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method))
+            && self.path_contains.as_deref().is_none_or(|p| path.contains(p))
+            && !(watch && self.skip_watches)
+    }
+}
+
+/// A failure rule: answer matching requests with `code` (500, 429 with
+/// `Retry-After`, 503, 504), either the next `count` of them or a `fraction`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailRule {
+    /// HTTP status to answer.
+    pub code: u16,
+    /// Fail this many matching requests, then stop.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Fail this share (0..=1) of matching requests.
+    #[serde(default)]
+    pub fraction: Option<f64>,
+    /// Which requests.
+    #[serde(default, flatten)]
+    pub matching: Match,
+}
+
+#[derive(Debug)]
+struct State {
+    rules: Vec<FailRule>,
+    latency: Duration,
+    rng: Rng,
+    injected: u64,
+}
+
+/// The fault switches of a running server. Cheap to consult on every request.
+#[derive(Debug)]
+pub struct Faults {
+    state: Mutex<State>,
+    paused: tokio::sync::watch::Sender<bool>,
+}
+
+impl Faults {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            state: Mutex::new(State {
+                rules: Vec::new(),
+                latency: Duration::ZERO,
+                rng: Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
+                injected: 0,
+            }),
+            paused: tokio::sync::watch::channel(false).0,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Answers the next `count` requests with `code`.
+    pub fn fail_next(&self, count: u64, code: u16) {
+        self.add_rule(FailRule {
+            code,
+            count: Some(count),
+            fraction: None,
+            matching: Match::default(),
+        });
+    }
+
+    /// Answers a `fraction` of all requests with `code`, until cleared.
+    pub fn fail_fraction(&self, fraction: f64, code: u16) {
+        self.add_rule(FailRule {
+            code,
+            count: None,
+            fraction: Some(fraction),
+            matching: Match::default(),
+        });
+    }
+
+    /// Adds a failure rule; rules are consulted in order.
+    pub fn add_rule(&self, rule: FailRule) {
+        self.lock().rules.push(rule);
+    }
+
+    /// Removes every failure rule and the latency.
+    pub fn clear(&self) {
+        let mut s = self.lock();
+        s.rules.clear();
+        s.latency = Duration::ZERO;
+    }
+
+    /// Delays every request by `latency`.
+    pub fn set_latency(&self, latency: Duration) {
+        self.lock().latency = latency;
+    }
+
+    /// Holds every request (and watch event delivery stays as is) until
+    /// [`Faults::resume`].
+    pub fn pause(&self) {
+        self.paused.send_replace(true);
+    }
+
+    /// Lets held requests through.
+    pub fn resume(&self) {
+        self.paused.send_replace(false);
+    }
+
+    /// Requests answered with an injected error so far.
+    pub fn injected(&self) -> u64 {
+        self.lock().injected
+    }
+
+    /// The current rules, latency and pause state.
+    pub fn describe(&self) -> serde_json::Value {
+        let s = self.lock();
+        serde_json::json!({
+            "rules": s.rules,
+            "latencyMs": s.latency.as_millis() as u64,
+            "paused": *self.paused.borrow(),
+            "injected": s.injected,
+        })
+    }
+
+    /// Consulted on every API request: waits out a pause and the latency,
+    /// then says whether to fail it, with which code.
+    pub(crate) async fn before(&self, method: &str, path: &str, watch: bool) -> Option<u16> {
+        let mut rx = self.paused.subscribe();
+        let _ = rx.wait_for(|p| !*p).await;
+        let (latency, fail) = {
+            let mut s = self.lock();
+            let mut fail = None;
+            let State { rules, rng, .. } = &mut *s;
+            for rule in rules.iter_mut() {
+                if !rule.matching.applies(method, path, watch) {
+                    continue;
+                }
+                if let Some(n) = &mut rule.count {
+                    if *n > 0 {
+                        *n -= 1;
+                        fail = Some(rule.code);
+                        break;
+                    }
+                } else if let Some(f) = rule.fraction
+                    && (rng.next_u64() as f64 / u64::MAX as f64) < f
+                {
+                    fail = Some(rule.code);
+                    break;
+                }
+            }
+            s.rules.retain(|r| r.count != Some(0));
+            if fail.is_some() {
+                s.injected += 1;
+            }
+            (s.latency, fail)
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        fail
+    }
+}
+
+/// The body of `POST /_sim/faults`: every field optional, applied in this
+/// order.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FaultRequest {
+    /// Remove all rules and latency first.
+    #[serde(default)]
+    pub clear: bool,
+    /// Rules to add.
+    #[serde(default)]
+    pub fail: Vec<FailRule>,
+    /// Latency for every request, in milliseconds.
+    pub latency_ms: Option<u64>,
+    /// Pause (`true`) or resume (`false`).
+    pub paused: Option<bool>,
+    /// Close every open watch.
+    #[serde(default)]
+    pub drop_watches: bool,
+    /// Expire every resourceVersion before now.
+    #[serde(default)]
+    pub compact: bool,
+}

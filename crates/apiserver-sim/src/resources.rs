@@ -1,0 +1,248 @@
+//! The resources the double serves, and the discovery documents that describe
+//! them (`/api`, `/api/v1`, `/apis`, `/apis/GROUP/VERSION`).
+
+use serde_json::{Value, json};
+
+/// One served resource.
+#[derive(Debug)]
+pub struct ResourceDef {
+    /// API group, `""` for core.
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Plural name in URLs.
+    pub plural: &'static str,
+    /// Singular name.
+    pub singular: &'static str,
+    /// Object kind.
+    pub kind: &'static str,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// `kubectl` short names.
+    pub short_names: &'static [&'static str],
+    /// Subresources (`status`, `binding`).
+    pub subresources: &'static [&'static str],
+    /// Stored: bindings are a verb on pods, not objects of their own.
+    pub stored: bool,
+}
+
+impl ResourceDef {
+    /// `v1` or `coordination.k8s.io/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+}
+
+const ALL_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
+
+/// Everything served, in discovery order. Indexes into this table identify a
+/// resource everywhere else.
+pub static RESOURCES: &[ResourceDef] = &[
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "namespaces",
+        singular: "namespace",
+        kind: "Namespace",
+        namespaced: false,
+        short_names: &["ns"],
+        subresources: &["status"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "nodes",
+        singular: "node",
+        kind: "Node",
+        namespaced: false,
+        short_names: &["no"],
+        subresources: &["status"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "pods",
+        singular: "pod",
+        kind: "Pod",
+        namespaced: true,
+        short_names: &["po"],
+        subresources: &["status", "binding"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "bindings",
+        singular: "binding",
+        kind: "Binding",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: false,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        singular: "configmap",
+        kind: "ConfigMap",
+        namespaced: true,
+        short_names: &["cm"],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        singular: "lease",
+        kind: "Lease",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "events.k8s.io",
+        version: "v1",
+        plural: "events",
+        singular: "event",
+        kind: "Event",
+        namespaced: true,
+        short_names: &["ev"],
+        subresources: &[],
+        stored: true,
+    },
+];
+
+/// Index of `pods` in [`RESOURCES`].
+pub const PODS: usize = 2;
+/// Index of `nodes` in [`RESOURCES`].
+pub const NODES: usize = 1;
+/// Index of `namespaces` in [`RESOURCES`].
+pub const NAMESPACES: usize = 0;
+/// Index of `bindings` in [`RESOURCES`].
+pub const BINDINGS: usize = 3;
+
+/// The resource at `group/version/plural`.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
+    RESOURCES
+        .iter()
+        .position(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The stored resource of a kind in an `apiVersion`.
+pub fn find_kind(api_version: &str, kind: &str) -> Option<usize> {
+    RESOURCES
+        .iter()
+        .position(|r| r.stored && r.kind == kind && r.api_version() == api_version)
+}
+
+fn groups() -> Vec<&'static str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in RESOURCES {
+        if !r.group.is_empty() && !out.contains(&r.group) {
+            out.push(r.group);
+        }
+    }
+    out
+}
+
+/// `/api`.
+pub fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    })
+}
+
+/// `/apis`.
+pub fn group_list() -> Value {
+    let groups: Vec<Value> = groups()
+        .into_iter()
+        .map(|g| {
+            let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
+            json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
+        })
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `/apis/GROUP`.
+pub fn group(group: &str) -> Option<Value> {
+    groups().contains(&group).then(|| {
+        let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
+        json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv})
+    })
+}
+
+/// `/api/v1` (group `""`) or `/apis/GROUP/VERSION`.
+pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+    let mut resources = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group && r.version == version) {
+        let verbs: &[&str] = if r.stored { ALL_VERBS } else { &["create"] };
+        resources.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": verbs,
+            "shortNames": r.short_names,
+        }));
+        for sub in r.subresources {
+            let (kind, verbs): (&str, &[&str]) = match *sub {
+                "binding" => ("Binding", &["create"]),
+                _ => (r.kind, &["get", "patch", "update"]),
+            };
+            resources.push(json!({
+                "name": format!("{}/{sub}", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": kind,
+                "verbs": verbs,
+            }));
+        }
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let gv = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+}
+
+/// `/version`.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "36",
+        "gitVersion": "v1.36.0-wasmsched-sim",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "n/a",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}

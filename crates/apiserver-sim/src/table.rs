@@ -1,0 +1,184 @@
+//! `meta.k8s.io/v1` `Table` responses, which `kubectl get` asks for
+//! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), with the
+//! columns kube-apiserver prints for nodes and pods.
+
+use serde_json::{Value, json};
+
+use crate::resources::{NODES, PODS};
+use crate::store::Stored;
+
+fn column(name: &str, kind: &str, priority: u8, description: &str) -> Value {
+    let format = if name == "Name" { "name" } else { "" };
+    json!({"name": name, "type": kind, "format": format, "description": description, "priority": priority})
+}
+
+/// A `Table` of `items` of resource `res`.
+pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>) -> Value {
+    let columns = match res {
+        NODES => vec![
+            column("Name", "string", 0, "Name must be unique within a namespace."),
+            column("Status", "string", 0, "The status of the node"),
+            column("Roles", "string", 0, "The roles of the node"),
+            column(
+                "Age",
+                "string",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+            column("Version", "string", 0, "Kubelet Version reported by the node."),
+            column("Internal-IP", "string", 1, "List of internal IPs for the node."),
+        ],
+        PODS => vec![
+            column("Name", "string", 0, "Name must be unique within a namespace."),
+            column(
+                "Ready",
+                "string",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic.",
+            ),
+            column(
+                "Status",
+                "string",
+                0,
+                "The aggregate status of the containers in this pod.",
+            ),
+            column(
+                "Restarts",
+                "string",
+                0,
+                "The number of times the containers in this pod have been restarted.",
+            ),
+            column(
+                "Age",
+                "string",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+            column("IP", "string", 1, "IP address allocated to the pod."),
+            column("Node", "string", 1, "Name of the Node this pod is assigned to."),
+        ],
+        _ => vec![
+            column("Name", "string", 0, "Name must be unique within a namespace."),
+            column(
+                "Age",
+                "string",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
+    };
+    let now = crate::store::now_ts();
+    let rows: Vec<Value> = items
+        .iter()
+        .map(|s| {
+            let o = &*s.value;
+            let name = o.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            let age = o
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .map(|t| human_age((now.as_second() - t.as_second()).max(0)))
+                .unwrap_or_else(|| "<unknown>".into());
+            let cells = match res {
+                NODES => node_cells(o, name, age),
+                PODS => pod_cells(o, name, age),
+                _ => vec![json!(name), json!(age)],
+            };
+            json!({
+                "cells": cells,
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]},
+            })
+        })
+        .collect();
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = continue_token {
+        meta["continue"] = json!(c);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "columnDefinitions": columns, "rows": rows})
+}
+
+fn node_cells(o: &Value, name: &str, age: String) -> Vec<Value> {
+    let ready = o
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+        .map(|c| if c["status"] == "True" { "Ready" } else { "NotReady" })
+        .unwrap_or("Unknown");
+    let mut status = ready.to_owned();
+    if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    let mut roles: Vec<&str> = o
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort_unstable();
+    let roles = if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    };
+    let version = o
+        .pointer("/status/nodeInfo/kubeletVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let ip = o
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+        .and_then(|x| x["address"].as_str())
+        .unwrap_or("<none>");
+    vec![
+        json!(name),
+        json!(status),
+        json!(roles),
+        json!(age),
+        json!(version),
+        json!(ip),
+    ]
+}
+
+fn pod_cells(o: &Value, name: &str, age: String) -> Vec<Value> {
+    let containers = o
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let statuses = o.pointer("/status/containerStatuses").and_then(Value::as_array);
+    let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
+    let restarts: u64 = statuses.map_or(0, |s| s.iter().filter_map(|c| c["restartCount"].as_u64()).sum());
+    let phase = o
+        .pointer("/status/reason")
+        .or_else(|| o.pointer("/status/phase"))
+        .and_then(Value::as_str)
+        .unwrap_or("Pending");
+    let ip = o.pointer("/status/podIP").and_then(Value::as_str).unwrap_or("<none>");
+    let node = o
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .unwrap_or("<none>");
+    vec![
+        json!(name),
+        json!(format!("{ready}/{containers}")),
+        json!(phase),
+        json!(restarts.to_string()),
+        json!(age),
+        json!(ip),
+        json!(node),
+    ]
+}
+
+/// `5s`, `3m`, `2h`, `4d` as kubectl prints ages.
+fn human_age(secs: i64) -> String {
+    match secs {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3600 * 2 => format!("{}m", s / 60),
+        s if s < 86400 * 2 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86400),
+    }
+}

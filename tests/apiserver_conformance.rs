@@ -1,0 +1,937 @@
+//! Conformance of the API server double, over raw HTTP: each test names the
+//! kube-apiserver (v1.36) behaviour it mirrors, and checks status codes,
+//! headers and bodies as they travel on the wire.
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Watch, http, http_with, server};
+
+const SEC: Duration = Duration::from_secs(5);
+
+fn names(list: &Value) -> Vec<&str> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect()
+}
+
+fn rv(obj: &Value) -> u64 {
+    obj["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap()
+}
+
+/// kube-apiserver: `/version`, `/api`, `/api/v1`, `/apis` and
+/// `/apis/GROUP/VERSION` describe the served resources (kubectl and kube-rs
+/// discovery read them).
+#[tokio::test]
+async fn discovery() {
+    let s = server().await;
+    let v = http(s.addr(), "GET", "/version", None, None).await.json();
+    assert_eq!((v["major"].as_str(), v["minor"].as_str()), (Some("1"), Some("36")));
+    let api = http(s.addr(), "GET", "/api", None, None).await.json();
+    assert_eq!(api["kind"], "APIVersions");
+    assert_eq!(api["versions"], json!(["v1"]));
+    let core = http(s.addr(), "GET", "/api/v1", None, None).await.json();
+    let core_names: Vec<&str> = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    for r in [
+        "pods",
+        "pods/binding",
+        "pods/status",
+        "nodes",
+        "nodes/status",
+        "events",
+        "configmaps",
+        "namespaces",
+    ] {
+        assert!(core_names.contains(&r), "{r} missing from {core_names:?}");
+    }
+    let groups = http(s.addr(), "GET", "/apis", None, None).await.json();
+    let group_names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(group_names, ["coordination.k8s.io", "events.k8s.io"]);
+    let leases = http(s.addr(), "GET", "/apis/coordination.k8s.io/v1", None, None)
+        .await
+        .json();
+    assert_eq!(leases["resources"][0]["kind"], "Lease");
+    let missing = http(s.addr(), "GET", "/apis/apps/v1/deployments", None, None).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["reason"], "NotFound");
+}
+
+/// kube-apiserver: a list is `KIND List` with `metadata.resourceVersion`;
+/// label selectors (`=`, `!=`, `in`, `notin`, exists) and the field
+/// selectors pods support (`metadata.name`, `metadata.namespace`,
+/// `spec.nodeName` including the empty value, `spec.schedulerName`,
+/// `status.phase`); an unsupported field selector is `400 BadRequest`.
+#[tokio::test]
+async fn lists_and_selectors() {
+    let s = server().await;
+    let a = s.addr();
+    let nodes = http(a, "GET", "/api/v1/nodes", None, None).await.json();
+    assert_eq!(
+        (nodes["kind"].as_str(), nodes["apiVersion"].as_str()),
+        (Some("NodeList"), Some("v1"))
+    );
+    assert_eq!(
+        nodes["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap(),
+        s.store().resource_version()
+    );
+    assert_eq!(names(&nodes), ["n1", "n2", "n3"]);
+    let zone_b = http(a, "GET", "/api/v1/nodes?labelSelector=zone%3Db", None, None)
+        .await
+        .json();
+    assert_eq!(names(&zone_b), ["n2", "n3"]);
+    let set = http(
+        a,
+        "GET",
+        "/api/v1/nodes?labelSelector=zone%20in%20(a,c),disk",
+        None,
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(names(&set), ["n1"]);
+    let pending = http(a, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D", None, None)
+        .await
+        .json();
+    assert_eq!(names(&pending), ["other", "web-1", "web-2"]);
+    let ours = http(
+        a,
+        "GET",
+        "/api/v1/pods?fieldSelector=spec.schedulerName%3Dwasm-scheduler,spec.nodeName%3D",
+        None,
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(names(&ours), ["web-1", "web-2"]);
+    let running = http(
+        a,
+        "GET",
+        "/api/v1/namespaces/shop/pods?fieldSelector=status.phase%3DRunning",
+        None,
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(names(&running), ["db-0"]);
+    let by_name = http(
+        a,
+        "GET",
+        "/api/v1/pods?fieldSelector=metadata.name%3Dweb-2,metadata.namespace%3Dshop",
+        None,
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(names(&by_name), ["web-2"]);
+    let bad = http(a, "GET", "/api/v1/nodes?fieldSelector=spec.nodeName%3Dx", None, None).await;
+    assert_eq!(bad.status, 400);
+    assert_eq!(
+        bad.json()["message"],
+        "field label not supported: spec.nodeName (kind Node)"
+    );
+}
+
+/// kube-apiserver: `limit` pages a list, `metadata.continue` resumes it and
+/// `remainingItemCount` counts what is left; a continue token whose
+/// resourceVersion was compacted is `410 Expired`.
+#[tokio::test]
+async fn pagination() {
+    let s = server().await;
+    let a = s.addr();
+    let first = http(a, "GET", "/api/v1/pods?limit=3", None, None).await.json();
+    assert_eq!(names(&first), ["other", "db-0", "web-1"]);
+    assert_eq!(first["metadata"]["remainingItemCount"], 1);
+    let token = first["metadata"]["continue"].as_str().unwrap().to_owned();
+    let second = http(a, "GET", &format!("/api/v1/pods?limit=3&continue={token}"), None, None)
+        .await
+        .json();
+    assert_eq!(names(&second), ["web-2"]);
+    assert!(second["metadata"].get("continue").is_none());
+    s.compact();
+    let create = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n4"}}).to_string();
+    assert_eq!(http(a, "POST", "/api/v1/nodes", None, Some(&create)).await.status, 201);
+    s.compact();
+    let expired = http(a, "GET", &format!("/api/v1/pods?limit=3&continue={token}"), None, None).await;
+    assert_eq!(expired.status, 410);
+    assert_eq!(expired.json()["reason"], "Expired");
+}
+
+/// kube-apiserver: errors are `Status` objects: `404 NotFound` with
+/// `pods "x" not found` and details naming the object.
+#[tokio::test]
+async fn not_found_status_body() {
+    let s = server().await;
+    let r = http(s.addr(), "GET", "/api/v1/namespaces/shop/pods/nope", None, None).await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "pods \"nope\" not found", "reason": "NotFound",
+               "details": {"name": "nope", "kind": "pods"}, "code": 404})
+    );
+    let lease = http(
+        s.addr(),
+        "GET",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(lease.json()["message"], "leases.coordination.k8s.io \"x\" not found");
+    assert_eq!(lease.json()["details"]["group"], "coordination.k8s.io");
+}
+
+/// kube-apiserver: create answers `201` with the stored object (uid,
+/// creationTimestamp, resourceVersion set; pods defaulted to
+/// `schedulerName: default-scheduler` and phase `Pending`); a duplicate is
+/// `409 AlreadyExists`; `generateName` makes a name; a body that does not
+/// decode is `400 BadRequest`; a bad name or a pod without containers is
+/// `422 Invalid`; the namespace in the body must match the path's.
+#[tokio::test]
+async fn create() {
+    let s = server().await;
+    let a = s.addr();
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}, "bogusField": 1});
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&pod.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let created = r.json();
+    assert_eq!(created["metadata"]["namespace"], "default");
+    assert_eq!(created["spec"]["schedulerName"], "default-scheduler");
+    assert_eq!(created["status"]["phase"], "Pending");
+    assert!(created["metadata"]["uid"].as_str().unwrap().len() == 36);
+    assert!(
+        created["metadata"]["creationTimestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
+    assert!(created.get("bogusField").is_none(), "unknown fields are pruned");
+    let dup = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&pod.to_string()),
+    )
+    .await;
+    assert_eq!(dup.status, 409);
+    assert_eq!(dup.json()["reason"], "AlreadyExists");
+    assert_eq!(dup.json()["message"], "pods \"p1\" already exists");
+    let generated = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "job-"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    let g = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&generated.to_string()),
+    )
+    .await
+    .json();
+    let gname = g["metadata"]["name"].as_str().unwrap();
+    assert!(gname.starts_with("job-") && gname.len() == 9, "{gname}");
+    let bad = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p2"}, "spec": {"containers": "nope"}});
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&bad.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Pod in version \"v1\" cannot be handled as a Pod: ")
+    );
+    let upper = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "Bad_Name"}});
+    let r = http(a, "POST", "/api/v1/nodes", None, Some(&upper.to_string())).await;
+    assert_eq!((r.status, r.json()["reason"].as_str()), (422, Some("Invalid")));
+    let empty = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p3"}, "spec": {"containers": []}});
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&empty.to_string()),
+    )
+    .await;
+    assert_eq!(
+        r.json()["message"],
+        "Pod \"p3\" is invalid: spec.containers: Required value"
+    );
+    let other_ns = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p4", "namespace": "shop"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        None,
+        Some(&other_ns.to_string()),
+    )
+    .await;
+    assert_eq!(r.status, 400);
+    let not_json = http(a, "POST", "/api/v1/nodes", None, Some("{")).await;
+    assert_eq!(not_json.status, 400);
+}
+
+/// kube-apiserver: `POST pods/NAME/binding` sets `spec.nodeName` and
+/// `PodScheduled=True` and answers a `Status` `Success` with code 201; a
+/// second binding is `409 Conflict` "pod X is already assigned to node Y";
+/// a missing pod is `404`; a binding to a node that does not exist is
+/// accepted (the server does not check); a UID precondition that does not
+/// match is `409`; the older `POST namespaces/NS/bindings` works the same.
+#[tokio::test]
+async fn binding() {
+    let s = server().await;
+    let a = s.addr();
+    let body = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web-1"}, "target": {"apiVersion": "v1", "kind": "Node", "name": "n2"}}).to_string();
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/shop/pods/web-1/binding",
+        None,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+    );
+    let pod = http(a, "GET", "/api/v1/namespaces/shop/pods/web-1", None, None)
+        .await
+        .json();
+    assert_eq!(pod["spec"]["nodeName"], "n2");
+    let cond = pod["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PodScheduled")
+        .unwrap();
+    assert_eq!(cond["status"], "True");
+    let again = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/shop/pods/web-1/binding",
+        None,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(again.status, 409);
+    assert_eq!(
+        again.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Operation cannot be fulfilled on pods/binding \"web-1\": pod web-1 is already assigned to node \"n2\"",
+               "reason": "Conflict", "details": {"name": "web-1", "kind": "pods/binding"}, "code": 409})
+    );
+    let gone = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/shop/pods/ghost/binding",
+        None,
+        Some(&body.replace("web-1", "ghost")),
+    )
+    .await;
+    assert_eq!(gone.status, 404);
+    assert_eq!(gone.json()["message"], "pods \"ghost\" not found");
+    let nowhere = json!({"metadata": {"name": "web-2"}, "target": {"name": "no-such-node"}}).to_string();
+    assert_eq!(
+        http(
+            a,
+            "POST",
+            "/api/v1/namespaces/shop/pods/web-2/binding",
+            None,
+            Some(&nowhere)
+        )
+        .await
+        .status,
+        201
+    );
+    let uid = json!({"metadata": {"name": "other", "uid": "not-the-uid"}, "target": {"name": "n1"}}).to_string();
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/pods/other/binding",
+        None,
+        Some(&uid),
+    )
+    .await;
+    assert_eq!(r.status, 409);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Precondition failed: UID in precondition: not-the-uid")
+    );
+    let legacy = json!({"metadata": {"name": "other"}, "target": {"name": "n1"}}).to_string();
+    assert_eq!(
+        http(a, "POST", "/api/v1/namespaces/default/bindings", None, Some(&legacy))
+            .await
+            .status,
+        201
+    );
+    assert_eq!(s.counters().bindings, 3);
+}
+
+/// kube-apiserver: one resourceVersion, increasing across all kinds.
+#[tokio::test]
+async fn single_resource_version_across_kinds() {
+    let s = server().await;
+    let a = s.addr();
+    let node = http(a, "POST", "/api/v1/nodes", None, Some(r#"{"metadata":{"name":"n9"}}"#))
+        .await
+        .json();
+    let cm = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        None,
+        Some(r#"{"metadata":{"name":"c"},"data":{"k":"v"}}"#),
+    )
+    .await
+    .json();
+    let lease = http(
+        a,
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        None,
+        Some(r#"{"metadata":{"name":"l"}}"#),
+    )
+    .await
+    .json();
+    assert!(rv(&node) < rv(&cm) && rv(&cm) < rv(&lease));
+}
+
+/// kube-apiserver: a watch is HTTP 200 streaming one JSON event per line;
+/// without a resourceVersion it starts with synthetic `ADDED` events for the
+/// current state; from a resourceVersion it sends the changes after it;
+/// `allowWatchBookmarks` adds `BOOKMARK`s carrying the latest version;
+/// `timeoutSeconds` ends the stream.
+#[tokio::test]
+async fn watch_events_and_bookmarks() {
+    let s = support::server_with(wasmsched_apiserver_sim::Config {
+        bookmark_interval: Duration::from_millis(100),
+        ..Default::default()
+    })
+    .await;
+    let a = s.addr();
+    let mut w = Watch::open(a, "/api/v1/namespaces/shop/pods?watch=1").await;
+    assert_eq!(w.status, 200);
+    let mut initial = Vec::new();
+    for _ in 0..3 {
+        let e = w.next(SEC).await.unwrap();
+        assert_eq!(e["type"], "ADDED");
+        initial.push(e["object"]["metadata"]["name"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(initial, ["db-0", "web-1", "web-2"]);
+    let list = http(a, "GET", "/api/v1/nodes", None, None).await.json();
+    let from = list["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let mut w2 = Watch::open(
+        a,
+        &format!("/api/v1/namespaces/shop/pods?watch=true&resourceVersion={from}&allowWatchBookmarks=true"),
+    )
+    .await;
+    let body = r#"{"metadata":{"name":"web-1"},"target":{"name":"n1"}}"#;
+    assert_eq!(
+        http(
+            a,
+            "POST",
+            "/api/v1/namespaces/shop/pods/web-1/binding",
+            None,
+            Some(body)
+        )
+        .await
+        .status,
+        201
+    );
+    let e = w.next(SEC).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["spec"]["nodeName"].as_str()),
+        (Some("MODIFIED"), Some("n1"))
+    );
+    let e2 = w2.next_object(SEC).await.unwrap();
+    assert_eq!(e2, e, "both watches see the same event");
+    let bookmark = w2.next(SEC).await.unwrap();
+    assert_eq!(bookmark["type"], "BOOKMARK");
+    assert_eq!(bookmark["object"]["kind"], "Pod");
+    assert_eq!(rv(&bookmark["object"]), rv(&e["object"]));
+    let done = http(a, "GET", "/api/v1/nodes?watch=1&timeoutSeconds=1", None, None).await;
+    assert_eq!(done.status, 200);
+    assert_eq!(done.events().len(), 3, "three ADDED, then the stream ends after 1 s");
+}
+
+/// kube-apiserver: a watch from a resourceVersion older than the server
+/// keeps answers HTTP 200 and a single `ERROR` event whose object is a
+/// `Status` 410 `Expired` "too old resource version: R (OLDEST)", then
+/// ends; a list with `resourceVersionMatch=Exact` on it is 410 directly.
+#[tokio::test]
+async fn too_old_resource_version() {
+    let s = server().await;
+    let a = s.addr();
+    http(a, "POST", "/api/v1/nodes", None, Some(r#"{"metadata":{"name":"n9"}}"#)).await;
+    s.compact();
+    let now = s.store().resource_version();
+    let r = http(a, "GET", "/api/v1/pods?watch=1&resourceVersion=2", None, None).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.events(),
+        vec![
+            json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": format!("too old resource version: 2 ({now})"), "reason": "Expired", "code": 410}})
+        ]
+    );
+    let list = http(
+        a,
+        "GET",
+        "/api/v1/pods?resourceVersion=2&resourceVersionMatch=Exact",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(list.status, 410);
+    assert_eq!(list.json()["reason"], "Expired");
+    // the current version still works
+    let ok = http(
+        a,
+        "GET",
+        &format!("/api/v1/pods?watch=1&resourceVersion={now}&timeoutSeconds=1"),
+        None,
+        None,
+    )
+    .await;
+    assert!(ok.events().is_empty());
+}
+
+/// kube-apiserver (watch cache): a watcher with a selector sees an object
+/// that stops matching as `DELETED` and one that starts matching as `ADDED`
+/// (a pending-pods watch with `spec.nodeName=` loses a pod when it binds).
+#[tokio::test]
+async fn watch_with_selector_sees_objects_leave() {
+    let s = server().await;
+    let a = s.addr();
+    let list = http(a, "GET", "/api/v1/pods?fieldSelector=spec.nodeName%3D", None, None)
+        .await
+        .json();
+    let from = list["metadata"]["resourceVersion"].as_str().unwrap().to_owned();
+    let mut w = Watch::open(
+        a,
+        &format!("/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3D&resourceVersion={from}"),
+    )
+    .await;
+    let mut labelled = Watch::open(
+        a,
+        &format!("/api/v1/nodes?watch=1&labelSelector=pool%3Dgpu&resourceVersion={from}"),
+    )
+    .await;
+    http(
+        a,
+        "POST",
+        "/api/v1/namespaces/shop/pods/web-2/binding",
+        None,
+        Some(r#"{"metadata":{"name":"web-2"},"target":{"name":"n1"}}"#),
+    )
+    .await;
+    let e = w.next(SEC).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("DELETED"), Some("web-2"))
+    );
+    let patch = r#"{"metadata":{"labels":{"pool":"gpu"}}}"#;
+    let r = http(
+        a,
+        "PATCH",
+        "/api/v1/nodes/n2",
+        Some("application/merge-patch+json"),
+        Some(patch),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let e = labelled.next(SEC).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("ADDED"), Some("n2"))
+    );
+}
+
+/// kube-apiserver (streaming lists): `sendInitialEvents=true` with
+/// `allowWatchBookmarks` sends the state as `ADDED`, then a `BOOKMARK`
+/// annotated `k8s.io/initial-events-end: "true"`.
+#[tokio::test]
+async fn streaming_list() {
+    let s = server().await;
+    let mut w = Watch::open(
+        s.addr(),
+        "/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    )
+    .await;
+    for _ in 0..3 {
+        assert_eq!(w.next(SEC).await.unwrap()["type"], "ADDED");
+    }
+    let end = w.next(SEC).await.unwrap();
+    assert_eq!(end["type"], "BOOKMARK");
+    assert_eq!(
+        end["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+}
+
+/// kube-apiserver: an update (PUT) with a stale `metadata.resourceVersion`
+/// is `409 Conflict` "the object has been modified; please apply your
+/// changes to the latest version and try again"; a no-op update does not
+/// change the resourceVersion; PUT of a missing object is 404.
+#[tokio::test]
+async fn optimistic_concurrency() {
+    let s = server().await;
+    let a = s.addr();
+    let path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/wasm-scheduler";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "wasm-scheduler"},
+                       "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}});
+    let created = http(
+        a,
+        "POST",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+        None,
+        Some(&lease.to_string()),
+    )
+    .await
+    .json();
+    let mut mine = created.clone();
+    mine["spec"]["holderIdentity"] = json!("b");
+    let r = http(a, "PUT", path, None, Some(&mine.to_string())).await;
+    assert_eq!(r.status, 200);
+    let updated = r.json();
+    assert!(rv(&updated) > rv(&created));
+    let stale = http(a, "PUT", path, None, Some(&mine.to_string())).await;
+    assert_eq!(stale.status, 409);
+    assert_eq!(
+        stale.json()["message"],
+        "Operation cannot be fulfilled on leases.coordination.k8s.io \"wasm-scheduler\": the object has been modified; please apply your changes to the latest version and try again"
+    );
+    let same = http(a, "PUT", path, None, Some(&updated.to_string())).await.json();
+    assert_eq!(rv(&same), rv(&updated));
+    let missing = http(
+        a,
+        "PUT",
+        &path.replace("wasm-scheduler", "nope"),
+        None,
+        Some(&mine.to_string().replace("wasm-scheduler", "nope")),
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+}
+
+/// kube-apiserver: PATCH with `application/merge-patch+json`,
+/// `application/strategic-merge-patch+json` (lists with a merge key, such as
+/// `status.conditions` by `type`, merge item by item) and
+/// `application/json-patch+json`; other types are `415`; the `status`
+/// subresource changes only the status and the main resource ignores status
+/// changes; a pod's `spec.nodeName` cannot be changed by an update (`422`).
+#[tokio::test]
+async fn patches_and_status_subresource() {
+    let s = server().await;
+    let a = s.addr();
+    let pod = "/api/v1/namespaces/shop/pods/web-1";
+    let r = http(
+        a,
+        "PATCH",
+        pod,
+        Some("application/merge-patch+json"),
+        Some(r#"{"metadata":{"labels":{"tier":"front"}}}"#),
+    )
+    .await;
+    assert_eq!(r.json()["metadata"]["labels"], json!({"app": "web", "tier": "front"}));
+    let cond = r#"{"status":{"conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/3 nodes are available"}]}}"#;
+    let r = http(
+        a,
+        "PATCH",
+        &format!("{pod}/status"),
+        Some("application/strategic-merge-patch+json"),
+        Some(cond),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let other = r#"{"status":{"conditions":[{"type":"Ready","status":"False"}]}}"#;
+    let r = http(
+        a,
+        "PATCH",
+        &format!("{pod}/status"),
+        Some("application/strategic-merge-patch+json"),
+        Some(other),
+    )
+    .await;
+    let conditions = r.json()["status"]["conditions"].clone();
+    let types: Vec<&str> = conditions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["PodScheduled", "Ready"]);
+    let jp = r#"[{"op":"add","path":"/metadata/annotations","value":{"a":"b"}}]"#;
+    let r = http(a, "PATCH", pod, Some("application/json-patch+json"), Some(jp)).await;
+    assert_eq!(r.json()["metadata"]["annotations"], json!({"a": "b"}));
+    let apply = http(a, "PATCH", pod, Some("application/apply-patch+yaml"), Some("{}")).await;
+    assert_eq!(
+        (apply.status, apply.json()["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
+    // the main resource ignores status; status ignores spec
+    let r = http(
+        a,
+        "PATCH",
+        pod,
+        Some("application/merge-patch+json"),
+        Some(r#"{"status":{"phase":"Running"}}"#),
+    )
+    .await;
+    assert_eq!(r.json()["status"]["phase"], "Pending");
+    let r = http(
+        a,
+        "PATCH",
+        &format!("{pod}/status"),
+        Some("application/merge-patch+json"),
+        Some(r#"{"status":{"phase":"Running"},"metadata":{"labels":{"x":"y"}}}"#),
+    )
+    .await;
+    assert_eq!(r.json()["status"]["phase"], "Running");
+    assert!(r.json()["metadata"]["labels"].get("x").is_none());
+    let r = http(
+        a,
+        "PATCH",
+        pod,
+        Some("application/merge-patch+json"),
+        Some(r#"{"spec":{"nodeName":"n1"}}"#),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["reason"].as_str()), (422, Some("Invalid")));
+    let node = http(
+        a,
+        "PATCH",
+        "/api/v1/nodes/n1",
+        Some("application/strategic-merge-patch+json"),
+        Some(r#"{"spec":{"unschedulable":true}}"#),
+    )
+    .await;
+    assert_eq!(node.json()["spec"]["unschedulable"], true);
+}
+
+/// kube-apiserver: DELETE answers 200 with the object, watchers see
+/// `DELETED`, a second DELETE is 404, and `preconditions` that do not match
+/// are `409`.
+#[tokio::test]
+async fn delete() {
+    let s = server().await;
+    let a = s.addr();
+    let from = s.store().resource_version();
+    let mut w = Watch::open(
+        a,
+        &format!("/api/v1/namespaces/shop/pods?watch=1&resourceVersion={from}"),
+    )
+    .await;
+    let pre = r#"{"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":"wrong"}}"#;
+    let r = http(a, "DELETE", "/api/v1/namespaces/shop/pods/web-1", None, Some(pre)).await;
+    assert_eq!(r.status, 409);
+    let r = http(
+        a,
+        "DELETE",
+        "/api/v1/namespaces/shop/pods/web-1",
+        None,
+        Some(r#"{"gracePeriodSeconds":0}"#),
+    )
+    .await;
+    assert_eq!((r.status, r.json()["metadata"]["name"].as_str()), (200, Some("web-1")));
+    let e = w.next(SEC).await.unwrap();
+    assert_eq!(
+        (e["type"].as_str(), e["object"]["metadata"]["name"].as_str()),
+        (Some("DELETED"), Some("web-1"))
+    );
+    assert_eq!(
+        http(a, "DELETE", "/api/v1/namespaces/shop/pods/web-1", None, None)
+            .await
+            .status,
+        404
+    );
+}
+
+/// kube-apiserver: core/v1 events, events.k8s.io/v1 events and configmaps
+/// (with `binaryData`) are created, listed and read back.
+#[tokio::test]
+async fn events_and_configmaps() {
+    let s = server().await;
+    let a = s.addr();
+    let ev = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web-1.1", "namespace": "shop"},
+        "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "wasm-scheduler", "reportingInstance": "wasm-scheduler-x",
+        "action": "Binding", "reason": "Scheduled", "type": "Normal", "note": "Successfully assigned shop/web-1 to n1",
+        "regarding": {"kind": "Pod", "namespace": "shop", "name": "web-1"}});
+    assert_eq!(
+        http(
+            a,
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/shop/events",
+            None,
+            Some(&ev.to_string())
+        )
+        .await
+        .status,
+        201
+    );
+    let list = http(a, "GET", "/apis/events.k8s.io/v1/events", None, None).await.json();
+    assert_eq!(list["kind"], "EventList");
+    assert_eq!(list["items"][0]["note"], "Successfully assigned shop/web-1 to n1");
+    let core = json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "FailedScheduling", "message": "0/3 nodes are available", "type": "Warning", "count": 1});
+    assert_eq!(
+        http(
+            a,
+            "POST",
+            "/api/v1/namespaces/shop/events",
+            None,
+            Some(&core.to_string())
+        )
+        .await
+        .status,
+        201
+    );
+    let cm = json!({"metadata": {"name": "plugins"}, "binaryData": {"p.wasm": "AGFzbQ=="}});
+    assert_eq!(
+        http(
+            a,
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            None,
+            Some(&cm.to_string())
+        )
+        .await
+        .status,
+        201
+    );
+    let back = http(a, "GET", "/api/v1/namespaces/default/configmaps/plugins", None, None)
+        .await
+        .json();
+    assert_eq!(back["binaryData"]["p.wasm"], "AGFzbQ==");
+}
+
+/// kube-apiserver: `kubectl get` asks for `Table`s and gets the columns
+/// the server prints for nodes and pods.
+#[tokio::test]
+async fn tables_for_kubectl() {
+    let s = server().await;
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let t = http_with(s.addr(), "GET", "/api/v1/nodes", &[("Accept", accept)])
+        .await
+        .json();
+    assert_eq!(t["kind"], "Table");
+    let cols: Vec<&str> = t["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(cols[..5], ["Name", "Status", "Roles", "Age", "Version"]);
+    assert_eq!(t["rows"][2]["cells"][1], "NotReady,SchedulingDisabled");
+    let p = http_with(
+        s.addr(),
+        "GET",
+        "/api/v1/namespaces/shop/pods/db-0",
+        &[("Accept", accept)],
+    )
+    .await
+    .json();
+    assert_eq!(p["rows"][0]["cells"][2], "Running");
+    assert_eq!(p["rows"][0]["cells"][6], "n1");
+}
+
+/// Fault injection: the next N requests fail with 500 `InternalError`, 429
+/// carries `Retry-After`, a fraction fails, a pause holds requests, latency
+/// delays them, all scriptable over HTTP at `/_sim/faults`; dropping the
+/// watches ends every open stream.
+#[tokio::test]
+async fn fault_injection() {
+    let s = server().await;
+    let a = s.addr();
+    s.faults().fail_next(2, 500);
+    for _ in 0..2 {
+        let r = http(a, "GET", "/api/v1/nodes", None, None).await;
+        assert_eq!((r.status, r.json()["reason"].as_str()), (500, Some("InternalError")));
+    }
+    assert_eq!(http(a, "GET", "/api/v1/nodes", None, None).await.status, 200);
+    let req = json!({"fail": [{"code": 429, "count": 1, "pathContains": "/binding"}]}).to_string();
+    assert_eq!(http(a, "POST", "/_sim/faults", None, Some(&req)).await.status, 200);
+    assert_eq!(
+        http(a, "GET", "/api/v1/nodes", None, None).await.status,
+        200,
+        "only bindings match"
+    );
+    let r = http(
+        a,
+        "POST",
+        "/api/v1/namespaces/shop/pods/web-1/binding",
+        None,
+        Some(r#"{"target":{"name":"n1"}}"#),
+    )
+    .await;
+    assert_eq!((r.status, r.header("retry-after")), (429, Some("1")));
+    assert_eq!(r.json()["reason"], "TooManyRequests");
+    s.faults().fail_fraction(0.5, 500);
+    let mut failed = 0;
+    for _ in 0..200 {
+        if http(a, "GET", "/version", None, None).await.status == 500 {
+            failed += 1;
+        }
+    }
+    assert!((60..140).contains(&failed), "{failed} of 200 failed at 50 %");
+    http(
+        a,
+        "POST",
+        "/_sim/faults",
+        None,
+        Some(r#"{"clear":true,"latencyMs":200}"#),
+    )
+    .await;
+    let t = std::time::Instant::now();
+    assert_eq!(http(a, "GET", "/version", None, None).await.status, 200);
+    assert!(t.elapsed() >= Duration::from_millis(200));
+    http(a, "POST", "/_sim/faults", None, Some(r#"{"clear":true,"paused":true}"#)).await;
+    let held = tokio::spawn(async move { http(a, "GET", "/version", None, None).await.status });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!held.is_finished(), "paused requests wait");
+    http(a, "POST", "/_sim/faults", None, Some(r#"{"paused":false}"#)).await;
+    assert_eq!(held.await.unwrap(), 200);
+    let mut w = Watch::open(a, "/api/v1/nodes?watch=1").await;
+    for _ in 0..3 {
+        w.next(SEC).await.unwrap();
+    }
+    http(a, "POST", "/_sim/faults", None, Some(r#"{"dropWatches":true}"#)).await;
+    assert!(w.next(SEC).await.is_none(), "the stream ends");
+    let bad = http(a, "POST", "/_sim/faults", None, Some(r#"{"explode":true}"#)).await;
+    assert_eq!(bad.status, 400);
+    let stats = http(a, "GET", "/_sim/stats", None, None).await.json();
+    assert!(stats["injectedFaults"].as_u64().unwrap() >= 63);
+}
