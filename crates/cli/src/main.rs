@@ -5,6 +5,7 @@
 
 mod apiserver;
 mod bench;
+mod plugin;
 mod simulate;
 
 use std::path::Path;
@@ -43,6 +44,9 @@ enum Command {
     Bench(bench::Args),
     /// Serve a Kubernetes API server double on 127.0.0.1 (plain HTTP, no auth) for kubectl or a scheduler.
     Apiserver(apiserver::Args),
+    /// Inspect and try WebAssembly plugins.
+    #[command(subcommand)]
+    Plugin(plugin::Command),
 }
 
 fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
@@ -72,5 +76,6 @@ fn main() -> anyhow::Result<()> {
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Apiserver(args) => apiserver::run(args),
+        Command::Plugin(cmd) => plugin::run(cmd),
     }
 }

@@ -37,9 +37,13 @@ pub struct Args {
     /// Show every plugin's verdict and score per node for this pod (NAMESPACE/NAME; repeatable).
     #[arg(long, value_name = "NS/POD")]
     explain: Vec<String>,
-    /// Seed for breaking ties between equally scored nodes.
+    /// Seed for breaking ties between equally scored nodes (and for plugins' random numbers).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Directory of WebAssembly plugins to run beside the built-ins; those the
+    /// configuration does not mention are enabled in every profile.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -74,7 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for i in &objs.ignored {
         tracing::warn!(object = %i, "ignoring an object that is neither a Node nor a Pod");
     }
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(p) => {
             Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
         }
@@ -85,7 +89,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .config
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
-    let rows = simulate(&config, &config_name, &objs, args.seed, &explain)?;
+    let (registry, _plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, true)?;
+    let rows = simulate(&config, &registry, &config_name, &objs, args.seed, &explain)?;
     for e in &explain {
         if !rows.iter().any(|r| &r.pod == e) {
             bail!("--explain {e}: no pending pod of that name (use NAMESPACE/NAME)");
@@ -101,12 +106,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 fn simulate(
     config: &Config,
+    registry: &Registry,
     config_name: &str,
     objs: &Objects,
     seed: u64,
     explain: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<Row>> {
-    let mut sched = Scheduler::new(config, &Registry::builtin(), seed, Responsibility::AllPods)
+    let mut sched = Scheduler::new(config, registry, seed, Responsibility::AllPods)
         .with_context(|| format!("invalid config {config_name}"))?;
     let now = Instant::now();
     for n in &objs.nodes {

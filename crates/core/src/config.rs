@@ -342,6 +342,33 @@ impl Config {
         Duration::from_secs(self.pod_max_backoff_seconds as u64)
     }
 
+    /// Enables `name` at every point it implements (`multiPoint`, weight 1)
+    /// in each profile that does not mention it anywhere (enabled or
+    /// disabled): how `--plugins DIR` adds a directory's plugins.
+    pub fn enable_where_unmentioned(&mut self, name: &str) {
+        for p in &mut self.profiles {
+            let pl = &p.plugins;
+            let sets = [
+                &pl.multi_point,
+                &pl.pre_filter,
+                &pl.filter,
+                &pl.post_filter,
+                &pl.pre_score,
+                &pl.score,
+                &pl.reserve,
+            ];
+            let mentioned = sets
+                .iter()
+                .any(|s| s.enabled.iter().chain(&s.disabled).any(|r| r.name == name));
+            if !mentioned {
+                p.plugins.multi_point.enabled.push(PluginRef {
+                    name: name.to_owned(),
+                    weight: None,
+                });
+            }
+        }
+    }
+
     /// Builds one framework per profile, instantiating plugins from `registry`.
     pub fn build_frameworks(&self, registry: &Registry) -> Result<Vec<Framework>, ConfigError> {
         let parallelism = self.parallelism();

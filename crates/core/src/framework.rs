@@ -143,7 +143,7 @@ pub trait Plugin: Send + Sync {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[&NodeInfo],
+        nodes: &[&Arc<NodeInfo>],
         rejected: &mut Vec<(usize, Status)>,
     ) {
         for (i, n) in nodes.iter().enumerate() {
@@ -163,7 +163,7 @@ pub trait Plugin: Send + Sync {
 
     /// PreScore: once per cycle with the feasible nodes. `Skip` skips this
     /// plugin's Score for the cycle.
-    fn pre_score(&self, _state: &mut CycleState, _pod: &PodInfo, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _state: &mut CycleState, _pod: &PodInfo, _nodes: &[&Arc<NodeInfo>]) -> Status {
         Status::success()
     }
 
@@ -177,7 +177,7 @@ pub trait Plugin: Send + Sync {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[&NodeInfo],
+        nodes: &[&Arc<NodeInfo>],
         out: &mut [i64],
     ) -> Result<(), Status> {
         for (o, n) in out.iter_mut().zip(nodes) {

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
@@ -304,7 +305,7 @@ impl Framework {
             })));
         }
 
-        let nodes: Vec<&NodeInfo> = feasible.iter().map(|&i| &*snapshot.nodes[i]).collect();
+        let nodes: Vec<&Arc<NodeInfo>> = feasible.iter().map(|&i| &snapshot.nodes[i]).collect();
         if nodes.len() == 1 && !explain {
             return Ok(ScheduleResult {
                 node: nodes[0].name().to_owned(),
@@ -521,7 +522,7 @@ impl Framework {
     ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
         let run = |offset: usize, n: usize| {
-            let nodes: Vec<&NodeInfo> = (0..n).map(|k| &*snapshot.nodes[(from + offset + k) % all]).collect();
+            let nodes: Vec<&Arc<NodeInfo>> = (0..n).map(|k| &snapshot.nodes[(from + offset + k) % all]).collect();
             (offset, filter_chunk(state, pod, &nodes, filters))
         };
         match &self.pool {
@@ -535,7 +536,12 @@ impl Framework {
     }
 
     /// Raw scores, node-major (`nodes.len() × score plugins`).
-    fn score_all(&self, state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<Vec<i64>, ScheduleError> {
+    fn score_all(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+    ) -> Result<Vec<i64>, ScheduleError> {
         let p = self.score.len();
         let mut raw = vec![0i64; nodes.len() * p];
         if p == 0 {
@@ -575,7 +581,12 @@ impl Framework {
 /// Runs every filter over a chunk of nodes, each plugin once for the nodes
 /// that are still feasible, so a rejected node is counted under the first
 /// plugin that rejects it.
-fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters: &[(usize, &Enabled)]) -> ChunkOut {
+fn filter_chunk(
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[&Arc<NodeInfo>],
+    filters: &[(usize, &Enabled)],
+) -> ChunkOut {
     let mut out = ChunkOut {
         verdict: vec![FEASIBLE; nodes.len()],
         rejected: Vec::new(),
@@ -583,7 +594,7 @@ fn filter_chunk(state: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], filters:
     // `alive[i]` is the chunk offset of `batch[i]`; both shrink together,
     // and only when a filter rejected something.
     let mut alive: Vec<u32> = (0..nodes.len() as u32).collect();
-    let mut batch: Vec<&NodeInfo> = nodes.to_vec();
+    let mut batch: Vec<&Arc<NodeInfo>> = nodes.to_vec();
     let mut rejected: Vec<(usize, Status)> = Vec::new();
     for &(fi, e) in filters {
         rejected.clear();

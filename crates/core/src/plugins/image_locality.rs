@@ -5,6 +5,7 @@
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
+use std::sync::Arc;
 
 const MB: i64 = 1024 * 1024;
 /// Below this the score is 0 (kube-scheduler's `minThreshold`).
@@ -33,7 +34,7 @@ impl Plugin for ImageLocality {
         &self,
         state: &CycleState,
         pod: &PodInfo,
-        nodes: &[&NodeInfo],
+        nodes: &[&Arc<NodeInfo>],
         out: &mut [i64],
     ) -> Result<(), Status> {
         let spreads = spreads(state, pod);

@@ -2,6 +2,7 @@
 //! nodes; preferred node affinity terms add their weights to the score.
 
 use serde::Deserialize;
+use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
@@ -69,7 +70,7 @@ impl Plugin for NodeAffinity {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
         if pod.preferred_affinity.is_empty() {
             Status::skip()
         } else {

@@ -3,6 +3,7 @@
 //! `(1 - std deviation of the fractions) * 100`.
 
 use serde::Deserialize;
+use std::sync::Arc;
 
 use super::node_resources_fit::{ResourceSpec, default_resources, validate_resources};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
@@ -51,7 +52,7 @@ impl Plugin for BalancedAllocation {
         Points::PRE_SCORE | Points::SCORE
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
         // Best-effort pods (no request of any balanced resource): skip.
         if self.resources.iter().all(|k| pod.requests.requests.get_key(k) == 0) {
             Status::skip()

