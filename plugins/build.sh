@@ -4,8 +4,9 @@
 #
 #   plugins/build.sh LANG DIR [OUT.wasm]
 #
-# LANG: rust. DIR: the plugin's source directory. OUT defaults to
-# plugins/out/<name>.wasm. Prints the path of the component.
+# LANG: rust, or any plugins/lang/LANG.sh. DIR: the plugin's source
+# directory. OUT defaults to plugins/out/<name>.wasm (Rust) or
+# plugins/out/<example>-<lang>.wasm. Prints the path of the component.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 lang="${1:?usage: plugins/build.sh LANG DIR [OUT.wasm]}"
@@ -41,8 +42,19 @@ case "$lang" in
     core="$target/$triple/release/${name//-/_}.wasm"
     ;;
   *)
-    echo "build.sh: unknown language $lang (known: rust)" >&2
-    exit 2
+    # Other languages: plugins/lang/LANG.sh DIR OUT builds the core module or
+    # component at $core (exported for it), installing its toolchain if needed.
+    if [ ! -x "$here/lang/$lang.sh" ]; then
+      known="rust $(cd "$here/lang" 2>/dev/null && ls *.sh 2>/dev/null | sed 's/\.sh$//' | tr '\n' ' ')"
+      echo "build.sh: unknown language $lang (known: $known)" >&2
+      exit 2
+    fi
+    name="$(basename "$(dirname "$dir")")"
+    out="${3:-$here/out/$name-$lang.wasm}"
+    core="$(mktemp -d)/core.wasm"
+    need_wasm_tools
+    export WASMSCHED_WIT="$here/../wit" WASMSCHED_PLUGINS="$here"
+    "$here/lang/$lang.sh" "$dir" "$core" >&2
     ;;
 esac
 

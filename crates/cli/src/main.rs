@@ -5,7 +5,9 @@
 
 mod apiserver;
 mod bench;
+mod demo;
 mod plugin;
+mod run;
 mod simulate;
 
 use std::path::Path;
@@ -38,6 +40,10 @@ enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the scheduler against a Kubernetes API server (in a cluster, or through kubectl proxy).
+    Run(run::Args),
+    /// Start an API server double with the example cluster, run the real daemon against it, show where pods went.
+    Demo(demo::Args),
     /// Place pods on a cluster snapshot offline and show why (no cluster needed).
     Simulate(simulate::Args),
     /// Schedule a synthetic cluster through the real framework and report throughput.
@@ -73,6 +79,8 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log, cli.log_format)?;
     match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Apiserver(args) => apiserver::run(args),

@@ -38,6 +38,9 @@ pub enum Command {
         /// Seed of the host's random numbers.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -97,7 +100,8 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
             nodes,
             args,
             seed,
-        } => test(&file, &pod, &nodes, &args, seed),
+            json,
+        } => test(&file, &pod, &nodes, &args, seed, json),
     }
 }
 
@@ -123,7 +127,17 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64) -> anyhow::Result<()> {
+fn code_name(c: wasmsched_wasm::GuestCode) -> &'static str {
+    use wasmsched_wasm::GuestCode as C;
+    match c {
+        C::Success => "success",
+        C::Unschedulable => "unschedulable",
+        C::UnschedulableAndUnresolvable => "unschedulable-and-unresolvable",
+        C::Skip => "skip",
+    }
+}
+
+fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool) -> anyhow::Result<()> {
     let pod_objs = parse_objects(&crate::read_file(pod)?).with_context(|| format!("cannot read {}", pod.display()))?;
     let [pod] = pod_objs.pods.as_slice() else {
         bail!(
@@ -148,36 +162,42 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64) -> anyhow:
     let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
     nodes.sort_by(|a, b| a.name().cmp(b.name()));
     let (l, load_ms) = load(file, args, seed)?;
-    println!(
+    let mut log: Vec<String> = Vec::new();
+    let mut errors: Vec<String> = Vec::new();
+    log.push(format!(
         "{} {} ({}) on pod {}, {} nodes; loaded in {load_ms:.1} ms",
         l.name,
         l.version,
         l.point_names().join(", "),
         pod.key,
         nodes.len()
-    );
-    let timed = |what: &str, t: Instant| {
+    ));
+    let timed = |log: &mut Vec<String>, what: &str, t: Instant| {
         let us = t.elapsed().as_secs_f64() * 1e6;
-        println!(
+        log.push(format!(
             "{what:<15} {us:>9.1} µs{}",
             if nodes.is_empty() {
                 String::new()
             } else {
                 format!("  ({:.0} ns/node)", us * 1000.0 / nodes.len() as f64)
             }
-        );
+        ));
     };
-    let show_err = |what: &str, e: &CallError| println!("{what}: error: {e}");
+    let show_err = |errors: &mut Vec<String>, what: &str, e: &CallError| errors.push(format!("{what}: {e}"));
     let mut verdicts: Vec<String> = vec!["feasible".into(); nodes.len()];
     let mut scores: Vec<Option<i64>> = vec![None; nodes.len()];
+    let mut pre_filter: Option<&str> = None;
     use wasmsched_wasm::GuestPoints as P;
     if l.implements(P::PRE_FILTER) {
         let t = Instant::now();
         match l.pre_filter(&pod) {
-            Ok(s) => println!("PreFilter: {:?} {}", s.code, s.reason),
-            Err(e) => show_err("PreFilter", &e),
+            Ok(s) => {
+                pre_filter = Some(code_name(s.code));
+                log.push(format!("PreFilter: {} {}", code_name(s.code), s.reason));
+            }
+            Err(e) => show_err(&mut errors, "PreFilter", &e),
         }
-        timed("PreFilter", t);
+        timed(&mut log, "PreFilter", t);
     }
     if l.implements(P::FILTER) {
         let t = Instant::now();
@@ -185,32 +205,48 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64) -> anyhow:
             Ok(rs) => {
                 for r in rs {
                     if let Some(v) = verdicts.get_mut(r.index as usize) {
-                        *v = format!("{:?}: {}", r.code, r.reason);
+                        *v = format!("{}: {}", code_name(r.code), r.reason);
                     }
                 }
             }
-            Err(e) => show_err("Filter", &e),
+            Err(e) => show_err(&mut errors, "Filter", &e),
         }
-        timed("Filter", t);
+        timed(&mut log, "Filter", t);
     }
     if l.implements(P::SCORE) {
         let t = Instant::now();
         match l.score(&pod, &nodes) {
             Ok(raw) => {
-                timed("Score", t);
+                timed(&mut log, "Score", t);
                 let mut out = raw.clone();
                 if l.implements(P::NORMALIZE_SCORE) {
                     let t = Instant::now();
                     match l.normalize(&pod, &raw) {
                         Ok(n) => out = n,
-                        Err(e) => show_err("NormalizeScore", &e),
+                        Err(e) => show_err(&mut errors, "NormalizeScore", &e),
                     }
-                    timed("NormalizeScore", t);
+                    timed(&mut log, "NormalizeScore", t);
                 }
                 scores = out.into_iter().map(Some).collect();
             }
-            Err(e) => show_err("Score", &e),
+            Err(e) => show_err(&mut errors, "Score", &e),
         }
+    }
+    if json {
+        let rows: Vec<serde_json::Value> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| serde_json::json!({"node": n.name(), "score": scores[i], "verdict": verdicts[i]}))
+            .collect();
+        let out = serde_json::json!({
+            "plugin": l.name, "version": l.version, "points": l.point_names(),
+            "pod": pod.key.to_string(), "preFilter": pre_filter, "errors": errors, "nodes": rows,
+        });
+        println!("{out}");
+        return Ok(());
+    }
+    for line in log.iter().chain(&errors) {
+        println!("{line}");
     }
     println!();
     println!("{:<24} {:>6}  VERDICT", "NODE", "SCORE");

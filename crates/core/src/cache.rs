@@ -121,6 +121,16 @@ impl Cache {
         self.pods.get(key)
     }
 
+    /// Keys of every pod the cache accounts (bound or assumed).
+    pub fn pod_keys(&self) -> impl Iterator<Item = &PodKey> {
+        self.pods.keys()
+    }
+
+    /// Names of every node.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.nodes.iter().map(|n| n.name())
+    }
+
     /// Whether the pod is assumed and not yet confirmed.
     pub fn is_assumed(&self, key: &str) -> bool {
         self.pods.get(key).is_some_and(|p| p.assumed)

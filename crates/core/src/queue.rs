@@ -388,6 +388,11 @@ impl SchedulingQueue {
         self.scheduling_cycle
     }
 
+    /// Keys of every pod the queue holds, in flight included.
+    pub fn all_keys(&self) -> Vec<PodKey> {
+        self.entries.keys().cloned().collect()
+    }
+
     /// Keys of the pods at a location.
     pub fn keys(&self, loc: Location) -> Vec<PodKey> {
         self.entries

@@ -91,6 +91,22 @@ fn quantities(r: &Resources) -> Vec<Quantity> {
     out
 }
 
+fn annotation<'a>(n: &'a NodeInfo, key: &str) -> Option<&'a str> {
+    n.node
+        .object
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// A decimal number as plugins read prices and weights from labels and
+/// annotations.
+fn number(v: &str) -> Option<f64> {
+    v.trim().parse::<f64>().ok().filter(|f| f.is_finite())
+}
+
 fn pod_object(p: &PodInfo) -> &Pod {
     &p.object
 }
@@ -344,12 +360,85 @@ impl cluster::HostNodes for HostState {
 
     fn random(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<u64> {
         let node = self.node(i)?.node.name.as_bytes();
-        let pod = self.pod()?.uid.as_bytes();
-        Ok(mix(mix(mix(self.seed, pod), b"/"), node))
+        let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
+        Ok(mix(pod, node))
     }
 
     fn json(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
         Ok(serde_json::to_string(node_object(self.node(i)?))?)
+    }
+
+    fn names(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<String>> {
+        Ok(self.nodes.iter().map(|n| n.node.name.clone()).collect())
+    }
+
+    fn label_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
+        Ok(self.nodes.iter().map(|n| n.node.labels.get(&key).cloned()).collect())
+    }
+
+    fn annotation_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
+        Ok(self
+            .nodes
+            .iter()
+            .map(|n| annotation(n, &key).map(str::to_owned))
+            .collect())
+    }
+
+    fn label_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+        Ok(self
+            .nodes
+            .iter()
+            .map(|n| n.node.labels.get(&key).and_then(|v| number(v)))
+            .collect())
+    }
+
+    fn annotation_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+        Ok(self
+            .nodes
+            .iter()
+            .map(|n| annotation(n, &key).and_then(number))
+            .collect())
+    }
+
+    fn allocatable_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
+        Ok(self.nodes.iter().map(|n| n.node.allocatable.get(&name)).collect())
+    }
+
+    fn requested_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
+        Ok(self
+            .nodes
+            .iter()
+            .map(|n| {
+                if name == "pods" {
+                    n.usage.pods
+                } else {
+                    n.usage.requested.get(&name)
+                }
+            })
+            .collect())
+    }
+
+    fn image_bytes(&mut self, _: Resource<NodesHandle>, names: Vec<String>) -> wasmtime::Result<Vec<i64>> {
+        let wanted: Vec<String> = names
+            .iter()
+            .map(|n| {
+                if n.contains(':') || n.contains('@') {
+                    n.clone()
+                } else {
+                    format!("{n}:latest")
+                }
+            })
+            .collect();
+        Ok(self
+            .nodes
+            .iter()
+            .map(|n| wanted.iter().filter_map(|w| n.node.images.get(w)).sum())
+            .collect())
+    }
+
+    fn randoms(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<u64>> {
+        let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
+        Ok(self.nodes.iter().map(|n| mix(pod, n.node.name.as_bytes())).collect())
     }
 
     fn drop(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<()> {

@@ -84,6 +84,10 @@ pub enum CallError {
     Trap(String),
 }
 
+/// Most nodes in one Filter or Score call: a call's deadline bounds the work
+/// of one batch, so a large cluster does not turn into one long call.
+pub const MAX_BATCH: usize = 512;
+
 struct Instance {
     store: Store<HostState>,
     bindings: SchedulerPlugin,
@@ -277,11 +281,21 @@ impl Loaded {
         self.call(pod, &[], |g, s| g.call_pre_filter(&mut *s, Resource::new_borrow(0)))
     }
 
-    /// Filter over a batch: the rejections.
+    /// Filter over a batch: the rejections (indexes into `nodes`). Large
+    /// batches go in calls of at most [`MAX_BATCH`] nodes, each with its own
+    /// deadline.
     pub fn filter(&self, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Result<Vec<guest::Rejection>, CallError> {
-        self.call(pod, nodes, |g, s| {
-            g.call_filter(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
-        })
+        let mut out = Vec::new();
+        for (c, chunk) in nodes.chunks(MAX_BATCH).enumerate() {
+            let rs = self.call(pod, chunk, |g, s| {
+                g.call_filter(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
+            })?;
+            out.extend(rs.into_iter().map(|mut r| {
+                r.index += (c * MAX_BATCH) as u32;
+                r
+            }));
+        }
+        Ok(out)
     }
 
     /// PreScore.
@@ -291,19 +305,23 @@ impl Loaded {
         })
     }
 
-    /// Score over a batch.
+    /// Score over a batch (in calls of at most [`MAX_BATCH`] nodes).
     pub fn score(&self, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Result<Vec<i64>, CallError> {
-        let scores = self.call(pod, nodes, |g, s| {
-            g.call_score(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
-        })?;
-        if scores.len() != nodes.len() {
-            return Err(CallError::Plugin(format!(
-                "returned {} scores for {} nodes",
-                scores.len(),
-                nodes.len()
-            )));
+        let mut out = Vec::with_capacity(nodes.len());
+        for chunk in nodes.chunks(MAX_BATCH) {
+            let scores = self.call(pod, chunk, |g, s| {
+                g.call_score(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
+            })?;
+            if scores.len() != chunk.len() {
+                return Err(CallError::Plugin(format!(
+                    "returned {} scores for {} nodes",
+                    scores.len(),
+                    chunk.len()
+                )));
+            }
+            out.extend(scores);
         }
-        Ok(scores)
+        Ok(out)
     }
 
     /// NormalizeScore.

@@ -52,14 +52,11 @@ impl Guest for NodePrice {
     /// Raw score: the price in thousandths (a price of 0.25 is 250).
     fn score(_: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
         let key = ANNOTATION.lock().unwrap();
-        Ok((0..nodes.len())
-            .map(|i| {
-                nodes
-                    .annotation(i, &key)
-                    .and_then(|p| p.trim().parse::<f64>().ok())
-                    .filter(|p| p.is_finite() && *p >= 0.0)
-                    .map_or(NO_PRICE, |p| (p * 1000.0).round() as i64)
-            })
+        // One host call for the whole batch, prices already parsed.
+        Ok(nodes
+            .annotation_numbers(&key)
+            .into_iter()
+            .map(|p| p.filter(|p| *p >= 0.0).map_or(NO_PRICE, |p| (p * 1000.0).round() as i64))
             .collect())
     }
 

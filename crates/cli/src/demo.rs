@@ -1,0 +1,145 @@
+//! `wasmsched demo`: the production path on a machine with no cluster. Starts
+//! the API server double with the bundled example cluster, runs the real
+//! daemon against it over HTTP, creates the pending pods, and prints where
+//! each went and why.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, PostParams};
+use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
+use wasmsched_core::config::Config;
+use wasmsched_core::fixture::{Objects, parse_objects};
+use wasmsched_kube::{LeaderElection, Options};
+
+use crate::simulate::EXAMPLE_CLUSTER;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Nodes and pods to use instead of the bundled example cluster.
+    #[arg(long)]
+    cluster: Option<PathBuf>,
+    /// Scheduler configuration (KubeSchedulerConfiguration YAML).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Directory of WebAssembly plugins to run beside the built-ins.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Seconds to wait for every pod to be bound or found unschedulable.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Keep the API server running afterwards (for kubectl) until Ctrl-C.
+    #[arg(long)]
+    keep: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let text = match &args.cluster {
+        Some(p) => crate::read_file(p)?,
+        None => EXAMPLE_CLUSTER.to_owned(),
+    };
+    let objs = parse_objects(&text).context("cannot read the cluster")?;
+    let mut config = match &args.config {
+        Some(p) => {
+            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
+        }
+        None => Config::default(),
+    };
+    let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), 0, true)?;
+    let ours: Vec<String> = config.profiles.iter().map(|p| p.scheduler_name.clone()).collect();
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        // The cluster as it stands: nodes and the pods already running.
+        let server = ApiServer::start("127.0.0.1:0".parse()?, SimConfig::default()).await?;
+        let (bound, pending): (Vec<Pod>, Vec<Pod>) = objs
+            .pods
+            .iter()
+            .cloned()
+            .partition(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some());
+        server.load(&Objects { nodes: objs.nodes.clone(), pods: bound, ignored: Vec::new() })?;
+        println!("API server double on {} ({} nodes)", server.url(), objs.nodes.len());
+        let client = kube::Client::try_from(kube::Config::new(server.url().parse()?))?;
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let opts = Options {
+            config,
+            registry,
+            plugins,
+            seed: 0,
+            identity: crate::run::default_identity(),
+            leader_election: LeaderElection::default(),
+            bind_concurrency: 16,
+            admin: None,
+        };
+        let daemon = tokio::spawn(wasmsched_kube::run(client.clone(), opts, async move {
+            let _ = stop_rx.await;
+        }));
+        // New pods arrive, as `kubectl apply` would create them.
+        let t0 = Instant::now();
+        for p in &pending {
+            let ns = p.metadata.namespace.clone().unwrap_or_else(|| "default".into());
+            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+            let mut p = p.clone();
+            p.metadata.resource_version = None;
+            p.metadata.uid = None;
+            api.create(&PostParams::default(), &p).await.with_context(|| format!("creating pod {ns}/{}", p.metadata.name.as_deref().unwrap_or("")))?;
+        }
+        println!("created {} pending pods; scheduling with profiles {ours:?}\n", pending.len());
+        let is_ours = |p: &Pod| ours.iter().any(|o| p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()) == Some(o.as_str()));
+        let settled = |p: &Pod| {
+            p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+                || p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                    cs.iter().any(|c| c.type_ == "PodScheduled" && c.status == "False")
+                })
+        };
+        let deadline = Instant::now() + Duration::from_secs(args.timeout);
+        loop {
+            let pods = server.list::<Pod>();
+            let waiting = pods.iter().filter(|p| is_ours(p) && !settled(p)).count();
+            if waiting == 0 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let took = t0.elapsed();
+        let events = server.list::<Event>();
+        println!("{:<26} {:<10} RESULT", "POD", "NODE");
+        let mut bound_n = 0;
+        for p in &pending {
+            let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            let now = server.get::<Pod>(ns, name).unwrap_or_else(|| p.clone());
+            let node = now.spec.as_ref().and_then(|s| s.node_name.clone());
+            let result = if !is_ours(&now) {
+                format!("left alone (schedulerName {})", now.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler"))
+            } else if node.is_some() {
+                bound_n += 1;
+                "bound".to_owned()
+            } else {
+                now.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"))
+                    .and_then(|c| c.message.clone())
+                    .map_or("still pending".into(), |m| format!("unschedulable: {m}"))
+            };
+            println!("{:<26} {:<10} {result}", format!("{ns}/{name}"), node.as_deref().unwrap_or("-"));
+        }
+        let scheduled = events.iter().filter(|e| e.reason.as_deref() == Some("Scheduled")).count();
+        let failed = events.iter().filter(|e| e.reason.as_deref() == Some("FailedScheduling")).count();
+        println!(
+            "\n{bound_n} pods bound in {:.2} s; events: {scheduled} Scheduled, {failed} FailedScheduling. Bindings went through POST pods/NAME/binding over HTTP.",
+            took.as_secs_f64()
+        );
+        if args.keep {
+            println!("the API server keeps running: kubectl --server {} get pods -A -o wide (Ctrl-C to stop)", server.url());
+            tokio::signal::ctrl_c().await?;
+        }
+        let _ = stop_tx.send(());
+        daemon.await??;
+        server.shutdown().await;
+        Ok(())
+    })
+}

@@ -1,0 +1,177 @@
+//! `wasmsched run`: the scheduler daemon against a Kubernetes API server.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Deserialize;
+use wasmsched_core::config::Config;
+use wasmsched_kube::{LeaderElection, Options, parse_duration};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Scheduler configuration (KubeSchedulerConfiguration YAML); default: one `wasm-scheduler` profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Kubeconfig file (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// API server URL, overriding the kubeconfig (e.g. `kubectl proxy`'s http://127.0.0.1:8001).
+    #[arg(long)]
+    master: Option<String>,
+    /// Directory of WebAssembly plugins (overrides `wasmPlugins.directory`).
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "0.0.0.0:10251")]
+    admin_address: SocketAddr,
+    /// Identity in the lease and in events (default: hostname and a random suffix).
+    #[arg(long)]
+    identity: Option<String>,
+    /// Binding requests in flight at most.
+    #[arg(long, default_value_t = 16)]
+    bind_concurrency: usize,
+    /// Seed of tie-breaking between equally scored nodes.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+/// `leaderElection` of the configuration (kube-scheduler's field names).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LeaderElectionConfig {
+    leader_elect: Option<bool>,
+    lease_duration: Option<String>,
+    renew_deadline: Option<String>,
+    retry_period: Option<String>,
+    resource_lock: Option<String>,
+    resource_name: Option<String>,
+    resource_namespace: Option<String>,
+}
+
+/// The leader election settings of a configuration; errors name the field.
+pub fn leader_election(config: &Config) -> anyhow::Result<LeaderElection> {
+    let mut le = LeaderElection::default();
+    let Some(v) = &config.leader_election else {
+        return Ok(le);
+    };
+    let c: LeaderElectionConfig = serde_path_to_error::deserialize(v)
+        .map_err(|e| anyhow::anyhow!("leaderElection.{}: {}", e.path(), e.inner()))?;
+    if let Some(lock) = &c.resource_lock
+        && lock != "leases"
+    {
+        anyhow::bail!("leaderElection.resourceLock: only \"leases\" is supported, not {lock:?}");
+    }
+    let dur = |field: &str, v: &Option<String>, d: Duration| -> anyhow::Result<Duration> {
+        match v {
+            None => Ok(d),
+            Some(s) => parse_duration(s)
+                .filter(|d| !d.is_zero())
+                .with_context(|| format!("leaderElection.{field}: {s:?} is not a duration like \"15s\"")),
+        }
+    };
+    le.enabled = c.leader_elect.unwrap_or(true);
+    le.lease_duration = dur("leaseDuration", &c.lease_duration, le.lease_duration)?;
+    le.renew_deadline = dur("renewDeadline", &c.renew_deadline, le.renew_deadline)?;
+    le.retry_period = dur("retryPeriod", &c.retry_period, le.retry_period)?;
+    if le.renew_deadline >= le.lease_duration {
+        anyhow::bail!("leaderElection.renewDeadline must be shorter than leaseDuration");
+    }
+    if let Some(n) = c.resource_name {
+        le.name = n;
+    }
+    if let Some(n) = c.resource_namespace {
+        le.namespace = n;
+    }
+    Ok(le)
+}
+
+/// `hostname_xxxxxxxx`, as client-go builds identities.
+pub fn default_identity() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "wasmsched".into());
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{host}_{:08x}", (t.subsec_nanos() ^ std::process::id().rotate_left(16)))
+}
+
+async fn client(args: &Args) -> anyhow::Result<kube::Client> {
+    let config = if let Some(url) = &args.master {
+        let mut c = match &args.kubeconfig {
+            Some(p) => {
+                let kc = kube::config::Kubeconfig::read_from(p)
+                    .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
+                kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+            }
+            None => kube::Config::new(url.parse().with_context(|| format!("--master {url:?} is not a URL"))?),
+        };
+        c.cluster_url = url.parse().with_context(|| format!("--master {url:?} is not a URL"))?;
+        c
+    } else if let Some(p) = &args.kubeconfig {
+        let kc = kube::config::Kubeconfig::read_from(p)
+            .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
+        kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+    } else {
+        kube::Config::infer()
+            .await
+            .context("no in-cluster service account and no kubeconfig (use --kubeconfig or --master)")?
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut config = match &args.config {
+        Some(p) => {
+            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
+        }
+        None => Config::default(),
+    };
+    let le = leader_election(&config)?;
+    let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, false)?;
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let client = client(&args).await?;
+        let _watch = match &plugins {
+            Some(h) if h.config().watch.unwrap_or(true) => Some(
+                h.watch(Duration::from_millis(300), Duration::from_secs(30))
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            _ => None,
+        };
+        let opts = Options {
+            config,
+            registry,
+            plugins,
+            seed: args.seed,
+            identity: args.identity.clone().unwrap_or_else(default_identity),
+            leader_election: le,
+            bind_concurrency: args.bind_concurrency,
+            admin: Some(args.admin_address),
+        };
+        tracing::info!(identity = %opts.identity, "starting");
+        wasmsched_kube::run(client, opts, shutdown_signal()).await?;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}

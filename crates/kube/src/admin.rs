@@ -1,0 +1,48 @@
+//! The admin port: `/healthz`, `/readyz` (caches synced, plugins loaded),
+//! `/metrics` (Prometheus text).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+
+use crate::daemon::Status;
+
+/// Binds `addr` and serves the admin endpoints in the background.
+pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the admin port: {e}"))?;
+    let bound = listener.local_addr()?;
+    let app = axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            get({
+                let s = status.clone();
+                move || async move {
+                    if s.ready() {
+                        (StatusCode::OK, "ok").into_response()
+                    } else {
+                        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+                    }
+                }
+            }),
+        )
+        .route(
+            "/metrics",
+            get({
+                let s = status.clone();
+                move || async move { ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics_text()) }
+            }),
+        );
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "admin server stopped");
+        }
+    });
+    tracing::info!(%bound, "admin endpoints: /healthz /readyz /metrics");
+    Ok(bound)
+}

@@ -1,0 +1,233 @@
+//! Leader election on a `coordination.k8s.io/v1` Lease, as client-go's
+//! leaderelection does it: acquire when the holder's record has not changed
+//! for a lease duration (judged by our own clock, so clock skew between
+//! replicas does not matter), renew every retry period, give up when a renew
+//! has not succeeded within the renew deadline.
+
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, PostParams};
+use tokio::sync::watch;
+
+/// Lease settings (kube-scheduler's defaults: 15 s / 10 s / 2 s).
+#[derive(Debug, Clone)]
+pub struct LeaderElection {
+    /// Whether to elect at all (false: always lead; one replica only).
+    pub enabled: bool,
+    /// Namespace of the Lease.
+    pub namespace: String,
+    /// Name of the Lease.
+    pub name: String,
+    /// How long a lease is valid without renewal.
+    pub lease_duration: Duration,
+    /// How long the leader keeps trying to renew before it steps down.
+    pub renew_deadline: Duration,
+    /// Time between attempts.
+    pub retry_period: Duration,
+}
+
+impl Default for LeaderElection {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            namespace: "kube-system".into(),
+            name: "wasm-scheduler".into(),
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Parses a Go duration as the configuration writes them (`15s`, `1m30s`, `500ms`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let secs = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += Duration::try_from_secs_f64(n * secs).ok()?;
+        rest = &rest[unit_end..];
+    }
+    Some(total)
+}
+
+fn now_micro() -> MicroTime {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let ts = k8s_openapi::jiff::Timestamp::new(d.as_secs() as i64, (d.subsec_micros() * 1000) as i32)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    MicroTime(ts)
+}
+
+/// Runs the election until `stop` turns true, publishing leadership on
+/// `leader`. On stop, a held lease is released so another replica takes
+/// over at once.
+pub async fn run(
+    client: kube::Client,
+    cfg: LeaderElection,
+    identity: String,
+    leader: watch::Sender<bool>,
+    mut stop: watch::Receiver<bool>,
+) {
+    if !cfg.enabled {
+        leader.send_replace(true);
+        let _ = stop.wait_for(|s| *s).await;
+        leader.send_replace(false);
+        return;
+    }
+    let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
+    // The holder's record as we last saw it, and when we first saw it so.
+    let mut observed: Option<(String, Instant)> = None;
+    let mut last_renew: Option<Instant> = None;
+    loop {
+        let leading = *leader.borrow();
+        match try_acquire_or_renew(&api, &cfg, &identity, &mut observed).await {
+            Ok(true) => {
+                last_renew = Some(Instant::now());
+                if !leading {
+                    tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %identity, "became leader");
+                    leader.send_replace(true);
+                }
+            }
+            Ok(false) => {
+                if leading {
+                    tracing::warn!("another replica holds the lease; stepping down");
+                    leader.send_replace(false);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "leader election: cannot reach the lease");
+                if leading && last_renew.is_none_or(|t| t.elapsed() > cfg.renew_deadline) {
+                    tracing::error!("could not renew the lease within the renew deadline; stepping down");
+                    leader.send_replace(false);
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(cfg.retry_period) => {}
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+    if *leader.borrow() {
+        leader.send_replace(false);
+        if let Err(e) = release(&api, &cfg, &identity).await {
+            tracing::warn!(error = %e, "could not release the lease");
+        } else {
+            tracing::info!("released the lease");
+        }
+    }
+}
+
+async fn try_acquire_or_renew(
+    api: &Api<Lease>,
+    cfg: &LeaderElection,
+    identity: &str,
+    observed: &mut Option<(String, Instant)>,
+) -> Result<bool, kube::Error> {
+    let pp = PostParams::default();
+    let now = now_micro();
+    let Some(mut lease) = api.get_opt(&cfg.name).await? else {
+        let lease = Lease {
+            metadata: ObjectMeta {
+                name: Some(cfg.name.clone()),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(identity.to_owned()),
+                lease_duration_seconds: Some(cfg.lease_duration.as_secs().max(1) as i32),
+                acquire_time: Some(now.clone()),
+                renew_time: Some(now),
+                lease_transitions: Some(0),
+                ..Default::default()
+            }),
+        };
+        return match api.create(&pp, &lease).await {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        };
+    };
+    let spec = lease.spec.get_or_insert_with(Default::default);
+    let holder = spec.holder_identity.clone().unwrap_or_default();
+    let record = format!(
+        "{holder}|{:?}|{:?}",
+        spec.renew_time.as_ref().map(|t| t.0),
+        spec.lease_duration_seconds
+    );
+    let seen_since = match observed {
+        Some((r, t)) if *r == record => *t,
+        _ => {
+            *observed = Some((record, Instant::now()));
+            Instant::now()
+        }
+    };
+    let duration = Duration::from_secs(spec.lease_duration_seconds.unwrap_or(15).max(1) as u64);
+    let mine = holder == identity;
+    let free = holder.is_empty() || seen_since.elapsed() > duration;
+    if !mine && !free {
+        return Ok(false);
+    }
+    if !mine {
+        spec.acquire_time = Some(now.clone());
+        spec.lease_transitions = Some(spec.lease_transitions.unwrap_or(0) + 1);
+        spec.holder_identity = Some(identity.to_owned());
+    }
+    spec.renew_time = Some(now);
+    spec.lease_duration_seconds = Some(cfg.lease_duration.as_secs().max(1) as i32);
+    // The lease's resourceVersion makes this a compare-and-swap: a replica
+    // that raced us gets 409 and tries again next period.
+    match api.replace(&cfg.name, &pp, &lease).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+async fn release(api: &Api<Lease>, cfg: &LeaderElection, identity: &str) -> Result<(), kube::Error> {
+    let Some(mut lease) = api.get_opt(&cfg.name).await? else {
+        return Ok(());
+    };
+    let spec = lease.spec.get_or_insert_with(Default::default);
+    if spec.holder_identity.as_deref() != Some(identity) {
+        return Ok(());
+    }
+    spec.holder_identity = None;
+    spec.lease_duration_seconds = Some(1);
+    spec.renew_time = Some(now_micro());
+    api.replace(&cfg.name, &PostParams::default(), &lease).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("15s"), Some(Duration::from_secs(15)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("15"), None);
+        assert_eq!(parse_duration("x"), None);
+    }
+}

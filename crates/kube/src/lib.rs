@@ -1,0 +1,13 @@
+//! wasmsched's daemon: runs the scheduling core against a Kubernetes API
+//! server with kube-rs. Watches nodes and pods, schedules the pods whose
+//! `spec.schedulerName` names a profile, binds them with `pods/binding`,
+//! writes events and the `PodScheduled` condition, elects a leader on a
+//! Lease, and serves health and metrics.
+
+pub mod admin;
+pub mod daemon;
+pub mod leader;
+pub mod metrics;
+
+pub use daemon::{Options, Status, run};
+pub use leader::{LeaderElection, parse_duration};

@@ -1,0 +1,219 @@
+//! Prometheus metrics, with kube-scheduler's names where the meaning is the
+//! same, rendered in the text exposition format.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Histogram bucket bounds, in seconds (kube-scheduler's attempt buckets).
+const BUCKETS: [f64; 15] = [
+    0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Histogram {
+    fn observe(&mut self, secs: f64) {
+        for (i, b) in BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.count += 1;
+        self.sum += secs;
+    }
+}
+
+/// Every metric the daemon exports.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    attempts: Mutex<BTreeMap<(String, &'static str), u64>>,
+    attempt_duration: Mutex<BTreeMap<(String, &'static str), Histogram>>,
+    e2e_duration: Mutex<BTreeMap<String, Histogram>>,
+    pending: Mutex<[u64; 3]>,
+    bindings: Mutex<BTreeMap<&'static str, u64>>,
+    /// 1 while this replica leads.
+    pub leader: AtomicBool,
+    /// Events written.
+    pub events: AtomicU64,
+    /// Objects from the API that could not be parsed.
+    pub malformed_objects: AtomicU64,
+}
+
+impl Metrics {
+    /// One scheduling attempt: `result` is `scheduled`, `unschedulable` or `error`.
+    pub fn attempt(&self, profile: &str, result: &'static str, took: Duration) {
+        *lock(&self.attempts).entry((profile.to_owned(), result)).or_default() += 1;
+        lock(&self.attempt_duration)
+            .entry((profile.to_owned(), result))
+            .or_default()
+            .observe(took.as_secs_f64());
+    }
+
+    /// From first queued to bound.
+    pub fn bound(&self, profile: &str, since_queued: Duration) {
+        lock(&self.e2e_duration)
+            .entry(profile.to_owned())
+            .or_default()
+            .observe(since_queued.as_secs_f64());
+    }
+
+    /// A binding's outcome: `ok`, `conflict`, `gone`, `retry`, `error`.
+    pub fn binding(&self, result: &'static str) {
+        *lock(&self.bindings).entry(result).or_default() += 1;
+    }
+
+    /// Pending pods per queue: active, backoff, unschedulable.
+    pub fn set_pending(&self, active: usize, backoff: usize, unschedulable: usize) {
+        *lock(&self.pending) = [active as u64, backoff as u64, unschedulable as u64];
+    }
+
+    /// The text exposition, with the plugins' own counters appended.
+    pub fn render(&self, plugins: Option<&wasmsched_wasm::PluginHost>) -> String {
+        let mut o = String::new();
+        o.push_str("# HELP scheduler_schedule_attempts_total Number of attempts to schedule pods, by the result.\n# TYPE scheduler_schedule_attempts_total counter\n");
+        for ((profile, result), n) in lock(&self.attempts).iter() {
+            let _ = writeln!(
+                o,
+                "scheduler_schedule_attempts_total{{profile=\"{profile}\",result=\"{result}\"}} {n}"
+            );
+        }
+        o.push_str("# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds (scheduling algorithm + binding).\n# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n");
+        for ((profile, result), h) in lock(&self.attempt_duration).iter() {
+            histogram(
+                &mut o,
+                "scheduler_scheduling_attempt_duration_seconds",
+                &format!("profile=\"{profile}\",result=\"{result}\""),
+                h,
+            );
+        }
+        o.push_str("# HELP scheduler_pod_scheduling_sli_duration_seconds E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue.\n# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\n");
+        for (profile, h) in lock(&self.e2e_duration).iter() {
+            histogram(
+                &mut o,
+                "scheduler_pod_scheduling_sli_duration_seconds",
+                &format!("profile=\"{profile}\""),
+                h,
+            );
+        }
+        o.push_str("# HELP scheduler_pending_pods Number of pending pods, by the queue type.\n# TYPE scheduler_pending_pods gauge\n");
+        let p = *lock(&self.pending);
+        for (q, n) in ["active", "backoff", "unschedulable"].iter().zip(p) {
+            let _ = writeln!(o, "scheduler_pending_pods{{queue=\"{q}\"}} {n}");
+        }
+        o.push_str(
+            "# HELP wasmsched_bindings_total Binding requests, by outcome.\n# TYPE wasmsched_bindings_total counter\n",
+        );
+        for (r, n) in lock(&self.bindings).iter() {
+            let _ = writeln!(o, "wasmsched_bindings_total{{result=\"{r}\"}} {n}");
+        }
+        let _ = writeln!(
+            o,
+            "# HELP wasmsched_leader Whether this replica holds the lease.\n# TYPE wasmsched_leader gauge\nwasmsched_leader {}",
+            u8::from(self.leader.load(Ordering::Relaxed))
+        );
+        let _ = writeln!(
+            o,
+            "# HELP wasmsched_events_total Events written.\n# TYPE wasmsched_events_total counter\nwasmsched_events_total {}",
+            self.events.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP wasmsched_malformed_objects_total Objects from the API server that could not be parsed (skipped).\n# TYPE wasmsched_malformed_objects_total counter\nwasmsched_malformed_objects_total {}",
+            self.malformed_objects.load(Ordering::Relaxed)
+        );
+        if let Some(host) = plugins {
+            render_plugins(&mut o, host);
+        }
+        o
+    }
+}
+
+fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
+    let _ = writeln!(
+        o,
+        "# HELP wasmsched_plugin_file_errors_total Plugin files rejected (not a component, bad import, failing configure).\n# TYPE wasmsched_plugin_file_errors_total counter\nwasmsched_plugin_file_errors_total {}",
+        host.load_errors.load(Ordering::Relaxed)
+    );
+    let slots = host.slots();
+    let mut seen = std::collections::BTreeSet::new();
+    type Counter = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
+    let counters: [(&str, &str, Counter); 6] = [
+        ("wasmsched_plugin_loads_total", "Plugin versions loaded.", |s| &s.loads),
+        ("wasmsched_plugin_load_errors_total", "Plugin versions rejected.", |s| {
+            &s.load_errors
+        }),
+        ("wasmsched_plugin_traps_total", "Plugin calls that trapped.", |s| {
+            &s.traps
+        }),
+        (
+            "wasmsched_plugin_timeouts_total",
+            "Plugin calls that ran past their deadline.",
+            |s| &s.timeouts,
+        ),
+        (
+            "wasmsched_plugin_out_of_memory_total",
+            "Plugin calls that hit the memory cap.",
+            |s| &s.out_of_memory,
+        ),
+        (
+            "wasmsched_plugin_errors_total",
+            "Plugin calls that returned an error.",
+            |s| &s.errors,
+        ),
+    ];
+    for (name, help, get) in counters {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
+        seen.clear();
+        for s in &slots {
+            use wasmsched_core::Plugin as _;
+            if seen.insert(s.name().to_owned()) {
+                let _ = writeln!(
+                    o,
+                    "{name}{{plugin=\"{}\"}} {}",
+                    s.name(),
+                    get(s.stats()).load(Ordering::Relaxed)
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "# HELP wasmsched_plugin_info The plugin version serving, by content sha256.\n# TYPE wasmsched_plugin_info gauge"
+    );
+    seen.clear();
+    for s in &slots {
+        use wasmsched_core::Plugin as _;
+        if let Some(v) = s.current()
+            && seen.insert(s.name().to_owned())
+        {
+            let _ = writeln!(
+                o,
+                "wasmsched_plugin_info{{plugin=\"{}\",version=\"{}\",sha256=\"{}\"}} 1",
+                s.name(),
+                v.version,
+                v.sha256
+            );
+        }
+    }
+}
+
+fn histogram(o: &mut String, name: &str, labels: &str, h: &Histogram) {
+    for (i, b) in BUCKETS.iter().enumerate() {
+        let _ = writeln!(o, "{name}_bucket{{{labels},le=\"{b}\"}} {}", h.counts[i]);
+    }
+    let _ = writeln!(o, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(o, "{name}_sum{{{labels}}} {}", h.sum);
+    let _ = writeln!(o, "{name}_count{{{labels}}} {}", h.count);
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
