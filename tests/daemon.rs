@@ -1,0 +1,389 @@
+//! End-to-end tests of `wasmsched run`, the real binary, against the API
+//! server double over HTTP: placement, events and conditions, and the fault
+//! suite (dropped watches, 410 on relist, 500/429, conflicting binders,
+//! deletions mid-cycle, leader hand-off, restarts). After each: no pod lost,
+//! none bound twice, no node overcommitted.
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::events::v1::Event;
+use serde_json::json;
+use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
+use wasmsched_core::{Cache, NodeData, PodInfo};
+
+const FAST_LEASE: &str = r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 2s
+  renewDeadline: 1500ms
+  retryPeriod: 200ms
+  resourceNamespace: kube-system
+  resourceName: wasm-scheduler
+"#;
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn config_file() -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("wasmsched-daemon-test-{}.yaml", std::process::id()));
+    std::fs::write(&p, FAST_LEASE).unwrap();
+    p
+}
+
+fn daemon(server: &ApiServer, identity: &str, admin: &str) -> Daemon {
+    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "run",
+            "--master",
+            &server.url(),
+            "--identity",
+            identity,
+            "--admin-address",
+            admin,
+        ])
+        .arg("--config")
+        .arg(config_file())
+        .env("WASMSCHED_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wasmsched run");
+    Daemon(child)
+}
+
+fn sigterm(d: &mut Daemon) {
+    let _ = Command::new("kill").arg("-TERM").arg(d.0.id().to_string()).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if d.0.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the daemon did not stop on SIGTERM");
+}
+
+async fn server(nodes: usize) -> ApiServer {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}))
+        .ok();
+    for i in 0..nodes {
+        add_node(&s, &format!("node-{i:03}"), "16", "64Gi");
+    }
+    s
+}
+
+fn add_node(s: &ApiServer, name: &str, cpu: &str, mem: &str) {
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": format!("z{}", name.len() % 3)}},
+        "status": {"allocatable": {"cpu": cpu, "memory": mem, "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+}
+
+fn add_pod(s: &ApiServer, name: &str, scheduler: &str, cpu: &str) {
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, "memory": "128Mi"}}}]}
+    }))
+    .unwrap();
+}
+
+fn ours(p: &Pod) -> bool {
+    p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()) == Some("wasm-scheduler")
+}
+
+fn bound(p: &Pod) -> bool {
+    p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+}
+
+async fn wait_all_bound(s: &ApiServer, expect: usize, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let pods = s.list::<Pod>();
+        let n = pods.iter().filter(|p| ours(p) && bound(p)).count();
+        if n >= expect {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {n} of {expect} pods bound in {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// No node holds more than it can: recomputed from the server's objects
+/// with the engine's own accounting.
+fn assert_no_overcommit(s: &ApiServer) {
+    let mut cache = Cache::new();
+    for n in s.list::<Node>() {
+        cache.upsert_node(NodeData::from_node(&n).unwrap());
+    }
+    for p in s.list::<Pod>() {
+        if bound(&p) {
+            cache.upsert_pod(Arc::new(PodInfo::from_pod(&p).unwrap()));
+        }
+    }
+    assert_eq!(cache.overcommitted_nodes(), Vec::<String>::new());
+}
+
+fn free_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binds_500_pods_on_50_nodes_with_events_and_metrics() {
+    let s = server(50).await;
+    for i in 0..500 {
+        add_pod(&s, &format!("p-{i:03}"), "wasm-scheduler", "250m");
+    }
+    for i in 0..5 {
+        add_pod(&s, &format!("other-{i}"), "someone-else", "100m");
+    }
+    let admin = free_port();
+    let _d = daemon(&s, "replica-a", &admin);
+    wait_all_bound(&s, 500, Duration::from_secs(60)).await;
+    assert_no_overcommit(&s);
+    let pods = s.list::<Pod>();
+    assert!(
+        pods.iter().filter(|p| !ours(p)).all(|p| !bound(p)),
+        "pods of another scheduler are left alone"
+    );
+    for p in pods.iter().filter(|p| ours(p)) {
+        let cond = p.status.as_ref().unwrap().conditions.as_ref().unwrap();
+        assert!(cond.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    }
+    assert_eq!(s.counters().bindings, 500);
+    // events: one Scheduled per pod, by the profile's reporting controller
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let evs = s.list::<Event>();
+        let scheduled: Vec<&Event> = evs
+            .iter()
+            .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+            .collect();
+        if scheduled.len() == 500 {
+            let e = scheduled[0];
+            assert_eq!(e.reporting_controller.as_deref(), Some("wasm-scheduler"));
+            assert_eq!(e.reporting_instance.as_deref(), Some("replica-a"));
+            assert!(
+                e.note
+                    .as_deref()
+                    .unwrap()
+                    .starts_with("Successfully assigned default/p-")
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{} Scheduled events", scheduled.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // admin port
+    let metrics = http_get(&admin, "/metrics").await;
+    assert!(
+        metrics.contains("scheduler_schedule_attempts_total{profile=\"wasm-scheduler\",result=\"scheduled\"} 500"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("scheduler_pending_pods{queue=\"active\"}"));
+    assert!(metrics.contains("wasmsched_leader 1"));
+    assert!(http_get(&admin, "/readyz").await.contains("ok"));
+}
+
+async fn http_get(addr: &str, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unschedulable_pod_gets_a_condition_and_one_event_then_binds_when_a_node_fits() {
+    let s = server(3).await;
+    add_pod(&s, "big", "wasm-scheduler", "40");
+    let _d = daemon(&s, "replica-a", &free_port());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p: Pod = s.get("default", "big").unwrap();
+        let cond = p
+            .status
+            .as_ref()
+            .and_then(|st| st.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled").cloned());
+        if let Some(c) = cond
+            && c.status == "False"
+        {
+            assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
+            assert_eq!(
+                c.message.as_deref(),
+                Some("0/3 nodes are available: 3 Insufficient cpu.")
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no Unschedulable condition");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Retries (node changes, the periodic flush) do not add events.
+    add_node(&s, "small", "2", "4Gi");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let failed: Vec<Event> = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .collect();
+    assert_eq!(failed.len(), 1, "one event, however many retries");
+    assert_eq!(failed[0].type_.as_deref(), Some("Warning"));
+    let t = Instant::now();
+    add_node(&s, "huge", "64", "256Gi");
+    wait_all_bound(&s, 1, Duration::from_secs(10)).await;
+    let p: Pod = s.get("default", "big").unwrap();
+    assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("huge"));
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "bound {:?} after the node came",
+        t.elapsed()
+    );
+}
+
+/// Watches dropped every second and history compacted (every resume is a
+/// 410 and a relist), 20 % of requests failing with 500 or 429, another
+/// actor binding some pods first, pods and nodes deleted mid-run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fault_suite_watch_drops_410_errors_conflicts_deletions() {
+    let s = Arc::new(server(60).await);
+    let total = 2000;
+    for i in 0..total {
+        add_pod(&s, &format!("p-{i:04}"), "wasm-scheduler", "100m");
+    }
+    s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+        code: 500,
+        count: None,
+        fraction: Some(0.1),
+        matching: Default::default(),
+    });
+    s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+        code: 429,
+        count: None,
+        fraction: Some(0.1),
+        matching: Default::default(),
+    });
+    let chaos = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            for _ in 0..8 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                s.drop_watches();
+                s.compact();
+            }
+        })
+    };
+    // Another actor binds 50 pods itself (the daemon gets 409 for those it tries).
+    for i in 0..50 {
+        let name = format!("p-{:04}", i * 7);
+        let mut store = s.store();
+        let _ = store.bind("default", &name, &json!({"target": {"name": "node-000"}}));
+    }
+    let _d = daemon(&s, "replica-a", &free_port());
+    // Pods and nodes deleted mid-run.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for i in 0..40 {
+        let _ = s.store().delete(
+            wasmsched_apiserver_sim::resources::PODS,
+            "default",
+            &format!("p-{:04}", 1000 + i),
+            None,
+        );
+    }
+    for n in ["node-058", "node-059"] {
+        let _ = s.store().delete(wasmsched_apiserver_sim::resources::NODES, "", n, None);
+    }
+    let expect = total - 40;
+    wait_all_bound(&s, expect, Duration::from_secs(120)).await;
+    chaos.abort();
+    s.faults().clear();
+    let pods = s.list::<Pod>();
+    assert_eq!(pods.iter().filter(|p| ours(p)).count(), expect, "no pod lost");
+    assert!(pods.iter().filter(|p| ours(p)).all(bound));
+    // Bindings that succeeded: ours plus the other actor's, each pod once.
+    assert_eq!(s.counters().bindings as usize, expect, "no pod bound twice");
+    assert!(
+        s.faults().injected() > 100,
+        "the faults happened: {}",
+        s.faults().injected()
+    );
+    assert!(s.counters().watches_expired > 0, "resumed watches got 410 and relisted");
+    assert_no_overcommit(&s);
+}
+
+/// Two replicas; the leader is killed mid-run and the other takes over;
+/// then the survivor is stopped with SIGTERM (releasing the lease) and a
+/// third replica, a restart, finishes the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_handoff_and_restart_lose_nothing() {
+    let s = server(60).await;
+    let total = 2000;
+    let mut a = daemon(&s, "replica-a", &free_port());
+    // a leads first
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s
+        .get::<k8s_openapi::api::coordination::v1::Lease>("kube-system", "wasm-scheduler")
+        .and_then(|l| l.spec?.holder_identity)
+        .as_deref()
+        != Some("replica-a")
+    {
+        assert!(Instant::now() < deadline, "replica-a never led");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut b = daemon(&s, "replica-b", &free_port());
+    let created = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    for i in 0..total {
+        add_pod(&s, &format!("p-{i:04}"), "wasm-scheduler", "100m");
+        created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if i == 700 {
+            let _ = a.0.kill(); // no lease release: b waits out the lease
+            let _ = a.0.wait();
+        }
+        if i == 1400 {
+            // b must have taken over by now or soon; stop it politely
+            wait_bound_at_least(&s, 900, Duration::from_secs(30)).await;
+            sigterm(&mut b);
+        }
+    }
+    let _c = daemon(&s, "replica-c", &free_port());
+    wait_all_bound(&s, total, Duration::from_secs(120)).await;
+    assert_eq!(s.counters().bindings as usize, total, "no pod bound twice");
+    assert_no_overcommit(&s);
+    let holders: BTreeMap<String, usize> = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+        .fold(BTreeMap::new(), |mut m, e| {
+            *m.entry(e.reporting_instance.unwrap_or_default()).or_default() += 1;
+            m
+        });
+    assert!(holders.len() >= 2, "more than one replica bound pods: {holders:?}");
+}
+
+async fn wait_bound_at_least(s: &ApiServer, n: usize, within: Duration) {
+    wait_all_bound(s, n, within).await;
+}
