@@ -274,10 +274,31 @@ fn hot_reload_follows_configmap_updates_and_keeps_the_last_good_version() {
     let sha1 = slot.current().unwrap().sha256.clone();
     let _watch = host.watch(Duration::from_millis(100), Duration::from_secs(60)).unwrap();
 
-    // an update: the new version replaces the old for the next calls
+    // an update: the new version replaces the old for the next calls, and
+    // no call fails while it happens
     let in_flight = slot.current().unwrap();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let caller = {
+        let (slot, stop) = (slot.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let (ns, p, state) = (nodes(&[Some("1"), Some("2")]), pod(json!({})), CycleState::default());
+            let mut calls = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let mut out = [0; 2];
+                slot.score_nodes(&state, &p, &refs(&ns), &mut out)
+                    .expect("no call fails during a swap");
+                calls += 1;
+            }
+            calls
+        })
+    };
+    let swapped = Instant::now();
     publish("2026_11_23_02", Some(&variant(&guest::node_price(), "2")));
     wait_for("version 2", || slot.current().unwrap().sha256 != sha1);
+    let took = swapped.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(caller.join().unwrap() > 0);
+    eprintln!("new version serving {took:?} after the ..data swap");
     assert_eq!(in_flight.sha256, sha1, "a call holding version 1 keeps it");
     let sha2 = slot.current().unwrap().sha256.clone();
 
@@ -324,4 +345,80 @@ fn hot_reload_debounces_writes_in_several_steps() {
         "the half-written file was never loaded"
     );
     assert_eq!(slot.stats().loads.load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+#[test]
+fn out_of_range_scores_and_foreign_components_are_refused() {
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let state = CycleState::default();
+    let (_h, slot) = slot("misbehave", &guest::misbehave(), r#"{"mode":"range"}"#, json!({}));
+    let mut out = [0; 2];
+    let err = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+    assert_eq!(
+        err.message(),
+        "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
+    );
+    // A component of another world: valid, but it does not export the plugin interface.
+    let dir = temp_dir("world");
+    let wat = dir.join("empty.wat");
+    std::fs::write(&wat, "(component)").unwrap();
+    let other = dir.join("other-world.wasm");
+    let st = std::process::Command::new("wasm-tools")
+        .arg("parse")
+        .arg(&wat)
+        .arg("-o")
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let host = host_for(None, json!({}));
+    match host.load_file(&other, "{}").unwrap_err() {
+        LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.1.0"), "{m}"),
+        e => panic!("{e:?}"),
+    }
+}
+
+/// The scheduler keeps scheduling around a plugin that traps on every call:
+/// with `ignore` the pods are placed by the other plugins; with `fail` they
+/// are unschedulable with the plugin's error as the reason.
+#[test]
+fn the_scheduler_keeps_scheduling_around_a_trapping_plugin() {
+    use wasmsched_core::config::Config;
+    use wasmsched_core::scheduler::{Responsibility, Scheduler};
+    let dir = temp_dir("sched");
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    for (policy, expect_bound) in [("ignore", true), ("fail", false)] {
+        let yaml = format!(
+            "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{{name: misbehave}}, {{name: node-price}}]\n  pluginConfig:\n  - name: misbehave\n    args: {{mode: trap}}\nwasmPlugins:\n  plugins: [{{name: misbehave, failurePolicy: {policy}}}]\n"
+        );
+        let config = Config::from_yaml(&yaml).unwrap();
+        let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
+        wasm.directory = Some(dir.clone());
+        let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
+        host.scan();
+        let mut registry = wasmsched_core::plugins::Registry::builtin();
+        host.register(&mut registry);
+        let mut sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+        let now = Instant::now();
+        for i in 0..3 {
+            let n: Node = serde_json::from_value(
+                json!({"metadata": {"name": format!("n{i}"), "annotations": {"price": format!("0.{i}1")}},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+            )
+            .unwrap();
+            sched.on_node(&n, now).unwrap();
+        }
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "x"}]}}))
+        .unwrap();
+        sched.on_pod(&p, now).unwrap();
+        let attempt = sched.schedule_one(now, false).unwrap();
+        match (&attempt.result, expect_bound) {
+            (Ok(r), true) => assert_eq!(r.node, "n0", "node-price still picks the cheapest"),
+            (Err(e), false) => assert!(e.to_string().contains("plugin misbehave: trapped"), "{e}"),
+            (r, _) => panic!("{policy}: unexpected {r:?}"),
+        }
+    }
 }

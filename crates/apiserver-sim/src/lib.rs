@@ -47,7 +47,7 @@ pub use faults::{FailRule, FaultRequest, Faults, Match};
 pub use patch::{json_patch, merge, strategic};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::ApiError;
-pub use store::{Counters, Store};
+pub use store::{Change, Counters, EventType, Filter, Page, Store, Stored, WatchFrom, WatchMsg};
 
 /// Settings of a server.
 #[derive(Debug, Clone)]

@@ -33,6 +33,13 @@ pub struct Args {
     /// Print one JSON object on the last line of stdout.
     #[arg(long)]
     json: bool,
+    /// End to end: run the daemon (`wasmsched run`, a child process) against
+    /// the API server double and measure create→bound.
+    #[arg(long)]
+    e2e: bool,
+    /// With --e2e: pods created per second (0: all at once).
+    #[arg(long, default_value_t = 0)]
+    rate: u32,
     /// Directory of WebAssembly plugins to add to the run (enabled in the
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
@@ -56,6 +63,15 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.e2e {
+        return crate::bench_e2e::run(crate::bench_e2e::E2e {
+            nodes: args.nodes,
+            pods: args.pods,
+            rate: args.rate,
+            seed: args.seed,
+            json: args.json,
+        });
+    }
     let mut config = match &args.config {
         Some(p) => {
             Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?

@@ -5,6 +5,7 @@
 
 mod apiserver;
 mod bench;
+mod bench_e2e;
 mod demo;
 mod plugin;
 mod run;

@@ -337,10 +337,6 @@ void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t ha
   __wasm_import_wasmsched_plugin_cluster_pod_drop(handle.__handle);
 }
 
-void wasmsched_plugin_cluster_pod_drop_borrow(wasmsched_plugin_cluster_borrow_pod_t handle) {
-  __wasm_import_wasmsched_plugin_cluster_pod_drop(handle.__handle);
-}
-
 wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsched_plugin_cluster_own_pod_t arg) {
   return (wasmsched_plugin_cluster_borrow_pod_t) { arg.__handle };
 }
@@ -349,10 +345,6 @@ __attribute__((__import_module__("wasmsched:plugin/cluster@0.1.0"), __import_nam
 extern void __wasm_import_wasmsched_plugin_cluster_nodes_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle) {
-  __wasm_import_wasmsched_plugin_cluster_nodes_drop(handle.__handle);
-}
-
-void wasmsched_plugin_cluster_nodes_drop_borrow(wasmsched_plugin_cluster_borrow_nodes_t handle) {
   __wasm_import_wasmsched_plugin_cluster_nodes_drop(handle.__handle);
 }
 
@@ -1008,6 +1000,8 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg,
 
 __attribute__((__export_name__("wasmsched:plugin/plugin@0.1.0#pre-filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) {
+  int32_t borrow = 0;
+  borrow = arg;
   exports_wasmsched_plugin_plugin_result_status_string_t ret;
   exports_wasmsched_plugin_plugin_status_t ok;
   scheduler_plugin_string_t err;
@@ -1029,11 +1023,18 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) 
     *((size_t*)(ptr + (3*sizeof(void*)))) = ((*payload).reason).len;
     *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*payload).reason).ptr;
   }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
   return ptr;
 }
 
 __attribute__((__export_name__("wasmsched:plugin/plugin@0.1.0#filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int32_t arg0) {
+  int32_t borrow = 0;
+  int32_t borrow1 = 0;
+  borrow = arg;
+  borrow1 = arg0;
   exports_wasmsched_plugin_plugin_result_list_rejection_string_t ret;
   exports_wasmsched_plugin_plugin_list_rejection_t ok;
   scheduler_plugin_string_t err;
@@ -1046,19 +1047,29 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int3
   }
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const scheduler_plugin_string_t *payload1 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload1).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload1).ptr;
+    const scheduler_plugin_string_t *payload2 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload2).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload2).ptr;
   } else {
     const exports_wasmsched_plugin_plugin_list_rejection_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
     *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload).len;
     *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow1 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow1);
   }
   return ptr;
 }
 
 __attribute__((__export_name__("wasmsched:plugin/plugin@0.1.0#pre-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, int32_t arg0) {
+  int32_t borrow = 0;
+  int32_t borrow1 = 0;
+  borrow = arg;
+  borrow1 = arg0;
   exports_wasmsched_plugin_plugin_result_status_string_t ret;
   exports_wasmsched_plugin_plugin_status_t ok;
   scheduler_plugin_string_t err;
@@ -1071,20 +1082,30 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, i
   }
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const scheduler_plugin_string_t *payload1 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload1).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload1).ptr;
+    const scheduler_plugin_string_t *payload2 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload2).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload2).ptr;
   } else {
     const exports_wasmsched_plugin_plugin_status_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
     *((int8_t*)(ptr + sizeof(void*))) = (int32_t) (*payload).code;
     *((size_t*)(ptr + (3*sizeof(void*)))) = ((*payload).reason).len;
     *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*payload).reason).ptr;
   }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow1 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow1);
+  }
   return ptr;
 }
 
 __attribute__((__export_name__("wasmsched:plugin/plugin@0.1.0#score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32_t arg0) {
+  int32_t borrow = 0;
+  int32_t borrow1 = 0;
+  borrow = arg;
+  borrow1 = arg0;
   exports_wasmsched_plugin_plugin_result_list_s64_string_t ret;
   scheduler_plugin_list_s64_t ok;
   scheduler_plugin_string_t err;
@@ -1097,19 +1118,27 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   }
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const scheduler_plugin_string_t *payload1 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload1).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload1).ptr;
+    const scheduler_plugin_string_t *payload2 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload2).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload2).ptr;
   } else {
     const scheduler_plugin_list_s64_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
     *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload).len;
     *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow1 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow1);
   }
   return ptr;
 }
 
 __attribute__((__export_name__("wasmsched:plugin/plugin@0.1.0#normalize-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, uint8_t * arg0, size_t arg1) {
+  int32_t borrow = 0;
+  borrow = arg;
   scheduler_plugin_list_s64_t arg2 = (scheduler_plugin_list_s64_t) { (int64_t*)(arg0), (arg1) };
   exports_wasmsched_plugin_plugin_result_list_s64_string_t ret;
   scheduler_plugin_list_s64_t ok;
@@ -1130,6 +1159,9 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t 
     const scheduler_plugin_list_s64_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
     *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload).len;
     *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
   }
   return ptr;
 }

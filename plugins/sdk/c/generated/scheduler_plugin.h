@@ -371,13 +371,9 @@ void wasmsched_plugin_cluster_image_free(wasmsched_plugin_cluster_image_t *ptr);
 
 extern void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle);
 
-extern void wasmsched_plugin_cluster_pod_drop_borrow(wasmsched_plugin_cluster_borrow_pod_t handle);
-
 extern wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsched_plugin_cluster_own_pod_t handle);
 
 extern void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle);
-
-extern void wasmsched_plugin_cluster_nodes_drop_borrow(wasmsched_plugin_cluster_borrow_nodes_t handle);
 
 extern wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t handle);
 

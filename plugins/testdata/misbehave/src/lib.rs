@@ -6,6 +6,7 @@
 //! - `loop`: Filter and Score never return;
 //! - `oom`: Filter and Score allocate until memory runs out;
 //! - `error`: Filter and Score return an error;
+//! - `range`: Score returns 1000, outside 0..=100 (no NormalizeScore);
 //! - `bad-config`: `configure` fails.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
@@ -93,7 +94,8 @@ impl Guest for Misbehave {
 
     fn score(_: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
         act(nodes.len() as usize)?;
-        Ok(vec![50; nodes.len() as usize])
+        let score = if MODE.lock().unwrap().0 == "range" { 1000 } else { 50 };
+        Ok(vec![score; nodes.len() as usize])
     }
 
     fn normalize_score(_: &Pod, _: Vec<i64>) -> Result<Vec<i64>, String> {

@@ -1,6 +1,6 @@
 //! wasmsched-c-bindgen WIT_DIR OUT_DIR: writes the C bindings of world
 //! `scheduler-plugin` (the same output as `wit-bindgen c WIT_DIR --world
-//! scheduler-plugin --out-dir OUT_DIR`, wit-bindgen 0.63).
+//! scheduler-plugin --autodrop-borrows yes --out-dir OUT_DIR`, wit-bindgen 0.63).
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -15,7 +15,14 @@ fn main() -> Result<()> {
     let world = resolve.select_world(&[pkg], Some("scheduler-plugin"))?;
 
     let mut files = wit_bindgen_core::Files::default();
-    wit_bindgen_c::Opts::default().build().generate(&mut resolve, world, &mut files)?;
+    // Exports receive `borrow<pod>` / `borrow<nodes>` of imported resources:
+    // the generated glue drops them when the export returns (the host traps
+    // when a borrow outlives the call).
+    let opts = wit_bindgen_c::Opts {
+        autodrop_borrows: wit_bindgen_c::Enabled::Yes,
+        ..Default::default()
+    };
+    opts.build().generate(&mut resolve, world, &mut files)?;
 
     std::fs::create_dir_all(&out)?;
     for (name, contents) in files.iter() {

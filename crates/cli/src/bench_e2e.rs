@@ -1,0 +1,139 @@
+//! `wasmsched bench --e2e`: the daemon (a child process running `wasmsched
+//! run`) against the API server double over HTTP. Pods are created in the
+//! double; each one's create→bound latency is measured from the double's
+//! own watch, and the daemon's peak memory from /proc.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde_json::json;
+use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig, Filter, WatchFrom, WatchMsg, resources};
+use wasmsched_core::fixture::Objects;
+use wasmsched_core::synthetic;
+
+/// Settings of an end-to-end run.
+pub struct E2e {
+    pub nodes: usize,
+    pub pods: usize,
+    pub rate: u32,
+    pub seed: u64,
+    pub json: bool,
+}
+
+fn vm_hwm_mb(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    Some(line.split_whitespace().nth(1)?.parse::<f64>().ok()? / 1024.0)
+}
+
+pub fn run(e: E2e) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async move {
+        let server = ApiServer::start("127.0.0.1:0".parse()?, SimConfig::default()).await?;
+        server.load(&Objects { nodes: synthetic::nodes(e.nodes, e.seed), pods: Vec::new(), ignored: Vec::new() })?;
+        let pods = synthetic::pods(e.pods, "wasm-scheduler", e.seed);
+        let mut child = Command::new(std::env::current_exe()?)
+            .args(["run", "--master", &server.url(), "--identity", "bench", "--admin-address", "127.0.0.1:0"])
+            .env("WASMSCHED_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .context("cannot start the daemon")?;
+        // Wait for leadership (the daemon has synced its caches by then or soon after).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while server
+            .get::<k8s_openapi::api::coordination::v1::Lease>("kube-system", "wasm-scheduler")
+            .and_then(|l| l.spec?.holder_identity)
+            .is_none()
+        {
+            anyhow::ensure!(Instant::now() < deadline, "the daemon did not take the lease");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let rv = server.store().resource_version();
+        let mut rx = server
+            .store()
+            .watch(resources::PODS, Filter::default(), WatchFrom::Version(rv), false, false)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut created: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
+        let start = Instant::now();
+        let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
+        let drain = |rx: &mut tokio::sync::mpsc::Receiver<WatchMsg>, bound_at: &mut HashMap<String, Instant>| {
+            while let Ok(m) = rx.try_recv() {
+                if let WatchMsg::Event(_, c) = m {
+                    let o = &c.object.value;
+                    if o.pointer("/spec/nodeName").and_then(|v| v.as_str()).is_some() {
+                        let key = format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap_or(""), o["metadata"]["name"].as_str().unwrap_or(""));
+                        bound_at.entry(key).or_insert_with(Instant::now);
+                    }
+                }
+            }
+        };
+        for (i, p) in pods.iter().enumerate() {
+            if e.rate > 0 {
+                let due = start + Duration::from_secs_f64(i as f64 / f64::from(e.rate));
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    tokio::time::sleep(wait).await;
+                }
+            }
+            let key = format!("{}/{}", p.metadata.namespace.as_deref().unwrap_or("default"), p.metadata.name.as_deref().unwrap_or(""));
+            let mut v = serde_json::to_value(p)?;
+            v["apiVersion"] = json!("v1");
+            v["kind"] = json!("Pod");
+            created.insert(key, Instant::now());
+            server.create(v).map_err(|e| anyhow::anyhow!("{e}"))?;
+            drain(&mut rx, &mut bound_at);
+        }
+        let created_in = start.elapsed();
+        // Wait until every pod is bound or nothing moves for 5 s.
+        let mut last_progress = Instant::now();
+        let mut last_n = 0;
+        while bound_at.len() < pods.len() && last_progress.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            drain(&mut rx, &mut bound_at);
+            if bound_at.len() != last_n {
+                last_n = bound_at.len();
+                last_progress = Instant::now();
+            }
+        }
+        let rss = vm_hwm_mb(child.id());
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = child.wait();
+        let mut lat: Vec<f64> = bound_at
+            .iter()
+            .filter_map(|(k, t)| created.get(k).map(|c| t.saturating_duration_since(*c).as_secs_f64() * 1000.0))
+            .collect();
+        lat.sort_by(f64::total_cmp);
+        let pct = |p: f64| if lat.is_empty() { 0.0 } else { lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1] };
+        let last_bound = bound_at.values().max().copied().unwrap_or(start);
+        let span = last_bound.saturating_duration_since(start).as_secs_f64().max(1e-9);
+        let per_sec = bound_at.len() as f64 / span;
+        println!(
+            "end to end: {} nodes, {} pods created in {:.2} s ({}), {} bound in {:.2} s: {:.0} pods/s; create→bound p50 {:.1} ms, p99 {:.1} ms; daemon peak RSS {:.0} MiB",
+            e.nodes,
+            e.pods,
+            created_in.as_secs_f64(),
+            if e.rate > 0 { format!("{} pods/s", e.rate) } else { "at once".into() },
+            bound_at.len(),
+            span,
+            per_sec,
+            pct(0.5),
+            pct(0.99),
+            rss.unwrap_or(0.0)
+        );
+        if e.json {
+            println!(
+                "{}",
+                json!({
+                    "mode": "e2e", "nodes": e.nodes, "pods": e.pods, "rate": e.rate, "bound": bound_at.len(),
+                    "pods_per_sec": (per_sec * 10.0).round() / 10.0,
+                    "p50_ms": (pct(0.5) * 10.0).round() / 10.0, "p99_ms": (pct(0.99) * 10.0).round() / 10.0,
+                    "daemon_peak_rss_mb": rss.map(f64::round),
+                })
+            );
+        }
+        server.shutdown().await;
+        Ok(())
+    })
+}

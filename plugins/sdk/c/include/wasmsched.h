@@ -1,0 +1,232 @@
+/*
+ * wasmsched C SDK: write a wasmsched scheduling plugin in C.
+ *
+ * A plugin is one C file that
+ *   - names itself:      WS_PLUGIN("my-plugin", "0.1.0", WS_SCORE);
+ *   - defines the hooks of the points it implements (any of ws_configure,
+ *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score).
+ * Hooks it does not define answer "not implemented" (ws_configure: accepts
+ * any args). The SDK does the component-model plumbing (wit-bindgen's
+ * generated bindings in ../generated), the allocator and a libc subset.
+ *
+ * Memory: everything the SDK hands out (strings and lists from accessors,
+ * ws_alloc, ws_buf) lives in a per-call arena, released by the SDK after the
+ * export returns. Never free anything; copy what must outlive the call with
+ * ws_keep (the args string passed to ws_configure is already kept).
+ *
+ * Errors: a hook returns NULL for success, or an error message (any
+ * NUL-terminated string: a literal, ws_buf_cstr, ...): the host gets it as the
+ * `err` of the contract's result.
+ *
+ * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
+ */
+#ifndef WASMSCHED_H
+#define WASMSCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- strings and lists ------------------------------------------------ */
+
+/* A UTF-8 string slice; not NUL-terminated. */
+typedef struct ws_str {
+    const char *ptr;
+    size_t len;
+} ws_str;
+
+/* A ws_str from a string literal: WS_S("price"). */
+#define WS_S(lit) ((ws_str){(lit), sizeof(lit) - 1})
+/* A ws_str from a NUL-terminated string. */
+ws_str ws_cstr(const char *s);
+bool ws_str_eq(ws_str a, ws_str b);
+/* A NUL-terminated copy (arena). */
+const char *ws_str_cstr(ws_str s);
+/* A copy that outlives the call: meant for ws_configure (kept while the
+ * configuration it was made in is current; WS_KEEP_BYTES per configuration). */
+ws_str ws_keep(ws_str s);
+
+#define WS_LIST(T) struct { T *ptr; size_t len; }
+
+typedef struct ws_opt_str { bool is_some; ws_str val; } ws_opt_str;
+typedef struct ws_opt_f64 { bool is_some; double val; } ws_opt_f64;
+typedef struct ws_pair { ws_str key; ws_str value; } ws_pair;
+typedef struct ws_quantity { ws_str name; int64_t amount; } ws_quantity;
+typedef struct ws_taint { ws_str key; ws_str value; ws_str effect; } ws_taint;
+typedef struct ws_toleration { ws_str key; ws_str operator_; ws_str value; ws_str effect; } ws_toleration;
+typedef struct ws_condition { ws_str type; ws_str status; } ws_condition;
+
+typedef WS_LIST(ws_str) ws_strs;
+typedef WS_LIST(ws_opt_str) ws_opt_strs;
+typedef WS_LIST(ws_opt_f64) ws_opt_f64s;
+typedef WS_LIST(int64_t) ws_i64s;
+typedef WS_LIST(uint64_t) ws_u64s;
+typedef WS_LIST(ws_pair) ws_pairs;
+typedef WS_LIST(ws_quantity) ws_quantities;
+typedef WS_LIST(ws_taint) ws_taints;
+typedef WS_LIST(ws_toleration) ws_tolerations;
+typedef WS_LIST(ws_condition) ws_conditions;
+typedef struct ws_image { ws_strs names; int64_t size_bytes; } ws_image;
+typedef WS_LIST(ws_image) ws_images;
+
+/* ---- the contract's enums --------------------------------------------- */
+
+typedef enum ws_points {
+    WS_PRE_FILTER = 1 << 0,
+    WS_FILTER = 1 << 1,
+    WS_PRE_SCORE = 1 << 2,
+    WS_SCORE = 1 << 3,
+    WS_NORMALIZE_SCORE = 1 << 4,
+} ws_points;
+
+typedef enum ws_code {
+    WS_SUCCESS = 0,
+    WS_UNSCHEDULABLE = 1,
+    WS_UNSCHEDULABLE_AND_UNRESOLVABLE = 2,
+    WS_SKIP = 3,
+} ws_code;
+
+typedef enum ws_level { WS_TRACE, WS_DEBUG, WS_INFO, WS_WARN, WS_ERROR } ws_level;
+
+/* ---- what the plugin is ----------------------------------------------- */
+
+typedef struct ws_metadata {
+    const char *name;    /* NUL-terminated */
+    const char *version; /* NUL-terminated */
+    uint32_t points;     /* ws_points, or-ed */
+} ws_metadata;
+
+/* WS_PLUGIN("node-price", "0.1.0", WS_SCORE | WS_NORMALIZE_SCORE); */
+#define WS_PLUGIN(NAME, VERSION, POINTS) \
+    const ws_metadata ws_plugin = {(NAME), (VERSION), (uint32_t)(POINTS)}
+
+/* ---- handles and accessors (wit: cluster.pod, cluster.nodes) ---------- */
+
+typedef struct ws_pod { int32_t handle; } ws_pod;
+typedef struct ws_nodes { int32_t handle; } ws_nodes;
+
+ws_str ws_pod_name(ws_pod pod);
+ws_str ws_pod_namespace(ws_pod pod);
+ws_str ws_pod_uid(ws_pod pod);
+bool ws_pod_label(ws_pod pod, ws_str key, ws_str *value);
+ws_pairs ws_pod_labels(ws_pod pod);
+bool ws_pod_annotation(ws_pod pod, ws_str key, ws_str *value);
+ws_pairs ws_pod_annotations(ws_pod pod);
+int64_t ws_pod_request(ws_pod pod, ws_str resource);
+ws_quantities ws_pod_requests(ws_pod pod);
+ws_tolerations ws_pod_tolerations(ws_pod pod);
+ws_strs ws_pod_images(ws_pod pod);
+ws_pairs ws_pod_node_selector(ws_pod pod);
+int32_t ws_pod_priority(ws_pod pod);
+ws_str ws_pod_scheduler_name(ws_pod pod);
+bool ws_pod_owner_kind(ws_pod pod, ws_str *kind);
+ws_str ws_pod_json(ws_pod pod);
+
+/* Nodes are addressed by index 0 .. ws_nodes_len() - 1 (out of range traps). */
+uint32_t ws_nodes_len(ws_nodes nodes);
+ws_str ws_nodes_name(ws_nodes nodes, uint32_t i);
+bool ws_nodes_label(ws_nodes nodes, uint32_t i, ws_str key, ws_str *value);
+ws_pairs ws_nodes_labels(ws_nodes nodes, uint32_t i);
+bool ws_nodes_annotation(ws_nodes nodes, uint32_t i, ws_str key, ws_str *value);
+ws_pairs ws_nodes_annotations(ws_nodes nodes, uint32_t i);
+int64_t ws_nodes_allocatable(ws_nodes nodes, uint32_t i, ws_str resource);
+ws_quantities ws_nodes_allocatables(ws_nodes nodes, uint32_t i);
+int64_t ws_nodes_requested(ws_nodes nodes, uint32_t i, ws_str resource);
+ws_quantities ws_nodes_requesteds(ws_nodes nodes, uint32_t i);
+int64_t ws_nodes_pod_count(ws_nodes nodes, uint32_t i);
+bool ws_nodes_unschedulable(ws_nodes nodes, uint32_t i);
+ws_taints ws_nodes_taints(ws_nodes nodes, uint32_t i);
+ws_conditions ws_nodes_conditions(ws_nodes nodes, uint32_t i);
+bool ws_nodes_image_size(ws_nodes nodes, uint32_t i, ws_str image, int64_t *size);
+ws_images ws_nodes_images(ws_nodes nodes, uint32_t i);
+uint64_t ws_nodes_random(ws_nodes nodes, uint32_t i);
+ws_str ws_nodes_json(ws_nodes nodes, uint32_t i);
+
+/* Column accessors: one host call for the whole batch, in batch order. */
+ws_strs ws_nodes_names(ws_nodes nodes);
+ws_opt_strs ws_nodes_label_values(ws_nodes nodes, ws_str key);
+ws_opt_strs ws_nodes_annotation_values(ws_nodes nodes, ws_str key);
+ws_opt_f64s ws_nodes_label_numbers(ws_nodes nodes, ws_str key);
+ws_opt_f64s ws_nodes_annotation_numbers(ws_nodes nodes, ws_str key);
+ws_i64s ws_nodes_allocatable_all(ws_nodes nodes, ws_str resource);
+ws_i64s ws_nodes_requested_all(ws_nodes nodes, ws_str resource);
+ws_i64s ws_nodes_image_bytes(ws_nodes nodes, ws_strs images);
+ws_u64s ws_nodes_randoms(ws_nodes nodes);
+
+/* ---- results ------------------------------------------------------------ */
+
+typedef struct ws_status {
+    ws_code code;  /* preset to WS_SUCCESS */
+    ws_str reason; /* preset to "" */
+} ws_status;
+
+typedef struct ws_rejection {
+    uint32_t index;
+    uint8_t code; /* ws_code */
+    ws_str reason;
+} ws_rejection;
+
+typedef struct ws_rejections {
+    ws_rejection *ptr;
+    size_t len, cap;
+} ws_rejections;
+
+/* Rejects node `index` of the batch (ws_filter). */
+void ws_reject(ws_rejections *out, uint32_t index, ws_code code, ws_str reason);
+
+/* ---- the hooks a plugin defines (all optional) ------------------------- */
+
+/* The plugin's args (JSON, "{}" when none); kept until the next call of
+ * ws_configure, so slices of it (ws_json_string) may be stored as is. */
+const char *ws_configure(ws_str args);
+const char *ws_pre_filter(ws_pod pod, ws_status *status);
+const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejections *out);
+const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status);
+/* scores: n = ws_nodes_len(nodes) entries, preset to 0. */
+const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
+/* Maps scores in place. */
+const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n);
+
+/* ---- args: a small JSON reader for the top-level fields of an object --- */
+
+/* Each returns true when `key` is a field of the top-level object with a
+ * value of that type; false otherwise (absent, other type, invalid JSON).
+ * ws_json_string unescapes into kept memory when needed. */
+bool ws_json_string(ws_str json, const char *key, ws_str *out);
+bool ws_json_f64(ws_str json, const char *key, double *out);
+bool ws_json_i64(ws_str json, const char *key, int64_t *out); /* integral numbers only */
+bool ws_json_bool(ws_str json, const char *key, bool *out);
+/* true when the field is present, whatever its value. */
+bool ws_json_has(ws_str json, const char *key);
+
+/* ---- logging and text --------------------------------------------------- */
+
+void ws_log(ws_level level, ws_str message);
+void ws_logz(ws_level level, const char *message);
+
+/* A growable string in the arena. ws_buf b = {0}; */
+typedef struct ws_buf { char *ptr; size_t len, cap; } ws_buf;
+void ws_buf_str(ws_buf *b, ws_str s);
+void ws_buf_cstr_add(ws_buf *b, const char *s);
+void ws_buf_i64(ws_buf *b, int64_t v);
+ws_str ws_buf_view(const ws_buf *b);
+const char *ws_buf_cstr(ws_buf *b); /* NUL-terminated */
+
+/* ---- memory and numbers -------------------------------------------------- */
+
+/* Arena memory, released after the current call. Never NULL (traps). */
+void *ws_alloc(size_t size, size_t align);
+/* Rust's `(x).round() as i64`: half away from zero, saturating, NaN -> 0. */
+int64_t ws_round_i64(double x);
+/* Parses a decimal number the way Rust's str::parse::<f64> does (no
+ * surrounding spaces; "inf"/"nan" accepted). */
+bool ws_parse_f64(ws_str s, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,875 @@
+/*
+ * wasmsched C SDK: the plumbing between wit-bindgen's generated bindings
+ * (../generated/scheduler_plugin.{h,c}) and the plugin's hooks
+ * (../include/wasmsched.h), plus the allocator and the libc subset that a
+ * freestanding wasm32 build needs.
+ */
+#include "wasmsched.h"
+#include "scheduler_plugin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The SDK's types reuse the generated ones' memory layout: lists from the
+ * host are handed out as they are, without copies. */
+#define SAME_LAYOUT(A, B) _Static_assert(sizeof(A) == sizeof(B) && _Alignof(A) == _Alignof(B), #A " vs " #B)
+SAME_LAYOUT(ws_str, scheduler_plugin_string_t);
+SAME_LAYOUT(ws_opt_str, scheduler_plugin_option_string_t);
+SAME_LAYOUT(ws_opt_f64, scheduler_plugin_option_f64_t);
+SAME_LAYOUT(ws_pair, scheduler_plugin_tuple2_string_string_t);
+SAME_LAYOUT(ws_quantity, wasmsched_plugin_cluster_quantity_t);
+SAME_LAYOUT(ws_taint, wasmsched_plugin_cluster_taint_t);
+SAME_LAYOUT(ws_toleration, wasmsched_plugin_cluster_toleration_t);
+SAME_LAYOUT(ws_condition, wasmsched_plugin_cluster_condition_t);
+SAME_LAYOUT(ws_image, wasmsched_plugin_cluster_image_t);
+SAME_LAYOUT(ws_rejection, exports_wasmsched_plugin_plugin_rejection_t);
+_Static_assert(offsetof(ws_rejection, code) == offsetof(exports_wasmsched_plugin_plugin_rejection_t, code), "rejection.code");
+_Static_assert(offsetof(ws_rejection, reason) == offsetof(exports_wasmsched_plugin_plugin_rejection_t, reason), "rejection.reason");
+_Static_assert(offsetof(ws_opt_f64, val) == offsetof(scheduler_plugin_option_f64_t, val), "option<f64>");
+_Static_assert(offsetof(ws_image, size_bytes) == offsetof(wasmsched_plugin_cluster_image_t, size_bytes), "image");
+
+/* ======================================================================
+ * Memory: one bump arena over the linear memory above __heap_base.
+ *
+ * Everything allocated while an export runs (the host's lowering of its
+ * arguments and of the accessors' results, the plugin's own allocations, the
+ * results) stays valid until the host has read the results. The next export
+ * call starts afresh: the first allocation after a call has returned (the
+ * host lowering the next call's arguments) or the next call's entry resets the
+ * arena. free() is a no-op.
+ * ====================================================================== */
+
+extern unsigned char __heap_base;
+
+static uintptr_t arena_base, arena_top, arena_end;
+static bool in_call, dirty;
+
+static void arena_reset_if_done(void) {
+    if (!arena_base) {
+        arena_base = ((uintptr_t)&__heap_base + 15) & ~(uintptr_t)15;
+        arena_top = arena_base;
+        arena_end = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
+    }
+    if (!in_call && dirty) {
+        arena_top = arena_base;
+        dirty = false;
+    }
+}
+
+void *ws_alloc(size_t size, size_t align) {
+    arena_reset_if_done();
+    if (align == 0) align = 1;
+    uintptr_t p = (arena_top + (align - 1)) & ~(uintptr_t)(align - 1);
+    uintptr_t end = p + size;
+    if (end < p) __builtin_trap();
+    if (end > arena_end) {
+        arena_end = (uintptr_t)__builtin_wasm_memory_size(0) * 65536u;
+        if (end > arena_end) {
+            size_t pages = (end - arena_end + 65535u) / 65536u;
+            if (__builtin_wasm_memory_grow(0, pages) == (size_t)-1) __builtin_trap();
+            arena_end += pages * 65536u;
+        }
+    }
+    arena_top = end;
+    return (void *)p;
+}
+
+static void call_enter(void) {
+    arena_reset_if_done();
+    in_call = true;
+}
+
+static void call_leave(void) {
+    in_call = false;
+    dirty = true;
+}
+
+/* Overrides the generated (weak) cabi_realloc: the host allocates the
+ * strings and lists it passes to the plugin through it. */
+__attribute__((__export_name__("cabi_realloc")))
+void *cabi_realloc(void *ptr, size_t old_size, size_t align, size_t new_size) {
+    if (new_size == 0) return (void *)align;
+    if (ptr && new_size <= old_size) return ptr;
+    void *p = ws_alloc(new_size, align);
+    if (ptr && old_size) memcpy(p, ptr, old_size);
+    return p;
+}
+
+/* libc subset used by the generated bindings (freestanding builds). */
+typedef struct { size_t size; size_t pad; } block_header;
+
+void *malloc(size_t size) {
+    block_header *h = ws_alloc(sizeof(block_header) + size, 16);
+    h->size = size;
+    return h + 1;
+}
+
+void *calloc(size_t n, size_t size) {
+    size_t total = n * size;
+    if (size && total / size != n) __builtin_trap();
+    void *p = malloc(total);
+    memset(p, 0, total);
+    return p;
+}
+
+void *realloc(void *ptr, size_t size) {
+    if (!ptr) return malloc(size);
+    block_header *h = (block_header *)ptr - 1;
+    if (size <= h->size) return ptr;
+    void *p = malloc(size);
+    memcpy(p, ptr, h->size);
+    return p;
+}
+
+void free(void *ptr) { (void)ptr; }
+
+_Noreturn void abort(void) { __builtin_trap(); }
+
+__attribute__((weak)) void *memcpy(void *dst, const void *src, size_t n) {
+    return __builtin_memcpy(dst, src, n); /* memory.copy with -mbulk-memory */
+}
+
+__attribute__((weak)) void *memmove(void *dst, const void *src, size_t n) {
+    return __builtin_memmove(dst, src, n);
+}
+
+__attribute__((weak)) void *memset(void *dst, int c, size_t n) {
+    return __builtin_memset(dst, c, n); /* memory.fill */
+}
+
+__attribute__((weak)) int memcmp(const void *a, const void *b, size_t n) {
+    const unsigned char *x = a, *y = b;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+__attribute__((weak)) size_t strlen(const char *s) {
+    const char *p = s;
+    while (*p) p++;
+    return (size_t)(p - s);
+}
+
+/* Kept memory: outlives calls. Two halves: each configure copies its args
+ * into the half the current configuration does not use, and makes it the
+ * current one only when it succeeds (a failed configure leaves the previous
+ * configuration intact). */
+#ifndef WS_KEEP_BYTES
+#define WS_KEEP_BYTES (64 * 1024)
+#endif
+static char keep_pool[2][WS_KEEP_BYTES];
+static size_t keep_top[2];
+static int keep_cur; /* the half ws_keep writes into */
+
+static bool in_keep(const char *p) {
+    return p >= &keep_pool[0][0] && p < &keep_pool[1][0] + WS_KEEP_BYTES;
+}
+
+static char *keep_alloc(size_t n) {
+    if (n > WS_KEEP_BYTES - keep_top[keep_cur]) return NULL;
+    char *p = keep_pool[keep_cur] + keep_top[keep_cur];
+    keep_top[keep_cur] += n;
+    return p;
+}
+
+ws_str ws_keep(ws_str s) {
+    if (s.len == 0) return (ws_str){"", 0};
+    char *p = keep_alloc(s.len);
+    if (!p) __builtin_trap(); /* WS_KEEP_BYTES exceeded */
+    memcpy(p, s.ptr, s.len);
+    return (ws_str){p, s.len};
+}
+
+/* ======================================================================
+ * Strings and text
+ * ====================================================================== */
+
+ws_str ws_cstr(const char *s) { return (ws_str){s, strlen(s)}; }
+
+bool ws_str_eq(ws_str a, ws_str b) {
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+const char *ws_str_cstr(ws_str s) {
+    char *p = ws_alloc(s.len + 1, 1);
+    if (s.len) memcpy(p, s.ptr, s.len);
+    p[s.len] = 0;
+    return p;
+}
+
+static void buf_reserve(ws_buf *b, size_t extra) {
+    if (b->len + extra + 1 <= b->cap) return;
+    size_t cap = b->cap ? b->cap * 2 : 64;
+    while (cap < b->len + extra + 1) cap *= 2;
+    char *p = ws_alloc(cap, 1);
+    if (b->len) memcpy(p, b->ptr, b->len);
+    b->ptr = p;
+    b->cap = cap;
+}
+
+void ws_buf_str(ws_buf *b, ws_str s) {
+    buf_reserve(b, s.len);
+    if (s.len) memcpy(b->ptr + b->len, s.ptr, s.len);
+    b->len += s.len;
+}
+
+void ws_buf_cstr_add(ws_buf *b, const char *s) { ws_buf_str(b, ws_cstr(s)); }
+
+void ws_buf_i64(ws_buf *b, int64_t v) {
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[sizeof tmp - 1 - n++] = '-';
+    ws_buf_str(b, (ws_str){tmp + sizeof tmp - n, n});
+}
+
+ws_str ws_buf_view(const ws_buf *b) { return (ws_str){b->ptr ? b->ptr : "", b->len}; }
+
+const char *ws_buf_cstr(ws_buf *b) {
+    buf_reserve(b, 0);
+    b->ptr[b->len] = 0;
+    return b->ptr;
+}
+
+void ws_log(ws_level level, ws_str message) {
+    scheduler_plugin_string_t m = {(uint8_t *)message.ptr, message.len};
+    wasmsched_plugin_host_log((wasmsched_plugin_host_level_t)level, &m);
+}
+
+void ws_logz(ws_level level, const char *message) { ws_log(level, ws_cstr(message)); }
+
+/* ======================================================================
+ * Numbers
+ * ====================================================================== */
+
+int64_t ws_round_i64(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    double t = __builtin_trunc(x);
+    double f = x - t;
+    if (f >= 0.5) t += 1.0;
+    else if (f <= -0.5) t -= 1.0;
+    return (int64_t)t;
+}
+
+static bool ieq(const char *p, size_t n, const char *word) {
+    size_t w = strlen(word);
+    if (n != w) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
+        if (c != word[i]) return false;
+    }
+    return true;
+}
+
+static double pow10_exact(int e) {
+    double r = 1.0;
+    for (int i = 0; i < e; i++) r *= 10.0;
+    return r;
+}
+
+/* Correctly rounded when the significand has at most 19 digits, fits in
+ * 2^53 and the decimal exponent is within +-22 (every usual quantity);
+ * otherwise within an ulp or so. */
+bool ws_parse_f64(ws_str s, double *out) {
+    const char *p = s.ptr, *end = s.ptr + s.len;
+    bool neg = false;
+    if (p < end && (*p == '+' || *p == '-')) neg = *p++ == '-';
+    size_t rest = (size_t)(end - p);
+    if (ieq(p, rest, "inf") || ieq(p, rest, "infinity")) {
+        *out = neg ? -__builtin_inf() : __builtin_inf();
+        return true;
+    }
+    if (ieq(p, rest, "nan")) {
+        *out = __builtin_nan("");
+        return true;
+    }
+    uint64_t mant = 0;
+    int digits = 0, exp10 = 0;
+    bool any = false;
+    for (; p < end && *p >= '0' && *p <= '9'; p++) {
+        any = true;
+        if (digits < 19) {
+            mant = mant * 10 + (uint64_t)(*p - '0');
+            if (mant) digits++;
+        } else exp10++;
+    }
+    if (p < end && *p == '.') {
+        p++;
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            any = true;
+            if (digits < 19) {
+                mant = mant * 10 + (uint64_t)(*p - '0');
+                if (mant) digits++;
+                exp10--;
+            }
+        }
+    }
+    if (!any) return false;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        bool eneg = false;
+        if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        if (p >= end) return false;
+        int e = 0;
+        for (; p < end && *p >= '0' && *p <= '9'; p++)
+            if (e < 100000) e = e * 10 + (*p - '0');
+        if (p < end) return false;
+        exp10 += eneg ? -e : e;
+    }
+    if (p != end) return false;
+    double v;
+    if (mant == 0) v = 0.0;
+    else if (mant <= (1ull << 53) && exp10 >= -22 && exp10 <= 22)
+        v = exp10 < 0 ? (double)mant / pow10_exact(-exp10) : (double)mant * pow10_exact(exp10);
+    else {
+        v = (double)mant;
+        for (; exp10 > 0; exp10--) v *= 10.0;
+        for (; exp10 < -22; exp10 += 22) v /= 1e22;
+        if (exp10 < 0) v /= pow10_exact(-exp10);
+    }
+    *out = neg ? -v : v;
+    return true;
+}
+
+/* ======================================================================
+ * JSON: top-level fields of an object
+ * ====================================================================== */
+
+typedef struct { const char *p, *end; } cursor;
+
+static void skip_ws(cursor *c) {
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+
+/* Skips a string starting at '"'; sets *raw to its body; *escaped if it
+ * contains backslashes. */
+static bool scan_string(cursor *c, ws_str *raw, bool *escaped) {
+    if (c->p >= c->end || *c->p != '"') return false;
+    const char *start = ++c->p;
+    *escaped = false;
+    while (c->p < c->end && *c->p != '"') {
+        if ((unsigned char)*c->p < 0x20) return false;
+        if (*c->p == '\\') {
+            *escaped = true;
+            c->p++;
+            if (c->p >= c->end) return false;
+        }
+        c->p++;
+    }
+    if (c->p >= c->end) return false;
+    *raw = (ws_str){start, (size_t)(c->p - start)};
+    c->p++;
+    return true;
+}
+
+static bool scan_number(cursor *c, ws_str *raw, bool *integral) {
+    const char *s = c->p;
+    *integral = true;
+    if (c->p < c->end && *c->p == '-') c->p++;
+    if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+    if (*c->p == '0') c->p++;
+    else while (c->p < c->end && *c->p >= '0' && *c->p <= '9') c->p++;
+    if (c->p < c->end && *c->p == '.') {
+        *integral = false;
+        c->p++;
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') c->p++;
+    }
+    if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
+        *integral = false;
+        c->p++;
+        if (c->p < c->end && (*c->p == '+' || *c->p == '-')) c->p++;
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') c->p++;
+    }
+    *raw = (ws_str){s, (size_t)(c->p - s)};
+    return true;
+}
+
+static bool scan_word(cursor *c, const char *w) {
+    size_t n = strlen(w);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, w, n) != 0) return false;
+    c->p += n;
+    return true;
+}
+
+static bool skip_value(cursor *c, int depth) {
+    if (depth > 64) return false;
+    skip_ws(c);
+    if (c->p >= c->end) return false;
+    ws_str raw;
+    bool flag;
+    switch (*c->p) {
+    case '"': return scan_string(c, &raw, &flag);
+    case 't': return scan_word(c, "true");
+    case 'f': return scan_word(c, "false");
+    case 'n': return scan_word(c, "null");
+    case '{':
+    case '[': {
+        char close = *c->p == '{' ? '}' : ']';
+        bool object = close == '}';
+        c->p++;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == close) { c->p++; return true; }
+        for (;;) {
+            if (object) {
+                skip_ws(c);
+                if (!scan_string(c, &raw, &flag)) return false;
+                skip_ws(c);
+                if (c->p >= c->end || *c->p != ':') return false;
+                c->p++;
+            }
+            if (!skip_value(c, depth + 1)) return false;
+            skip_ws(c);
+            if (c->p < c->end && *c->p == ',') { c->p++; continue; }
+            if (c->p < c->end && *c->p == close) { c->p++; return true; }
+            return false;
+        }
+    }
+    default: return scan_number(c, &raw, &flag);
+    }
+}
+
+static int hex4(const char *p) {
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char ch = p[i];
+        v <<= 4;
+        if (ch >= '0' && ch <= '9') v |= ch - '0';
+        else if (ch >= 'a' && ch <= 'f') v |= ch - 'a' + 10;
+        else if (ch >= 'A' && ch <= 'F') v |= ch - 'A' + 10;
+        else return -1;
+    }
+    return v;
+}
+
+/* Unescapes a string body into `dst` (at least raw.len bytes); returns the
+ * length, or -1 when invalid. */
+static long unescape(ws_str raw, char *dst) {
+    const char *p = raw.ptr, *end = raw.ptr + raw.len;
+    char *o = dst;
+    while (p < end) {
+        if (*p != '\\') { *o++ = *p++; continue; }
+        p++;
+        if (p >= end) return -1;
+        char e = *p++;
+        switch (e) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
+        case 'b': *o++ = '\b'; break;
+        case 'f': *o++ = '\f'; break;
+        case 'n': *o++ = '\n'; break;
+        case 'r': *o++ = '\r'; break;
+        case 't': *o++ = '\t'; break;
+        case 'u': {
+            if (end - p < 4) return -1;
+            long cp = hex4(p);
+            p += 4;
+            if (cp < 0) return -1;
+            if (cp >= 0xD800 && cp < 0xDC00 && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
+                long lo = hex4(p + 2);
+                if (lo >= 0xDC00 && lo < 0xE000) {
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p += 6;
+                }
+            }
+            if (cp >= 0xD800 && cp < 0xE000) cp = 0xFFFD; /* lone surrogate */
+            /* \uXXXX is 6 bytes in, at most 4 out: fits in raw.len. */
+            if (cp < 0x80) *o++ = (char)cp;
+            else if (cp < 0x800) { *o++ = (char)(0xC0 | (cp >> 6)); *o++ = (char)(0x80 | (cp & 0x3F)); }
+            else if (cp < 0x10000) {
+                *o++ = (char)(0xE0 | (cp >> 12)); *o++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+                *o++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *o++ = (char)(0xF0 | (cp >> 18)); *o++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+                *o++ = (char)(0x80 | ((cp >> 6) & 0x3F)); *o++ = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default: return -1;
+        }
+    }
+    return (long)(o - dst);
+}
+
+/* Positions `c` on the value of top-level field `key`. */
+static bool find_field(ws_str json, const char *key, cursor *c) {
+    size_t klen = strlen(key);
+    c->p = json.ptr;
+    c->end = json.ptr + json.len;
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '{') return false;
+    c->p++;
+    skip_ws(c);
+    if (c->p < c->end && *c->p == '}') return false;
+    for (;;) {
+        ws_str raw;
+        bool escaped;
+        skip_ws(c);
+        if (!scan_string(c, &raw, &escaped)) return false;
+        bool match;
+        if (!escaped) match = raw.len == klen && memcmp(raw.ptr, key, klen) == 0;
+        else {
+            char *tmp = ws_alloc(raw.len, 1);
+            long n = unescape(raw, tmp);
+            match = n == (long)klen && memcmp(tmp, key, klen) == 0;
+        }
+        skip_ws(c);
+        if (c->p >= c->end || *c->p != ':') return false;
+        c->p++;
+        skip_ws(c);
+        if (match) return true;
+        if (!skip_value(c, 0)) return false;
+        skip_ws(c);
+        if (c->p < c->end && *c->p == ',') { c->p++; continue; }
+        return false;
+    }
+}
+
+bool ws_json_has(ws_str json, const char *key) {
+    cursor c;
+    return find_field(json, key, &c);
+}
+
+bool ws_json_string(ws_str json, const char *key, ws_str *out) {
+    cursor c;
+    ws_str raw;
+    bool escaped;
+    if (!find_field(json, key, &c) || !scan_string(&c, &raw, &escaped)) return false;
+    if (!escaped) { *out = raw; return true; }
+    char *dst = in_keep(json.ptr) ? keep_alloc(raw.len) : ws_alloc(raw.len, 1);
+    if (!dst) return false;
+    long n = unescape(raw, dst);
+    if (n < 0) return false;
+    *out = (ws_str){dst, (size_t)n};
+    return true;
+}
+
+bool ws_json_f64(ws_str json, const char *key, double *out) {
+    cursor c;
+    ws_str raw;
+    bool integral;
+    return find_field(json, key, &c) && scan_number(&c, &raw, &integral) && ws_parse_f64(raw, out);
+}
+
+bool ws_json_i64(ws_str json, const char *key, int64_t *out) {
+    cursor c;
+    ws_str raw;
+    bool integral;
+    if (!find_field(json, key, &c) || !scan_number(&c, &raw, &integral) || !integral) return false;
+    const char *p = raw.ptr, *end = raw.ptr + raw.len;
+    bool neg = *p == '-';
+    if (neg) p++;
+    uint64_t v = 0, limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; p < end; p++) {
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (limit - d) / 10) return false;
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+bool ws_json_bool(ws_str json, const char *key, bool *out) {
+    cursor c;
+    if (!find_field(json, key, &c)) return false;
+    if (scan_word(&c, "true")) { *out = true; return true; }
+    if (scan_word(&c, "false")) { *out = false; return true; }
+    return false;
+}
+
+/* ======================================================================
+ * Accessors
+ * ====================================================================== */
+
+typedef scheduler_plugin_string_t gstr;
+
+static inline ws_str S(gstr s) { return (ws_str){(const char *)s.ptr, s.len}; }
+static inline gstr G(ws_str s) { return (gstr){(uint8_t *)s.ptr, s.len}; }
+static inline wasmsched_plugin_cluster_borrow_pod_t P(ws_pod p) { return (wasmsched_plugin_cluster_borrow_pod_t){p.handle}; }
+static inline wasmsched_plugin_cluster_borrow_nodes_t N(ws_nodes n) { return (wasmsched_plugin_cluster_borrow_nodes_t){n.handle}; }
+
+#define STR_GETTER(NAME, CALL)       \
+    ws_str NAME {                    \
+        gstr r;                      \
+        CALL;                        \
+        return S(r);                 \
+    }
+#define OPT_STR_GETTER(NAME, CALL)   \
+    bool NAME {                      \
+        gstr k = G(key), r;          \
+        if (!(CALL)) return false;   \
+        *value = S(r);               \
+        return true;                 \
+    }
+#define LIST_GETTER(RET, GEN, NAME, CALL)          \
+    RET NAME {                                     \
+        GEN l;                                     \
+        CALL;                                      \
+        return (RET){(void *)l.ptr, l.len};        \
+    }
+
+STR_GETTER(ws_pod_name(ws_pod pod), wasmsched_plugin_cluster_method_pod_name(P(pod), &r))
+STR_GETTER(ws_pod_namespace(ws_pod pod), wasmsched_plugin_cluster_method_pod_namespace(P(pod), &r))
+STR_GETTER(ws_pod_uid(ws_pod pod), wasmsched_plugin_cluster_method_pod_uid(P(pod), &r))
+OPT_STR_GETTER(ws_pod_label(ws_pod pod, ws_str key, ws_str *value), wasmsched_plugin_cluster_method_pod_label(P(pod), &k, &r))
+LIST_GETTER(ws_pairs, scheduler_plugin_list_tuple2_string_string_t, ws_pod_labels(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_labels(P(pod), &l))
+OPT_STR_GETTER(ws_pod_annotation(ws_pod pod, ws_str key, ws_str *value), wasmsched_plugin_cluster_method_pod_annotation(P(pod), &k, &r))
+LIST_GETTER(ws_pairs, scheduler_plugin_list_tuple2_string_string_t, ws_pod_annotations(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_annotations(P(pod), &l))
+
+int64_t ws_pod_request(ws_pod pod, ws_str resource) {
+    gstr k = G(resource);
+    return wasmsched_plugin_cluster_method_pod_request(P(pod), &k);
+}
+
+LIST_GETTER(ws_quantities, wasmsched_plugin_cluster_list_quantity_t, ws_pod_requests(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_requests(P(pod), &l))
+LIST_GETTER(ws_tolerations, wasmsched_plugin_cluster_list_toleration_t, ws_pod_tolerations(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_tolerations(P(pod), &l))
+LIST_GETTER(ws_strs, scheduler_plugin_list_string_t, ws_pod_images(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_images(P(pod), &l))
+LIST_GETTER(ws_pairs, scheduler_plugin_list_tuple2_string_string_t, ws_pod_node_selector(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_node_selector(P(pod), &l))
+
+int32_t ws_pod_priority(ws_pod pod) { return wasmsched_plugin_cluster_method_pod_priority(P(pod)); }
+
+STR_GETTER(ws_pod_scheduler_name(ws_pod pod), wasmsched_plugin_cluster_method_pod_scheduler_name(P(pod), &r))
+
+bool ws_pod_owner_kind(ws_pod pod, ws_str *kind) {
+    gstr r;
+    if (!wasmsched_plugin_cluster_method_pod_owner_kind(P(pod), &r)) return false;
+    *kind = S(r);
+    return true;
+}
+
+STR_GETTER(ws_pod_json(ws_pod pod), wasmsched_plugin_cluster_method_pod_json(P(pod), &r))
+
+uint32_t ws_nodes_len(ws_nodes nodes) { return wasmsched_plugin_cluster_method_nodes_len(N(nodes)); }
+
+STR_GETTER(ws_nodes_name(ws_nodes nodes, uint32_t i), wasmsched_plugin_cluster_method_nodes_name(N(nodes), i, &r))
+OPT_STR_GETTER(ws_nodes_label(ws_nodes nodes, uint32_t i, ws_str key, ws_str *value),
+               wasmsched_plugin_cluster_method_nodes_label(N(nodes), i, &k, &r))
+LIST_GETTER(ws_pairs, scheduler_plugin_list_tuple2_string_string_t, ws_nodes_labels(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_labels(N(nodes), i, &l))
+OPT_STR_GETTER(ws_nodes_annotation(ws_nodes nodes, uint32_t i, ws_str key, ws_str *value),
+               wasmsched_plugin_cluster_method_nodes_annotation(N(nodes), i, &k, &r))
+LIST_GETTER(ws_pairs, scheduler_plugin_list_tuple2_string_string_t, ws_nodes_annotations(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_annotations(N(nodes), i, &l))
+
+int64_t ws_nodes_allocatable(ws_nodes nodes, uint32_t i, ws_str resource) {
+    gstr k = G(resource);
+    return wasmsched_plugin_cluster_method_nodes_allocatable(N(nodes), i, &k);
+}
+
+LIST_GETTER(ws_quantities, wasmsched_plugin_cluster_list_quantity_t, ws_nodes_allocatables(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_allocatables(N(nodes), i, &l))
+
+int64_t ws_nodes_requested(ws_nodes nodes, uint32_t i, ws_str resource) {
+    gstr k = G(resource);
+    return wasmsched_plugin_cluster_method_nodes_requested(N(nodes), i, &k);
+}
+
+LIST_GETTER(ws_quantities, wasmsched_plugin_cluster_list_quantity_t, ws_nodes_requesteds(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_requesteds(N(nodes), i, &l))
+
+int64_t ws_nodes_pod_count(ws_nodes nodes, uint32_t i) {
+    return wasmsched_plugin_cluster_method_nodes_pod_count(N(nodes), i);
+}
+
+bool ws_nodes_unschedulable(ws_nodes nodes, uint32_t i) {
+    return wasmsched_plugin_cluster_method_nodes_unschedulable(N(nodes), i);
+}
+
+LIST_GETTER(ws_taints, wasmsched_plugin_cluster_list_taint_t, ws_nodes_taints(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_taints(N(nodes), i, &l))
+LIST_GETTER(ws_conditions, wasmsched_plugin_cluster_list_condition_t, ws_nodes_conditions(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_conditions(N(nodes), i, &l))
+
+bool ws_nodes_image_size(ws_nodes nodes, uint32_t i, ws_str image, int64_t *size) {
+    gstr k = G(image);
+    return wasmsched_plugin_cluster_method_nodes_image_size(N(nodes), i, &k, size);
+}
+
+LIST_GETTER(ws_images, wasmsched_plugin_cluster_list_image_t, ws_nodes_images(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_images(N(nodes), i, &l))
+
+uint64_t ws_nodes_random(ws_nodes nodes, uint32_t i) {
+    return wasmsched_plugin_cluster_method_nodes_random(N(nodes), i);
+}
+
+STR_GETTER(ws_nodes_json(ws_nodes nodes, uint32_t i), wasmsched_plugin_cluster_method_nodes_json(N(nodes), i, &r))
+
+LIST_GETTER(ws_strs, scheduler_plugin_list_string_t, ws_nodes_names(ws_nodes nodes),
+            wasmsched_plugin_cluster_method_nodes_names(N(nodes), &l))
+
+#define COLUMN(RET, GEN, NAME, FN)          \
+    RET NAME(ws_nodes nodes, ws_str key) {  \
+        gstr k = G(key);                    \
+        GEN l;                              \
+        FN(N(nodes), &k, &l);               \
+        return (RET){(void *)l.ptr, l.len}; \
+    }
+COLUMN(ws_opt_strs, scheduler_plugin_list_option_string_t, ws_nodes_label_values, wasmsched_plugin_cluster_method_nodes_label_values)
+COLUMN(ws_opt_strs, scheduler_plugin_list_option_string_t, ws_nodes_annotation_values, wasmsched_plugin_cluster_method_nodes_annotation_values)
+COLUMN(ws_opt_f64s, scheduler_plugin_list_option_f64_t, ws_nodes_label_numbers, wasmsched_plugin_cluster_method_nodes_label_numbers)
+COLUMN(ws_opt_f64s, scheduler_plugin_list_option_f64_t, ws_nodes_annotation_numbers, wasmsched_plugin_cluster_method_nodes_annotation_numbers)
+COLUMN(ws_i64s, scheduler_plugin_list_s64_t, ws_nodes_allocatable_all, wasmsched_plugin_cluster_method_nodes_allocatable_all)
+COLUMN(ws_i64s, scheduler_plugin_list_s64_t, ws_nodes_requested_all, wasmsched_plugin_cluster_method_nodes_requested_all)
+
+ws_i64s ws_nodes_image_bytes(ws_nodes nodes, ws_strs images) {
+    scheduler_plugin_list_string_t names = {(gstr *)images.ptr, images.len};
+    scheduler_plugin_list_s64_t l;
+    wasmsched_plugin_cluster_method_nodes_image_bytes(N(nodes), &names, &l);
+    return (ws_i64s){l.ptr, l.len};
+}
+
+LIST_GETTER(ws_u64s, scheduler_plugin_list_u64_t, ws_nodes_randoms(ws_nodes nodes),
+            wasmsched_plugin_cluster_method_nodes_randoms(N(nodes), &l))
+
+/* ======================================================================
+ * Results
+ * ====================================================================== */
+
+void ws_reject(ws_rejections *out, uint32_t index, ws_code code, ws_str reason) {
+    if (out->len == out->cap) {
+        size_t cap = out->cap ? out->cap * 2 : 8;
+        ws_rejection *p = ws_alloc(cap * sizeof *p, _Alignof(ws_rejection));
+        if (out->len) memcpy(p, out->ptr, out->len * sizeof *p);
+        out->ptr = p;
+        out->cap = cap;
+    }
+    out->ptr[out->len++] = (ws_rejection){index, (uint8_t)code, reason};
+}
+
+/* ======================================================================
+ * Default hooks (weak: the plugin's own definitions win)
+ * ====================================================================== */
+
+#define NOT_IMPLEMENTED "not implemented"
+
+__attribute__((weak)) const char *ws_configure(ws_str args) {
+    (void)args;
+    return NULL;
+}
+__attribute__((weak)) const char *ws_pre_filter(ws_pod pod, ws_status *status) {
+    (void)pod, (void)status;
+    return NOT_IMPLEMENTED;
+}
+__attribute__((weak)) const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejections *out) {
+    (void)pod, (void)nodes, (void)out;
+    return NOT_IMPLEMENTED;
+}
+__attribute__((weak)) const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status) {
+    (void)pod, (void)nodes, (void)status;
+    return NOT_IMPLEMENTED;
+}
+__attribute__((weak)) const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n) {
+    (void)pod, (void)nodes, (void)scores, (void)n;
+    return NOT_IMPLEMENTED;
+}
+__attribute__((weak)) const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n) {
+    (void)pod, (void)scores, (void)n;
+    return NOT_IMPLEMENTED;
+}
+
+/* ======================================================================
+ * The generated bindings' exports
+ * ====================================================================== */
+
+extern const ws_metadata ws_plugin; /* WS_PLUGIN(...) in the plugin */
+
+static bool finish(const char *error, gstr *err) {
+    call_leave();
+    if (!error) return true;
+    *err = (gstr){(uint8_t *)error, strlen(error)};
+    return false;
+}
+
+static ws_pod POD(exports_wasmsched_plugin_plugin_borrow_pod_t p) { return (ws_pod){p.__handle}; }
+static ws_nodes NODES(exports_wasmsched_plugin_plugin_borrow_nodes_t n) { return (ws_nodes){n.__handle}; }
+
+void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret) {
+    call_enter();
+    ret->name = G(ws_cstr(ws_plugin.name));
+    ret->version = G(ws_cstr(ws_plugin.version));
+    ret->points = (exports_wasmsched_plugin_plugin_points_t)ws_plugin.points;
+    call_leave();
+}
+
+bool exports_wasmsched_plugin_plugin_configure(gstr *args, gstr *err) {
+    call_enter();
+    int previous = keep_cur;
+    keep_cur ^= 1;
+    keep_top[keep_cur] = 0;
+    if (args->len > WS_KEEP_BYTES) {
+        keep_cur = previous;
+        return finish("args: too large for the plugin (WS_KEEP_BYTES)", err);
+    }
+    const char *e = ws_configure(ws_keep(S(*args)));
+    if (e) keep_cur = previous;
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                                exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
+    call_enter();
+    ws_status st = {WS_SUCCESS, {"", 0}};
+    const char *e = ws_pre_filter(POD(pod), &st);
+    ret->code = (exports_wasmsched_plugin_plugin_code_t)st.code;
+    ret->reason = G(st.reason);
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                            exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                            exports_wasmsched_plugin_plugin_list_rejection_t *ret, gstr *err) {
+    call_enter();
+    ws_rejections out = {0};
+    const char *e = ws_filter(POD(pod), NODES(nodes), &out);
+    ret->ptr = (exports_wasmsched_plugin_plugin_rejection_t *)out.ptr;
+    ret->len = out.len;
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                               exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                               exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
+    call_enter();
+    ws_status st = {WS_SUCCESS, {"", 0}};
+    const char *e = ws_pre_score(POD(pod), NODES(nodes), &st);
+    ret->code = (exports_wasmsched_plugin_plugin_code_t)st.code;
+    ret->reason = G(st.reason);
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                           exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                           scheduler_plugin_list_s64_t *ret, gstr *err) {
+    call_enter();
+    size_t n = wasmsched_plugin_cluster_method_nodes_len(nodes);
+    int64_t *scores = ws_alloc(n * sizeof(int64_t), 8);
+    memset(scores, 0, n * sizeof(int64_t));
+    const char *e = ws_score(POD(pod), NODES(nodes), scores, n);
+    ret->ptr = scores;
+    ret->len = n;
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                                     scheduler_plugin_list_s64_t *scores,
+                                                     scheduler_plugin_list_s64_t *ret, gstr *err) {
+    call_enter();
+    const char *e = ws_normalize_score(POD(pod), scores->ptr, scores->len);
+    *ret = *scores;
+    return finish(e, err);
+}

@@ -1,0 +1,578 @@
+//! wasmsched Zig SDK: write a wasmsched scheduling plugin in Zig.
+//!
+//! A plugin is a Zig file that declares `metadata`, defines the hooks of the
+//! points it implements and hands itself to `plugin`:
+//!
+//!     const ws = @import("wasmsched");
+//!
+//!     pub const metadata = ws.Metadata{ .name = "random", .version = "0.1.0", .points = .{ .score = true } };
+//!
+//!     pub fn score(pod: ws.Pod, nodes: ws.Nodes, scores: []i64) !void { ... }
+//!
+//!     comptime {
+//!         ws.plugin(@This());
+//!     }
+//!
+//! Hooks (all optional; those missing answer "not implemented", a missing
+//! `configure` accepts any args):
+//!
+//!     pub fn configure(args: ws.Args) !void
+//!     pub fn preFilter(pod: ws.Pod) !ws.Status
+//!     pub fn filter(pod: ws.Pod, nodes: ws.Nodes, out: ws.Rejections) !void
+//!     pub fn preScore(pod: ws.Pod, nodes: ws.Nodes) !ws.Status
+//!     pub fn score(pod: ws.Pod, nodes: ws.Nodes, scores: []i64) !void   // scores.len == nodes.len(), preset to 0
+//!     pub fn normalizeScore(pod: ws.Pod, scores: []i64) !void          // in place
+//!
+//! An error returned by a hook becomes the contract's `err`: the message given
+//! to `ws.fail`, or else the error's name.
+//!
+//! Memory: slices returned by accessors, `ws.allocator` and `ws.print` live in
+//! a per-call arena released after the export returns; never free. `args`
+//! (and slices of it) stay valid while its configuration is current.
+//!
+//! The component-model plumbing is the C SDK (plugins/sdk/c, over
+//! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
+
+const std = @import("std");
+
+// ---- the C SDK (plugins/sdk/c/include/wasmsched.h) ----------------------
+
+const CStr = extern struct {
+    ptr: ?[*]const u8,
+    len: usize,
+
+    fn of(s: []const u8) CStr {
+        return .{ .ptr = s.ptr, .len = s.len };
+    }
+    fn slice(self: CStr) []const u8 {
+        return if (self.ptr) |p| p[0..self.len] else "";
+    }
+};
+
+fn CList(comptime T: type) type {
+    return extern struct {
+        ptr: ?[*]T,
+        len: usize,
+
+        fn slice(self: @This()) []T {
+            return if (self.ptr) |p| p[0..self.len] else &[_]T{};
+        }
+    };
+}
+
+/// An optional string as the host returns it in a column.
+pub const OptStr = extern struct {
+    is_some: bool,
+    val: CStr,
+
+    pub fn get(self: OptStr) ?[]const u8 {
+        return if (self.is_some) self.val.slice() else null;
+    }
+};
+
+/// An optional number as the host returns it in a column.
+pub const OptF64 = extern struct {
+    is_some: bool,
+    val: f64,
+
+    pub fn get(self: OptF64) ?f64 {
+        return if (self.is_some) self.val else null;
+    }
+};
+
+/// A (key, value) pair of labels, annotations or the node selector.
+pub const Pair = extern struct {
+    key_: CStr,
+    value_: CStr,
+
+    pub fn key(self: Pair) []const u8 {
+        return self.key_.slice();
+    }
+    pub fn value(self: Pair) []const u8 {
+        return self.value_.slice();
+    }
+};
+
+/// A resource amount (see the contract for units).
+pub const Quantity = extern struct {
+    name_: CStr,
+    amount: i64,
+
+    pub fn name(self: Quantity) []const u8 {
+        return self.name_.slice();
+    }
+};
+
+pub const Taint = extern struct {
+    key_: CStr,
+    value_: CStr,
+    effect_: CStr,
+
+    pub fn key(self: Taint) []const u8 {
+        return self.key_.slice();
+    }
+    pub fn value(self: Taint) []const u8 {
+        return self.value_.slice();
+    }
+    pub fn effect(self: Taint) []const u8 {
+        return self.effect_.slice();
+    }
+};
+
+pub const Toleration = extern struct {
+    key_: CStr,
+    operator_: CStr,
+    value_: CStr,
+    effect_: CStr,
+
+    pub fn key(self: Toleration) []const u8 {
+        return self.key_.slice();
+    }
+    pub fn operator(self: Toleration) []const u8 {
+        return self.operator_.slice();
+    }
+    pub fn value(self: Toleration) []const u8 {
+        return self.value_.slice();
+    }
+    pub fn effect(self: Toleration) []const u8 {
+        return self.effect_.slice();
+    }
+};
+
+pub const Condition = extern struct {
+    type_: CStr,
+    status_: CStr,
+
+    pub fn @"type"(self: Condition) []const u8 {
+        return self.type_.slice();
+    }
+    pub fn status(self: Condition) []const u8 {
+        return self.status_.slice();
+    }
+};
+
+pub const Image = extern struct {
+    names_: CList(CStr),
+    size_bytes: i64,
+
+    /// Every name of the image (tags and digests).
+    pub fn names(self: Image) Strs {
+        return .{ .items = self.names_.slice() };
+    }
+};
+
+/// A list of strings from the host; `at(i)` or iterate over `items` with `.slice()`.
+pub const Strs = struct {
+    items: []CStr,
+
+    pub fn len(self: Strs) usize {
+        return self.items.len;
+    }
+    pub fn at(self: Strs, i: usize) []const u8 {
+        return self.items[i].slice();
+    }
+};
+
+const CPod = extern struct { handle: i32 };
+const CNodes = extern struct { handle: i32 };
+const CStatus = extern struct { code: c_int, reason: CStr };
+const CRejection = extern struct { index: u32, code: u8, reason: CStr };
+const CRejections = extern struct { ptr: ?[*]CRejection, len: usize, cap: usize };
+const CMetadata = extern struct { name: [*:0]const u8, version: [*:0]const u8, points: u32 };
+const CErr = ?[*:0]const u8;
+
+extern fn ws_alloc(size: usize, alignment: usize) *anyopaque;
+extern fn ws_log(level: c_int, message: CStr) void;
+extern fn ws_reject(out: *CRejections, index: u32, code: c_int, reason: CStr) void;
+extern fn ws_round_i64(x: f64) i64;
+extern fn ws_keep(s: CStr) CStr;
+extern fn ws_json_string(json: CStr, key: [*:0]const u8, out: *CStr) bool;
+extern fn ws_json_f64(json: CStr, key: [*:0]const u8, out: *f64) bool;
+extern fn ws_json_i64(json: CStr, key: [*:0]const u8, out: *i64) bool;
+extern fn ws_json_bool(json: CStr, key: [*:0]const u8, out: *bool) bool;
+extern fn ws_json_has(json: CStr, key: [*:0]const u8) bool;
+
+extern fn ws_pod_name(pod: CPod) CStr;
+extern fn ws_pod_namespace(pod: CPod) CStr;
+extern fn ws_pod_uid(pod: CPod) CStr;
+extern fn ws_pod_label(pod: CPod, key: CStr, value: *CStr) bool;
+extern fn ws_pod_labels(pod: CPod) CList(Pair);
+extern fn ws_pod_annotation(pod: CPod, key: CStr, value: *CStr) bool;
+extern fn ws_pod_annotations(pod: CPod) CList(Pair);
+extern fn ws_pod_request(pod: CPod, resource: CStr) i64;
+extern fn ws_pod_requests(pod: CPod) CList(Quantity);
+extern fn ws_pod_tolerations(pod: CPod) CList(Toleration);
+extern fn ws_pod_images(pod: CPod) CList(CStr);
+extern fn ws_pod_node_selector(pod: CPod) CList(Pair);
+extern fn ws_pod_priority(pod: CPod) i32;
+extern fn ws_pod_scheduler_name(pod: CPod) CStr;
+extern fn ws_pod_owner_kind(pod: CPod, kind: *CStr) bool;
+extern fn ws_pod_json(pod: CPod) CStr;
+
+extern fn ws_nodes_len(nodes: CNodes) u32;
+extern fn ws_nodes_name(nodes: CNodes, i: u32) CStr;
+extern fn ws_nodes_label(nodes: CNodes, i: u32, key: CStr, value: *CStr) bool;
+extern fn ws_nodes_labels(nodes: CNodes, i: u32) CList(Pair);
+extern fn ws_nodes_annotation(nodes: CNodes, i: u32, key: CStr, value: *CStr) bool;
+extern fn ws_nodes_annotations(nodes: CNodes, i: u32) CList(Pair);
+extern fn ws_nodes_allocatable(nodes: CNodes, i: u32, resource: CStr) i64;
+extern fn ws_nodes_allocatables(nodes: CNodes, i: u32) CList(Quantity);
+extern fn ws_nodes_requested(nodes: CNodes, i: u32, resource: CStr) i64;
+extern fn ws_nodes_requesteds(nodes: CNodes, i: u32) CList(Quantity);
+extern fn ws_nodes_pod_count(nodes: CNodes, i: u32) i64;
+extern fn ws_nodes_unschedulable(nodes: CNodes, i: u32) bool;
+extern fn ws_nodes_taints(nodes: CNodes, i: u32) CList(Taint);
+extern fn ws_nodes_conditions(nodes: CNodes, i: u32) CList(Condition);
+extern fn ws_nodes_image_size(nodes: CNodes, i: u32, image: CStr, size: *i64) bool;
+extern fn ws_nodes_images(nodes: CNodes, i: u32) CList(Image);
+extern fn ws_nodes_random(nodes: CNodes, i: u32) u64;
+extern fn ws_nodes_json(nodes: CNodes, i: u32) CStr;
+extern fn ws_nodes_names(nodes: CNodes) CList(CStr);
+extern fn ws_nodes_label_values(nodes: CNodes, key: CStr) CList(OptStr);
+extern fn ws_nodes_annotation_values(nodes: CNodes, key: CStr) CList(OptStr);
+extern fn ws_nodes_label_numbers(nodes: CNodes, key: CStr) CList(OptF64);
+extern fn ws_nodes_annotation_numbers(nodes: CNodes, key: CStr) CList(OptF64);
+extern fn ws_nodes_allocatable_all(nodes: CNodes, resource: CStr) CList(i64);
+extern fn ws_nodes_requested_all(nodes: CNodes, resource: CStr) CList(i64);
+extern fn ws_nodes_image_bytes(nodes: CNodes, images: CList(CStr)) CList(i64);
+extern fn ws_nodes_randoms(nodes: CNodes) CList(u64);
+
+// ---- the contract's types -------------------------------------------------
+
+/// kube-scheduler's extension points a plugin implements.
+pub const Points = packed struct(u32) {
+    pre_filter: bool = false,
+    filter: bool = false,
+    pre_score: bool = false,
+    score: bool = false,
+    normalize_score: bool = false,
+    _: u27 = 0,
+};
+
+/// What the plugin is.
+pub const Metadata = struct {
+    name: [:0]const u8,
+    version: [:0]const u8,
+    points: Points,
+};
+
+/// A verdict, with kube-scheduler's status codes.
+pub const Code = enum(c_int) {
+    success = 0,
+    unschedulable = 1,
+    unschedulable_and_unresolvable = 2,
+    skip = 3,
+};
+
+/// A verdict (PreFilter, PreScore) with the reason shown to users.
+pub const Status = struct {
+    code: Code = .success,
+    reason: []const u8 = "",
+};
+
+pub const Level = enum(c_int) { trace, debug, info, warn, err };
+
+/// The pod being scheduled (valid during the call).
+pub const Pod = struct {
+    c: CPod,
+
+    pub fn name(self: Pod) []const u8 {
+        return ws_pod_name(self.c).slice();
+    }
+    pub fn namespace(self: Pod) []const u8 {
+        return ws_pod_namespace(self.c).slice();
+    }
+    pub fn uid(self: Pod) []const u8 {
+        return ws_pod_uid(self.c).slice();
+    }
+    pub fn label(self: Pod, key: []const u8) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_pod_label(self.c, CStr.of(key), &v)) v.slice() else null;
+    }
+    pub fn labels(self: Pod) []const Pair {
+        return ws_pod_labels(self.c).slice();
+    }
+    pub fn annotation(self: Pod, key: []const u8) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_pod_annotation(self.c, CStr.of(key), &v)) v.slice() else null;
+    }
+    pub fn annotations(self: Pod) []const Pair {
+        return ws_pod_annotations(self.c).slice();
+    }
+    pub fn request(self: Pod, resource: []const u8) i64 {
+        return ws_pod_request(self.c, CStr.of(resource));
+    }
+    pub fn requests(self: Pod) []const Quantity {
+        return ws_pod_requests(self.c).slice();
+    }
+    pub fn tolerations(self: Pod) []const Toleration {
+        return ws_pod_tolerations(self.c).slice();
+    }
+    pub fn images(self: Pod) Strs {
+        return .{ .items = ws_pod_images(self.c).slice() };
+    }
+    pub fn nodeSelector(self: Pod) []const Pair {
+        return ws_pod_node_selector(self.c).slice();
+    }
+    pub fn priority(self: Pod) i32 {
+        return ws_pod_priority(self.c);
+    }
+    pub fn schedulerName(self: Pod) []const u8 {
+        return ws_pod_scheduler_name(self.c).slice();
+    }
+    pub fn ownerKind(self: Pod) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_pod_owner_kind(self.c, &v)) v.slice() else null;
+    }
+    pub fn json(self: Pod) []const u8 {
+        return ws_pod_json(self.c).slice();
+    }
+};
+
+/// The batch of candidate nodes, addressed by index `0 .. len()` (valid
+/// during the call; an index out of range traps).
+pub const Nodes = struct {
+    c: CNodes,
+
+    pub fn len(self: Nodes) u32 {
+        return ws_nodes_len(self.c);
+    }
+    pub fn name(self: Nodes, i: u32) []const u8 {
+        return ws_nodes_name(self.c, i).slice();
+    }
+    pub fn label(self: Nodes, i: u32, key: []const u8) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_nodes_label(self.c, i, CStr.of(key), &v)) v.slice() else null;
+    }
+    pub fn labels(self: Nodes, i: u32) []const Pair {
+        return ws_nodes_labels(self.c, i).slice();
+    }
+    pub fn annotation(self: Nodes, i: u32, key: []const u8) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_nodes_annotation(self.c, i, CStr.of(key), &v)) v.slice() else null;
+    }
+    pub fn annotations(self: Nodes, i: u32) []const Pair {
+        return ws_nodes_annotations(self.c, i).slice();
+    }
+    pub fn allocatable(self: Nodes, i: u32, resource: []const u8) i64 {
+        return ws_nodes_allocatable(self.c, i, CStr.of(resource));
+    }
+    pub fn allocatables(self: Nodes, i: u32) []const Quantity {
+        return ws_nodes_allocatables(self.c, i).slice();
+    }
+    pub fn requested(self: Nodes, i: u32, resource: []const u8) i64 {
+        return ws_nodes_requested(self.c, i, CStr.of(resource));
+    }
+    pub fn requesteds(self: Nodes, i: u32) []const Quantity {
+        return ws_nodes_requesteds(self.c, i).slice();
+    }
+    pub fn podCount(self: Nodes, i: u32) i64 {
+        return ws_nodes_pod_count(self.c, i);
+    }
+    pub fn unschedulable(self: Nodes, i: u32) bool {
+        return ws_nodes_unschedulable(self.c, i);
+    }
+    pub fn taints(self: Nodes, i: u32) []const Taint {
+        return ws_nodes_taints(self.c, i).slice();
+    }
+    pub fn conditions(self: Nodes, i: u32) []const Condition {
+        return ws_nodes_conditions(self.c, i).slice();
+    }
+    pub fn imageSize(self: Nodes, i: u32, image: []const u8) ?i64 {
+        var v: i64 = undefined;
+        return if (ws_nodes_image_size(self.c, i, CStr.of(image), &v)) v else null;
+    }
+    pub fn images(self: Nodes, i: u32) []const Image {
+        return ws_nodes_images(self.c, i).slice();
+    }
+    pub fn random(self: Nodes, i: u32) u64 {
+        return ws_nodes_random(self.c, i);
+    }
+    pub fn json(self: Nodes, i: u32) []const u8 {
+        return ws_nodes_json(self.c, i).slice();
+    }
+
+    // Column accessors: one host call for the whole batch, in batch order.
+
+    pub fn names(self: Nodes) Strs {
+        return .{ .items = ws_nodes_names(self.c).slice() };
+    }
+    pub fn labelValues(self: Nodes, key: []const u8) []const OptStr {
+        return ws_nodes_label_values(self.c, CStr.of(key)).slice();
+    }
+    pub fn annotationValues(self: Nodes, key: []const u8) []const OptStr {
+        return ws_nodes_annotation_values(self.c, CStr.of(key)).slice();
+    }
+    pub fn labelNumbers(self: Nodes, key: []const u8) []const OptF64 {
+        return ws_nodes_label_numbers(self.c, CStr.of(key)).slice();
+    }
+    pub fn annotationNumbers(self: Nodes, key: []const u8) []const OptF64 {
+        return ws_nodes_annotation_numbers(self.c, CStr.of(key)).slice();
+    }
+    pub fn allocatableAll(self: Nodes, resource: []const u8) []const i64 {
+        return ws_nodes_allocatable_all(self.c, CStr.of(resource)).slice();
+    }
+    pub fn requestedAll(self: Nodes, resource: []const u8) []const i64 {
+        return ws_nodes_requested_all(self.c, CStr.of(resource)).slice();
+    }
+    /// Total size of the named images on each node (each image once).
+    pub fn imageBytes(self: Nodes, image_names: []const []const u8) []const i64 {
+        const list = allocator.alloc(CStr, image_names.len) catch unreachable;
+        for (image_names, list) |n, *c| c.* = CStr.of(n);
+        return ws_nodes_image_bytes(self.c, .{ .ptr = list.ptr, .len = list.len }).slice();
+    }
+    pub fn randoms(self: Nodes) []const u64 {
+        return ws_nodes_randoms(self.c).slice();
+    }
+};
+
+/// The rejections Filter returns.
+pub const Rejections = struct {
+    c: *CRejections,
+
+    /// Rejects node `index` of the batch.
+    pub fn reject(self: Rejections, index: u32, code: Code, reason: []const u8) void {
+        ws_reject(self.c, index, @intFromEnum(code), CStr.of(reason));
+    }
+};
+
+/// The plugin's args (`pluginConfig[].args` as JSON, `{}` when none), with
+/// readers for the fields of the top-level object. Valid (with the slices it
+/// returns) as long as its configuration is current.
+pub const Args = struct {
+    json: []const u8,
+
+    /// A string field (unescaped); null when absent or not a string.
+    pub fn string(self: Args, comptime key: [:0]const u8) ?[]const u8 {
+        var v: CStr = undefined;
+        return if (ws_json_string(CStr.of(self.json), key.ptr, &v)) v.slice() else null;
+    }
+    /// A number field.
+    pub fn number(self: Args, comptime key: [:0]const u8) ?f64 {
+        var v: f64 = undefined;
+        return if (ws_json_f64(CStr.of(self.json), key.ptr, &v)) v else null;
+    }
+    /// An integral number field.
+    pub fn int(self: Args, comptime key: [:0]const u8) ?i64 {
+        var v: i64 = undefined;
+        return if (ws_json_i64(CStr.of(self.json), key.ptr, &v)) v else null;
+    }
+    /// A boolean field.
+    pub fn boolean(self: Args, comptime key: [:0]const u8) ?bool {
+        var v: bool = undefined;
+        return if (ws_json_bool(CStr.of(self.json), key.ptr, &v)) v else null;
+    }
+    /// Whether the field is present, whatever its value.
+    pub fn has(self: Args, comptime key: [:0]const u8) bool {
+        return ws_json_has(CStr.of(self.json), key.ptr);
+    }
+};
+
+// ---- services -------------------------------------------------------------
+
+/// Writes a line to the scheduler's log.
+pub fn log(level: Level, message: []const u8) void {
+    ws_log(@intFromEnum(level), CStr.of(message));
+}
+
+/// Formats into the per-call arena.
+pub fn print(comptime fmt: []const u8, args: anytype) ![]const u8 {
+    return std.fmt.allocPrint(allocator, fmt, args);
+}
+
+/// Rust's `x.round() as i64`: half away from zero, saturating, NaN -> 0.
+pub fn roundI64(x: f64) i64 {
+    return ws_round_i64(x);
+}
+
+/// Copies `s` so that it outlives the call (for `configure`).
+pub fn keep(s: []const u8) []const u8 {
+    return ws_keep(CStr.of(s)).slice();
+}
+
+var fail_message: ?[:0]const u8 = null;
+
+/// Fails the hook with a formatted message: `return ws.fail("bad {s}", .{x});`
+pub fn fail(comptime fmt: []const u8, args: anytype) error{Plugin} {
+    fail_message = std.fmt.allocPrintSentinel(allocator, fmt, args, 0) catch "out of memory";
+    return error.Plugin;
+}
+
+/// The per-call arena as a `std.mem.Allocator` (freeing is a no-op; memory
+/// returns to the arena after the export call).
+pub const allocator: std.mem.Allocator = .{ .ptr = undefined, .vtable = &arena_vtable };
+
+const arena_vtable: std.mem.Allocator.VTable = .{
+    .alloc = arenaAlloc,
+    .resize = std.mem.Allocator.noResize,
+    .remap = std.mem.Allocator.noRemap,
+    .free = std.mem.Allocator.noFree,
+};
+
+fn arenaAlloc(_: *anyopaque, len: usize, alignment: std.mem.Alignment, _: usize) ?[*]u8 {
+    return @ptrCast(ws_alloc(len, alignment.toByteUnits()));
+}
+
+// ---- the glue -------------------------------------------------------------
+
+fn errorMessage(err: anyerror) CErr {
+    if (err == error.Plugin) {
+        if (fail_message) |m| {
+            fail_message = null;
+            return m.ptr;
+        }
+    }
+    return @errorName(err).ptr;
+}
+
+/// Exports the hooks `T` declares (see the top of this file).
+pub fn plugin(comptime T: type) void {
+    const meta: Metadata = T.metadata;
+    const G = struct {
+        const md: CMetadata = .{
+            .name = meta.name.ptr,
+            .version = meta.version.ptr,
+            .points = @bitCast(meta.points),
+        };
+
+        fn configure(args: CStr) callconv(.c) CErr {
+            const r: anyerror!void = T.configure(.{ .json = args.slice() });
+            r catch |e| return errorMessage(e);
+            return null;
+        }
+        fn preFilter(pod: CPod, status: *CStatus) callconv(.c) CErr {
+            const r: anyerror!Status = T.preFilter(.{ .c = pod });
+            const st = r catch |e| return errorMessage(e);
+            status.* = .{ .code = @intFromEnum(st.code), .reason = CStr.of(st.reason) };
+            return null;
+        }
+        fn filter(pod: CPod, nodes: CNodes, out: *CRejections) callconv(.c) CErr {
+            const r: anyerror!void = T.filter(.{ .c = pod }, .{ .c = nodes }, .{ .c = out });
+            r catch |e| return errorMessage(e);
+            return null;
+        }
+        fn preScore(pod: CPod, nodes: CNodes, status: *CStatus) callconv(.c) CErr {
+            const r: anyerror!Status = T.preScore(.{ .c = pod }, .{ .c = nodes });
+            const st = r catch |e| return errorMessage(e);
+            status.* = .{ .code = @intFromEnum(st.code), .reason = CStr.of(st.reason) };
+            return null;
+        }
+        fn score(pod: CPod, nodes: CNodes, scores: [*]i64, n: usize) callconv(.c) CErr {
+            const r: anyerror!void = T.score(.{ .c = pod }, .{ .c = nodes }, scores[0..n]);
+            r catch |e| return errorMessage(e);
+            return null;
+        }
+        fn normalizeScore(pod: CPod, scores: [*]i64, n: usize) callconv(.c) CErr {
+            const r: anyerror!void = T.normalizeScore(.{ .c = pod }, scores[0..n]);
+            r catch |e| return errorMessage(e);
+            return null;
+        }
+    };
+    @export(&G.md, .{ .name = "ws_plugin" });
+    if (@hasDecl(T, "configure")) @export(&G.configure, .{ .name = "ws_configure" });
+    if (@hasDecl(T, "preFilter")) @export(&G.preFilter, .{ .name = "ws_pre_filter" });
+    if (@hasDecl(T, "filter")) @export(&G.filter, .{ .name = "ws_filter" });
+    if (@hasDecl(T, "preScore")) @export(&G.preScore, .{ .name = "ws_pre_score" });
+    if (@hasDecl(T, "score")) @export(&G.score, .{ .name = "ws_score" });
+    if (@hasDecl(T, "normalizeScore")) @export(&G.normalizeScore, .{ .name = "ws_normalize_score" });
+}

@@ -1,0 +1,110 @@
+//! Every manifest in `deploy/` parses into its k8s-openapi type with no
+//! field lost (a typo in a field name fails here), the kustomization lists
+//! files that exist, and the embedded scheduler configuration is valid.
+
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde::Deserialize;
+use serde_json::Value;
+
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            yaml_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "yaml") {
+            out.push(p);
+        }
+    }
+}
+
+/// Decodes into `T` and back; the result must equal the input.
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(doc: &Value, what: &str) -> T {
+    let typed: T = serde_json::from_value(doc.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let back = serde_json::to_value(&typed).unwrap();
+    assert_eq!(&back, doc, "{what}: a field was not recognised (typo?)");
+    typed
+}
+
+#[test]
+fn manifests_parse_into_kubernetes_types() {
+    let mut files = Vec::new();
+    yaml_files(&deploy_dir(), &mut files);
+    files.sort();
+    let mut kinds = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        if f.file_name().unwrap() == "kustomization.yaml" {
+            let k: Value = serde_yaml::from_str(&text).unwrap();
+            for r in k["resources"].as_array().unwrap() {
+                let path = f.parent().unwrap().join(r.as_str().unwrap());
+                assert!(
+                    path.exists(),
+                    "{}: resource {} does not exist",
+                    f.display(),
+                    path.display()
+                );
+            }
+            continue;
+        }
+        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+            let doc = Value::deserialize(doc).unwrap();
+            if doc.is_null() {
+                continue;
+            }
+            let what = format!("{} document {}", f.display(), i + 1);
+            let kind = doc["kind"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{what}: no kind"))
+                .to_owned();
+            match kind.as_str() {
+                "Namespace" => drop(round_trip::<Namespace>(&doc, &what)),
+                "ServiceAccount" => drop(round_trip::<ServiceAccount>(&doc, &what)),
+                "ClusterRole" => drop(round_trip::<ClusterRole>(&doc, &what)),
+                "ClusterRoleBinding" => drop(round_trip::<ClusterRoleBinding>(&doc, &what)),
+                "Role" => drop(round_trip::<Role>(&doc, &what)),
+                "RoleBinding" => drop(round_trip::<RoleBinding>(&doc, &what)),
+                "Pod" => drop(round_trip::<Pod>(&doc, &what)),
+                "Deployment" => {
+                    let d = round_trip::<Deployment>(&doc, &what);
+                    let spec = d.spec.unwrap().template.spec.unwrap();
+                    let c = &spec.containers[0];
+                    assert_eq!(
+                        c.security_context.as_ref().unwrap().read_only_root_filesystem,
+                        Some(true)
+                    );
+                    assert_eq!(spec.security_context.as_ref().unwrap().run_as_non_root, Some(true));
+                }
+                "ConfigMap" => {
+                    let cm = round_trip::<ConfigMap>(&doc, &what);
+                    if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("config.yaml")) {
+                        let c =
+                            wasmsched_core::config::Config::from_yaml(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
+                        wasmsched_wasm::WasmConfig::from_value(c.wasm_plugins.as_ref()).unwrap();
+                        assert!(c.leader_election.is_some());
+                    }
+                }
+                other => panic!("{what}: no check for kind {other}"),
+            }
+            kinds.push(kind);
+        }
+    }
+    for k in [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "Role",
+        "Deployment",
+        "ConfigMap",
+        "Pod",
+    ] {
+        assert!(kinds.iter().any(|x| x == k), "no {k} in deploy/");
+    }
+}
