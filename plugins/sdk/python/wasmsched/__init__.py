@@ -1,0 +1,281 @@
+"""wasmsched plugin SDK for Python (built with componentize-py).
+
+Write a class deriving from :class:`Plugin`, give it a ``name`` and implement
+the extension points you need; the build (``plugins/build.sh python DIR``)
+turns the module into a component of world ``wasmsched:plugin/scheduler-plugin``.
+
+    import wasmsched
+
+    class Random(wasmsched.Plugin):
+        name = "random"
+
+        def score(self, pod, nodes):
+            return [r % 101 for r in nodes.randoms()]
+
+The points a plugin implements are the methods it overrides (or the
+``points`` attribute, if set). ``configure`` receives the args as parsed JSON.
+Raise :class:`PluginError` (or any exception) to return an error to the host.
+``pod`` and ``nodes`` are the contract's handles: see :class:`Pod` and
+:class:`Nodes` for their accessors (snake_case names of the WIT functions).
+"""
+
+from __future__ import annotations
+
+import json as _json
+import sys as _sys
+from dataclasses import dataclass
+from enum import Enum, Flag, auto
+from typing import Iterable, List, Optional, Protocol, Tuple
+
+__all__ = [
+    "Plugin", "PluginError", "Code", "Status", "Rejection", "Points", "Level",
+    "Pod", "Nodes", "log", "trace", "debug", "info", "warn", "error",
+]
+
+# ---------------------------------------------------------------------------
+# Verdicts
+
+
+class Code(Enum):
+    """kube-scheduler's status codes."""
+
+    SUCCESS = 0
+    UNSCHEDULABLE = 1
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 2
+    SKIP = 3
+
+
+@dataclass
+class Status:
+    """A verdict of PreFilter or PreScore, with the reason shown to users."""
+
+    code: Code = Code.SUCCESS
+    reason: str = ""
+
+
+@dataclass
+class Rejection:
+    """A node Filter rejects: its index in the batch, the code and why."""
+
+    index: int
+    code: Code = Code.UNSCHEDULABLE
+    reason: str = ""
+
+
+class Points(Flag):
+    """The extension points a plugin implements."""
+
+    PRE_FILTER = auto()
+    FILTER = auto()
+    PRE_SCORE = auto()
+    SCORE = auto()
+    NORMALIZE_SCORE = auto()
+
+
+class PluginError(Exception):
+    """Raised by a plugin: the host receives ``str(error)`` as the error."""
+
+
+# ---------------------------------------------------------------------------
+# Logging (host.log). Outside a component (unit tests) lines go to stderr.
+
+
+class Level(Enum):
+    TRACE = 0
+    DEBUG = 1
+    INFO = 2
+    WARN = 3
+    ERROR = 4
+
+
+try:  # present only inside a componentize-py build
+    from wit_world.imports import host as _host
+
+    _HOST_LEVELS = {lv: _host.Level(lv.value) for lv in Level}
+
+    def log(level: Level | str, message: str) -> None:
+        """Writes a line to the scheduler's log, attributed to the plugin."""
+        if isinstance(level, str):
+            level = Level[level.upper()]
+        _host.log(_HOST_LEVELS[level], str(message))
+
+except ImportError:  # plain CPython: tests
+
+    def log(level: Level | str, message: str) -> None:
+        """Writes a line to the scheduler's log, attributed to the plugin."""
+        if isinstance(level, str):
+            level = Level[level.upper()]
+        print(f"[{level.name.lower()}] {message}", file=_sys.__stderr__)
+
+
+def trace(message: str) -> None:
+    log(Level.TRACE, message)
+
+
+def debug(message: str) -> None:
+    log(Level.DEBUG, message)
+
+
+def info(message: str) -> None:
+    log(Level.INFO, message)
+
+
+def warn(message: str) -> None:
+    log(Level.WARN, message)
+
+
+def error(message: str) -> None:
+    log(Level.ERROR, message)
+
+
+# ---------------------------------------------------------------------------
+# The handles the host passes (implemented by the generated bindings). These
+# Protocols document them and serve type checkers.
+
+
+class Pod(Protocol):
+    """The pod being scheduled; valid during the call that receives it."""
+
+    def name(self) -> str: ...
+    def namespace(self) -> str: ...
+    def uid(self) -> str: ...
+    def label(self, key: str) -> Optional[str]: ...
+    def labels(self) -> List[Tuple[str, str]]: ...
+    def annotation(self, key: str) -> Optional[str]: ...
+    def annotations(self) -> List[Tuple[str, str]]: ...
+    def request(self, name: str) -> int: ...          # millicores / bytes / count
+    def requests(self) -> list: ...                    # [Quantity(name, amount)]
+    def tolerations(self) -> list: ...                 # [Toleration(key, operator, value, effect)]
+    def images(self) -> List[str]: ...
+    def node_selector(self) -> List[Tuple[str, str]]: ...
+    def priority(self) -> int: ...
+    def scheduler_name(self) -> str: ...
+    def owner_kind(self) -> Optional[str]: ...
+    def json(self) -> str: ...
+
+
+class Nodes(Protocol):
+    """A batch of candidate nodes, addressed by index ``0 .. len(nodes)``."""
+
+    def __len__(self) -> int: ...
+    def len(self) -> int: ...
+    def name(self, index: int) -> str: ...
+    def label(self, index: int, key: str) -> Optional[str]: ...
+    def labels(self, index: int) -> List[Tuple[str, str]]: ...
+    def annotation(self, index: int, key: str) -> Optional[str]: ...
+    def annotations(self, index: int) -> List[Tuple[str, str]]: ...
+    def allocatable(self, index: int, name: str) -> int: ...
+    def allocatables(self, index: int) -> list: ...   # [Quantity]
+    def requested(self, index: int, name: str) -> int: ...
+    def requesteds(self, index: int) -> list: ...     # [Quantity]
+    def pod_count(self, index: int) -> int: ...
+    def unschedulable(self, index: int) -> bool: ...
+    def taints(self, index: int) -> list: ...         # [Taint(key, value, effect)]
+    def conditions(self, index: int) -> list: ...     # [Condition(type, status)]
+    def image_size(self, index: int, name: str) -> Optional[int]: ...
+    def images(self, index: int) -> list: ...         # [Image(names, size_bytes)]
+    def random(self, index: int) -> int: ...
+    def json(self, index: int) -> str: ...
+    # Column accessors: one host call for the whole batch, in batch order.
+    def names(self) -> List[str]: ...
+    def label_values(self, key: str) -> List[Optional[str]]: ...
+    def annotation_values(self, key: str) -> List[Optional[str]]: ...
+    def label_numbers(self, key: str) -> List[Optional[float]]: ...
+    def annotation_numbers(self, key: str) -> List[Optional[float]]: ...
+    def allocatable_all(self, name: str) -> List[int]: ...
+    def requested_all(self, name: str) -> List[int]: ...
+    def image_bytes(self, names: List[str]) -> List[int]: ...
+    def randoms(self) -> List[int]: ...
+
+
+# ---------------------------------------------------------------------------
+# The plugin base class
+
+
+_registered: list = []
+
+
+class Plugin:
+    """Base class of a plugin. Subclassing it registers the plugin (one per
+    component). Override the points you implement."""
+
+    #: The name the scheduler configuration enables the plugin by (required).
+    name: str = ""
+    #: The plugin's own version.
+    version: str = "0.1.0"
+    #: The points implemented; by default, the methods overridden.
+    points: Optional[Points] = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        _registered.append(cls)
+
+    def configure(self, args: dict) -> None:
+        """The plugin's args (``pluginConfig[].args``, ``{}`` when none),
+        parsed. Raise to reject the plugin version."""
+
+    def pre_filter(self, pod: Pod) -> Status | Code | None:
+        """Once per pod. ``None`` means success."""
+        raise PluginError("not implemented")
+
+    def filter(self, pod: Pod, nodes: Nodes) -> Iterable[Rejection]:
+        """Only the nodes that do not fit, as :class:`Rejection` s."""
+        raise PluginError("not implemented")
+
+    def pre_score(self, pod: Pod, nodes: Nodes) -> Status | Code | None:
+        raise PluginError("not implemented")
+
+    def score(self, pod: Pod, nodes: Nodes) -> List[int]:
+        """One int per node, in batch order (0..=100 unless normalized)."""
+        raise PluginError("not implemented")
+
+    def normalize_score(self, pod: Pod, scores: List[int]) -> List[int]:
+        raise PluginError("not implemented")
+
+    # -- used by the component glue ------------------------------------
+    def _points(self) -> Points:
+        if self.points is not None:
+            return self.points
+        pts = Points(0)
+        for meth, pt in _POINT_METHODS:
+            if getattr(type(self), meth) is not getattr(Plugin, meth):
+                pts |= pt
+        return pts
+
+
+_POINT_METHODS = [
+    ("pre_filter", Points.PRE_FILTER),
+    ("filter", Points.FILTER),
+    ("pre_score", Points.PRE_SCORE),
+    ("score", Points.SCORE),
+    ("normalize_score", Points.NORMALIZE_SCORE),
+]
+
+
+def _parse_args(args: str) -> dict:
+    try:
+        parsed = _json.loads(args) if args.strip() else {}
+    except ValueError as e:
+        raise PluginError(f"args: invalid JSON: {e}") from None
+    if parsed is None:
+        parsed = {}
+    return parsed
+
+
+def _message(e: BaseException) -> str:
+    if isinstance(e, PluginError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+def _instance() -> Plugin:
+    """The registered plugin, instantiated (for the component glue)."""
+    concrete = [c for c in _registered if c.name]
+    if not concrete:
+        raise RuntimeError("wasmsched: no Plugin subclass with a `name` was defined")
+    # The most derived: a class no other registered class derives from.
+    leaves = [c for c in concrete if not any(o is not c and issubclass(o, c) for o in concrete)]
+    if len(leaves) != 1:
+        names = ", ".join(c.__qualname__ for c in leaves)
+        raise RuntimeError(f"wasmsched: one Plugin per component, found {names}")
+    return leaves[0]()
