@@ -203,6 +203,10 @@ async fn binds_500_pods_on_50_nodes_with_events_and_metrics() {
     );
     assert!(metrics.contains("scheduler_pending_pods{queue=\"active\"}"));
     assert!(metrics.contains("wasmsched_leader 1"));
+    assert!(
+        metrics.contains("scheduler_plugin_execution_duration_seconds_count{extension_point=\"Filter\",plugin=\"NodeResourcesFit\",status=\"Success\"}"),
+        "{metrics}"
+    );
     assert!(http_get(&admin, "/readyz").await.contains("ok"));
 }
 

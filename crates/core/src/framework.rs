@@ -88,6 +88,64 @@ pub struct CycleState {
     pub image_nodes: Arc<HashMap<String, usize>>,
     skip_filter: Vec<bool>,
     skip_score: Vec<bool>,
+    /// Per-plugin timings, recorded when this cycle is sampled
+    /// ([`CycleState::sample_plugin_timings`]).
+    timings: Option<std::sync::Mutex<Vec<PluginTiming>>>,
+}
+
+/// How long one plugin took at one extension point in a sampled cycle (for
+/// `scheduler_plugin_execution_duration_seconds`). Filter and Score are
+/// timed per batch of nodes.
+#[derive(Debug, Clone)]
+pub struct PluginTiming {
+    /// Plugin name.
+    pub plugin: String,
+    /// `PreFilter`, `Filter`, `PostFilter`, `PreScore`, `Score`, `NormalizeScore`, `Reserve`.
+    pub extension_point: &'static str,
+    /// The status code's name.
+    pub status: &'static str,
+    /// Time taken.
+    pub took: std::time::Duration,
+}
+
+impl CycleState {
+    /// Records per-plugin timings for this cycle.
+    pub fn sample_plugin_timings(&mut self) {
+        self.timings = Some(std::sync::Mutex::new(Vec::new()));
+    }
+
+    /// The timings recorded, if the cycle was sampled.
+    pub fn take_plugin_timings(&mut self) -> Vec<PluginTiming> {
+        self.timings
+            .take()
+            .map(|m| m.into_inner().unwrap_or_else(|p| p.into_inner()))
+            .unwrap_or_default()
+    }
+
+    /// A start time when the cycle is sampled.
+    #[inline]
+    pub(crate) fn clock(&self) -> Option<std::time::Instant> {
+        self.timings.as_ref().map(|_| std::time::Instant::now())
+    }
+
+    /// Records a timing started with [`CycleState::clock`].
+    pub(crate) fn record(
+        &self,
+        plugin: &dyn Plugin,
+        point: &'static str,
+        code: Code,
+        start: Option<std::time::Instant>,
+    ) {
+        if let (Some(t), Some(m)) = (start, &self.timings) {
+            let took = t.elapsed();
+            m.lock().unwrap_or_else(|p| p.into_inner()).push(PluginTiming {
+                plugin: plugin.name().to_owned(),
+                extension_point: point,
+                status: code.as_str(),
+                took,
+            });
+        }
+    }
 }
 
 impl std::fmt::Debug for CycleState {

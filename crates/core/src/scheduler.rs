@@ -45,7 +45,13 @@ pub struct Attempt {
     /// The placement, or why there is none. On success the pod is assumed in
     /// the cache: bind it and call [`Scheduler::binding_finished`].
     pub result: Result<ScheduleResult, ScheduleError>,
+    /// Per-plugin timings, in the cycles sampled for them (one in
+    /// [`PLUGIN_TIMING_SAMPLE`], as kube-scheduler samples 10 %).
+    pub plugin_timings: Vec<crate::framework::PluginTiming>,
 }
+
+/// One cycle in this many records per-plugin timings.
+pub const PLUGIN_TIMING_SAMPLE: u64 = 10;
 
 /// Profiles, cache and queue.
 pub struct Scheduler {
@@ -58,6 +64,7 @@ pub struct Scheduler {
     rng: Rng,
     next_start: usize,
     responsibility: Responsibility,
+    cycles: u64,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -87,6 +94,7 @@ impl Scheduler {
             snapshot: Snapshot::default(),
             rng: Rng::new(seed),
             next_start: 0,
+            cycles: 0,
             responsibility,
         })
     }
@@ -180,6 +188,10 @@ impl Scheduler {
             self.cache.update_snapshot(&mut self.snapshot);
             let fw = &self.frameworks[fi];
             let mut state = CycleState::default();
+            self.cycles += 1;
+            if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
+                state.sample_plugin_timings();
+            }
             let mut result = fw.schedule(
                 &mut state,
                 &qp.pod,
@@ -211,6 +223,7 @@ impl Scheduler {
                 attempts: qp.attempts,
                 queued_at: qp.initial,
                 result,
+                plugin_timings: state.take_plugin_timings(),
             });
         }
     }

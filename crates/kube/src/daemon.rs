@@ -332,6 +332,11 @@ impl Loop {
             return false;
         };
         let took = started.elapsed();
+        for t in &attempt.plugin_timings {
+            self.status
+                .metrics
+                .plugin(&t.plugin, t.extension_point, t.status, t.took);
+        }
         let pod = &attempt.pod;
         match &attempt.result {
             Ok(r) => {

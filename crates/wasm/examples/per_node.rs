@@ -29,7 +29,13 @@ impl Plugin for NativeNodePrice {
     fn points(&self) -> Points {
         Points::SCORE
     }
-    fn score_nodes(&self, _: &CycleState, _: &PodInfo, nodes: &[&Arc<NodeInfo>], out: &mut [i64]) -> Result<(), Status> {
+    fn score_nodes(
+        &self,
+        _: &CycleState,
+        _: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
         for (o, n) in out.iter_mut().zip(nodes) {
             *o = n
                 .node
@@ -63,13 +69,18 @@ fn main() {
     let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap();
     let pod = PodInfo::from_pod(&pod).unwrap();
     let host = PluginHost::new(WasmEngine::new(None).unwrap(), WasmConfig::default(), 1);
-    let loaded = host.load_file(std::path::Path::new(&file), "{}").expect("load the component");
+    let loaded = host
+        .load_file(std::path::Path::new(&file), "{}")
+        .expect("load the component");
     let dir = std::env::temp_dir().join(format!("per-node-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(&file, dir.join("plugin.wasm")).unwrap();
     let host = PluginHost::new(
         WasmEngine::new(None).unwrap(),
-        WasmConfig { directory: Some(dir), ..Default::default() },
+        WasmConfig {
+            directory: Some(dir),
+            ..Default::default()
+        },
         1,
     );
     host.scan();

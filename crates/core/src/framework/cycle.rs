@@ -191,7 +191,9 @@ impl Framework {
         // PreFilter
         for e in &self.pre_filter {
             let name = e.plugin.name();
+            let t = state.clock();
             let st = e.plugin.pre_filter(state, pod, snapshot);
+            state.record(&*e.plugin, "PreFilter", st.code(), t);
             match st.code() {
                 Code::Success => {}
                 Code::Skip => {
@@ -289,7 +291,9 @@ impl Framework {
             };
             // PostFilter
             for e in &self.post_filter {
+                let t = state.clock();
                 let st = e.plugin.post_filter(state, pod, &diagnosis);
+                state.record(&*e.plugin, "PostFilter", st.code(), t);
                 if st.is_success() {
                     break;
                 }
@@ -318,7 +322,9 @@ impl Framework {
         // PreScore
         for e in &self.pre_score {
             let name = e.plugin.name();
+            let t = state.clock();
             let st = e.plugin.pre_score(state, pod, &nodes);
+            state.record(&*e.plugin, "PreScore", st.code(), t);
             match st.code() {
                 Code::Success => {}
                 Code::Skip => {
@@ -354,7 +360,9 @@ impl Framework {
                 *c = raw[k * p + j];
             }
             let before = if explain { column.clone() } else { Vec::new() };
+            let t = state.clock();
             let st = e.plugin.normalize_scores(state, pod, &mut column);
+            state.record(&*e.plugin, "NormalizeScore", st.code(), t);
             if !st.is_success() {
                 return Err(ScheduleError::Error(format!(
                     "running NormalizeScore of plugin {:?}: {}",
@@ -427,7 +435,9 @@ impl Framework {
     /// reserved, in reverse order.
     pub fn run_reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         for (i, e) in self.reserve.iter().enumerate() {
+            let t = state.clock();
             let st = e.plugin.reserve(state, pod, node);
+            state.record(&*e.plugin, "Reserve", st.code(), t);
             if !st.is_success() {
                 for e in self.reserve[..=i].iter().rev() {
                     e.plugin.unreserve(state, pod, node);
@@ -554,7 +564,15 @@ impl Framework {
                 if state.skip_score[j] {
                     continue;
                 }
-                e.plugin.score_nodes(state, pod, chunk_nodes, &mut col).map_err(|st| {
+                let t = state.clock();
+                let r = e.plugin.score_nodes(state, pod, chunk_nodes, &mut col);
+                state.record(
+                    &*e.plugin,
+                    "Score",
+                    r.as_ref().map_or_else(|st| st.code(), |_| Code::Success),
+                    t,
+                );
+                r.map_err(|st| {
                     ScheduleError::Error(format!("running Score plugin {:?}: {}", e.plugin.name(), st.message()))
                 })?;
                 for (k, v) in col.iter().enumerate() {
@@ -598,7 +616,14 @@ fn filter_chunk(
     let mut rejected: Vec<(usize, Status)> = Vec::new();
     for &(fi, e) in filters {
         rejected.clear();
+        let t = state.clock();
         e.plugin.filter_nodes(state, pod, &batch, &mut rejected);
+        let code = if rejected.is_empty() {
+            Code::Success
+        } else {
+            Code::Unschedulable
+        };
+        state.record(&*e.plugin, "Filter", code, t);
         if rejected.is_empty() {
             continue;
         }

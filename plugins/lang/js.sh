@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds a JavaScript plugin (plugins/sdk/js) into a component of world
+# `scheduler-plugin` with jco componentize, QuickJS backend:
+#
+#   plugins/lang/js.sh DIR OUT      (normally run by plugins/build.sh)
+#
+# DIR: the plugin's directory: main.js, or its only .js file, is the plugin
+# module; it imports the SDK as "wasmsched" and does
+# `export default definePlugin({...})`; relative imports of other files of
+# DIR work. WASI is stubbed (--backend-qjs-stub-wasi): the component imports
+# only the plugin world. Installs jco and componentize-js from npm into
+# $HOME/.cache/wasmsched/toolchains/js when missing.
+set -euo pipefail
+dir="$(cd "${1:?usage: js.sh DIR OUT}" && pwd)"
+out="${2:?usage: js.sh DIR OUT}"
+case "$out" in /*) ;; *) out="$PWD/$out" ;; esac
+plugins="${WASMSCHED_PLUGINS:-$(cd "$(dirname "$0")/.." && pwd)}"
+wit="$(cd "${WASMSCHED_WIT:-$plugins/../wit}" && pwd)"
+sdk="$plugins/sdk/js"
+JCO_VERSION=1.35.0
+COMPONENTIZE_JS_VERSION=0.23.0
+tc="${WASMSCHED_TOOLCHAINS:-$HOME/.cache/wasmsched/toolchains}/js"
+jco="$tc/node_modules/.bin/jco"
+
+fail() { echo "js.sh: $*" >&2; exit 1; }
+
+installed() {
+  node -e 'const [p, v] = process.argv.slice(1); process.exit(require(p).version === v ? 0 : 1)' \
+    "$tc/node_modules/$1/package.json" "$2" 2>/dev/null
+}
+command -v node >/dev/null 2>&1 || fail "needs Node.js (18 or later) and npm"
+if [ ! -x "$jco" ] || ! installed @bytecodealliance/jco "$JCO_VERSION" \
+   || ! installed @bytecodealliance/componentize-js "$COMPONENTIZE_JS_VERSION"; then
+  echo "js.sh: installing jco $JCO_VERSION + componentize-js $COMPONENTIZE_JS_VERSION (npm) into $tc" >&2
+  command -v npm >/dev/null 2>&1 || fail "needs npm"
+  mkdir -p "$tc"
+  npm install --silent --no-audit --no-fund --prefix "$tc" \
+    "@bytecodealliance/jco@$JCO_VERSION" "@bytecodealliance/componentize-js@$COMPONENTIZE_JS_VERSION" >&2 \
+    || fail "npm install of jco/componentize-js failed"
+fi
+
+if [ -f "$dir/main.js" ]; then
+  src=main.js
+else
+  srcs=("$dir"/*.js)
+  [ "${#srcs[@]}" = 1 ] && [ -e "${srcs[0]}" ] || fail "$dir needs main.js or exactly one .js file"
+  src="$(basename "${srcs[0]}")"
+fi
+
+# The module root QuickJS resolves imports in (read-only during the build):
+#   entry.js                    exports the plugin as interface `plugin`
+#   app/                        a copy of DIR
+#   node_modules/wasmsched/     the SDK (bare import "wasmsched")
+build="$(mktemp -d)"
+trap 'rm -rf "$build"' EXIT
+mkdir -p "$build/app" "$build/node_modules/wasmsched"
+cp -R "$dir/." "$build/app/"
+cp "$sdk/package.json" "$sdk/wasmsched.js" "$build/node_modules/wasmsched/"
+cat > "$build/entry.js" <<JS
+import definition from "./app/$src";
+if (!definition || typeof definition.metadata !== "function") {
+  throw new Error("$src: export default definePlugin({...}) (from \"wasmsched\")");
+}
+export const plugin = definition;
+JS
+
+cd "$build"
+"$jco" componentize entry.js --wit "$wit" --world-name scheduler-plugin \
+  --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi \
+  -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+[ -s "$out" ] || { cat "$build/log" >&2; fail "jco componentize wrote no component for $dir"; }

@@ -1,0 +1,165 @@
+// wasmsched plugin SDK for JavaScript (jco componentize, QuickJS backend).
+//
+//   import { definePlugin, Code, log } from "wasmsched";
+//
+//   export default definePlugin({
+//     name: "random",
+//     score(pod, nodes) { return nodes.randoms().map((r) => r % 101); },
+//   });
+//
+// The points a plugin implements are the functions it defines (preFilter,
+// filter, preScore, score, normalizeScore) unless `points` lists them.
+// `configure(args)` receives the args as parsed JSON. Throwing (a
+// PluginError, an Error or a string) returns an error to the host.
+// `pod` and `nodes` are the contract's handles, with the WIT accessors in
+// camelCase (see README.md and wasmsched.d.ts).
+
+import { log as hostLog } from "wasmsched:plugin/host@0.1.0";
+
+/** kube-scheduler's status codes. */
+export const Code = Object.freeze({
+  SUCCESS: "success",
+  UNSCHEDULABLE: "unschedulable",
+  UNSCHEDULABLE_AND_UNRESOLVABLE: "unschedulable-and-unresolvable",
+  SKIP: "skip",
+});
+
+/** The extension points, as `points` takes them. */
+export const Points = Object.freeze({
+  PRE_FILTER: "preFilter",
+  FILTER: "filter",
+  PRE_SCORE: "preScore",
+  SCORE: "score",
+  NORMALIZE_SCORE: "normalizeScore",
+});
+
+const POINTS = ["preFilter", "filter", "preScore", "score", "normalizeScore"];
+const CODES = new Set(Object.values(Code));
+
+/** An error whose message the host receives as is. */
+export class PluginError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "PluginError";
+  }
+}
+
+const LEVELS = ["trace", "debug", "info", "warn", "error"];
+
+/**
+ * Writes a line to the scheduler's log, attributed to the plugin:
+ * `log("info", msg)`, or `log.info(msg)` (trace, debug, info, warn, error).
+ */
+export function log(level, message) {
+  if (!LEVELS.includes(level)) throw new PluginError(`log: unknown level ${level}`);
+  hostLog(level, String(message));
+}
+for (const level of LEVELS) log[level] = (message) => hostLog(level, String(message));
+
+// No stdio in a plugin (WASI is stubbed and traps): console goes to the log.
+const fmt = (args) => args.map((a) => (typeof a === "string" ? a : safeJson(a))).join(" ");
+function safeJson(v) {
+  try {
+    return v instanceof Error ? `${v.name}: ${v.message}` : JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+globalThis.console = {
+  trace: (...a) => hostLog("trace", fmt(a)),
+  debug: (...a) => hostLog("debug", fmt(a)),
+  log: (...a) => hostLog("info", fmt(a)),
+  info: (...a) => hostLog("info", fmt(a)),
+  warn: (...a) => hostLog("warn", fmt(a)),
+  error: (...a) => hostLog("error", fmt(a)),
+};
+
+function message(e) {
+  if (typeof e === "string") return e;
+  if (e instanceof PluginError) return e.message;
+  if (e instanceof Error) return `${e.name}: ${e.message}`;
+  return String(e);
+}
+
+function status(v) {
+  if (v === undefined || v === null) return { code: "success", reason: "" };
+  if (typeof v === "string") {
+    if (!CODES.has(v)) throw new PluginError(`unknown code ${v}`);
+    return { code: v, reason: "" };
+  }
+  return { code: v.code ?? "success", reason: v.reason ?? "" };
+}
+
+function scores(v) {
+  return Array.isArray(v) ? v : Array.from(v);
+}
+
+/**
+ * Turns a plugin definition into the export of world `scheduler-plugin`.
+ * The plugin module must `export default definePlugin({...})`.
+ *
+ * @param {object} def
+ * @param {string} def.name  the name the scheduler configuration enables it by
+ * @param {string} [def.version]
+ * @param {string[]} [def.points]  default: the point functions defined
+ * @param {(args: any) => void} [def.configure]  args parsed from JSON
+ * @param {(pod) => Status|string|void} [def.preFilter]
+ * @param {(pod, nodes) => Rejection[]} [def.filter]
+ * @param {(pod, nodes) => Status|string|void} [def.preScore]
+ * @param {(pod, nodes) => number[]} [def.score]
+ * @param {(pod, scores: number[]) => number[]} [def.normalizeScore]
+ */
+export function definePlugin(def) {
+  if (!def || typeof def.name !== "string" || def.name === "") {
+    throw new Error("definePlugin: `name` (a non-empty string) is required");
+  }
+  const points = def.points ?? POINTS.filter((p) => typeof def[p] === "function");
+  for (const p of points) {
+    if (!POINTS.includes(p)) throw new Error(`definePlugin: unknown point ${p}`);
+    if (typeof def[p] !== "function") throw new Error(`definePlugin: point ${p} has no function`);
+  }
+  const flags = Object.fromEntries(POINTS.map((p) => [p, points.includes(p)]));
+  const notImplemented = () => {
+    throw "not implemented";
+  };
+  const guard =
+    (f) =>
+    (...a) => {
+      try {
+        return f(...a);
+      } catch (e) {
+        throw message(e);
+      }
+    };
+  const call = (p) => (def[p] ? def[p].bind(def) : notImplemented);
+  const preFilter = call("preFilter");
+  const filter = call("filter");
+  const preScore = call("preScore");
+  const score = call("score");
+  const normalizeScore = call("normalizeScore");
+  const configure = def.configure ? def.configure.bind(def) : () => {};
+
+  return {
+    metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags }),
+    configure: guard((args) => {
+      let parsed;
+      try {
+        parsed = args.trim() === "" ? {} : JSON.parse(args);
+      } catch (e) {
+        throw new PluginError(`args: invalid JSON: ${e.message}`);
+      }
+      configure(parsed ?? {});
+    }),
+    preFilter: guard((pod) => status(preFilter(pod))),
+    filter: guard((pod, nodes) => {
+      const out = [];
+      for (const r of filter(pod, nodes) ?? []) {
+        out.push({ index: r.index, code: r.code ?? "unschedulable", reason: r.reason ?? "" });
+      }
+      return out;
+    }),
+    preScore: guard((pod, nodes) => status(preScore(pod, nodes))),
+    score: guard((pod, nodes) => scores(score(pod, nodes))),
+    normalizeScore: guard((pod, s) => scores(normalizeScore(pod, s))),
+  };
+}
