@@ -138,7 +138,6 @@ pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::Plugi
 fn instantiate(compiled: &Compiled, name: Arc<str>, limits: &Limits, seed: u64) -> Result<Instance, String> {
     let store_limits = StoreLimitsBuilder::new()
         .memory_size(limits.memory_bytes)
-        .instances(4)
         .trap_on_grow_failure(true)
         .build();
     let mut store = Store::new(compiled.pre.engine(), HostState::new(name, store_limits, seed));

@@ -2,46 +2,25 @@
 //! classic scheduler extender's policy). A node scores one point per 10 MB
 //! of the pod's images it holds, up to 100.
 
-wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../../wit" });
-
-use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Status};
-use wasmsched::plugin::cluster::{Nodes, Pod};
+use wasmsched_plugin::{Nodes, Plugin, Pod, Points, serde_json::Value};
 
 struct ImageLocality;
 
-impl Guest for ImageLocality {
-    fn metadata() -> PluginMetadata {
-        PluginMetadata {
-            name: "image-locality".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            points: Points::SCORE,
-        }
+impl Plugin for ImageLocality {
+    const NAME: &'static str = "image-locality";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    fn points() -> Points {
+        Points::SCORE
     }
 
-    fn configure(_: String) -> Result<(), String> {
-        Ok(())
+    fn configure(_: &Value) -> Result<Self, String> {
+        Ok(ImageLocality)
     }
 
-    fn pre_filter(_: &Pod) -> Result<Status, String> {
-        Err("not implemented".into())
-    }
-
-    fn filter(_: &Pod, _: &Nodes) -> Result<Vec<Rejection>, String> {
-        Err("not implemented".into())
-    }
-
-    fn pre_score(_: &Pod, _: &Nodes) -> Result<Status, String> {
-        Err("not implemented".into())
-    }
-
-    fn score(pod: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
+    fn score(&self, pod: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
         let bytes = nodes.image_bytes(&pod.images());
         Ok(bytes.into_iter().map(|total| (total / 10_000_000).min(100)).collect())
     }
-
-    fn normalize_score(_: &Pod, _: Vec<i64>) -> Result<Vec<i64>, String> {
-        Err("not implemented".into())
-    }
 }
 
-export!(ImageLocality);
+wasmsched_plugin::export!(ImageLocality);

@@ -4,73 +4,43 @@
 //!
 //! Args: `{"key": "cluster.type"}`.
 
-use std::sync::Mutex;
+use wasmsched_plugin::{Nodes, Plugin, Pod, Points, Rejection, Status, reject_unresolvable, serde_json::Value, skip, success};
 
-wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../../wit" });
+struct LabelGate {
+    key: String,
+}
 
-use exports::wasmsched::plugin::plugin::{Code, Guest, PluginMetadata, Points, Rejection, Status};
-use wasmsched::plugin::cluster::{Nodes, Pod};
-
-static KEY: Mutex<String> = Mutex::new(String::new());
-
-struct LabelGate;
-
-impl Guest for LabelGate {
-    fn metadata() -> PluginMetadata {
-        PluginMetadata {
-            name: "label-gate".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            points: Points::PRE_FILTER | Points::FILTER,
-        }
+impl Plugin for LabelGate {
+    const NAME: &'static str = "label-gate";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    fn points() -> Points {
+        Points::PRE_FILTER | Points::FILTER
     }
 
-    fn configure(args: String) -> Result<(), String> {
-        let key = find_string(&args, "key").unwrap_or_else(|| "cluster.type".into());
+    fn configure(args: &Value) -> Result<Self, String> {
+        let key = args.get("key").and_then(Value::as_str).unwrap_or("cluster.type");
         if key.is_empty() {
             return Err("args.key: must not be empty".into());
         }
-        *KEY.lock().unwrap() = key;
-        Ok(())
+        Ok(LabelGate { key: key.to_owned() })
     }
 
     /// Pods that ask for no class skip the filter.
-    fn pre_filter(pod: &Pod) -> Result<Status, String> {
-        let key = KEY.lock().unwrap();
-        let code = if pod.annotation(&key).is_some() { Code::Success } else { Code::Skip };
-        Ok(Status { code, reason: String::new() })
+    fn pre_filter(&self, pod: &Pod) -> Result<Status, String> {
+        Ok(if pod.annotation(&self.key).is_some() { success() } else { skip() })
     }
 
-    fn filter(pod: &Pod, nodes: &Nodes) -> Result<Vec<Rejection>, String> {
-        let key = KEY.lock().unwrap();
-        let Some(want) = pod.annotation(&key) else { return Ok(Vec::new()) };
-        Ok((0..nodes.len())
-            .filter(|&i| nodes.label(i, &key).as_deref() != Some(want.as_str()))
-            .map(|i| Rejection {
-                index: i,
-                code: Code::UnschedulableAndUnresolvable,
-                reason: format!("node(s) were not of the requested {key} {want}"),
-            })
+    fn filter(&self, pod: &Pod, nodes: &Nodes) -> Result<Vec<Rejection>, String> {
+        let Some(want) = pod.annotation(&self.key) else { return Ok(Vec::new()) };
+        let reason = format!("node(s) were not of the requested {} {want}", self.key);
+        Ok(nodes
+            .label_values(&self.key)
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.as_deref() != Some(want.as_str()))
+            .map(|(i, _)| reject_unresolvable(i as u32, reason.clone()))
             .collect())
     }
-
-    fn pre_score(_: &Pod, _: &Nodes) -> Result<Status, String> {
-        Err("not implemented".into())
-    }
-
-    fn score(_: &Pod, _: &Nodes) -> Result<Vec<i64>, String> {
-        Err("not implemented".into())
-    }
-
-    fn normalize_score(_: &Pod, _: Vec<i64>) -> Result<Vec<i64>, String> {
-        Err("not implemented".into())
-    }
 }
 
-fn find_string(json: &str, key: &str) -> Option<String> {
-    let at = json.find(&format!("\"{key}\""))?;
-    let rest = json[at + key.len() + 2..].trim_start().strip_prefix(':')?.trim_start();
-    let body = rest.strip_prefix('"')?;
-    Some(body[..body.find('"')?].to_owned())
-}
-
-export!(LabelGate);
+wasmsched_plugin::export!(LabelGate);

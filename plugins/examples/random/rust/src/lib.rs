@@ -2,45 +2,24 @@
 //! host's seeded random numbers (so `simulate --seed` stays reproducible).
 //! Each node scores `random % 101`.
 
-wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../../wit" });
-
-use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Status};
-use wasmsched::plugin::cluster::{Nodes, Pod};
+use wasmsched_plugin::{Nodes, Plugin, Pod, Points, serde_json::Value};
 
 struct Random;
 
-impl Guest for Random {
-    fn metadata() -> PluginMetadata {
-        PluginMetadata {
-            name: "random".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            points: Points::SCORE,
-        }
+impl Plugin for Random {
+    const NAME: &'static str = "random";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    fn points() -> Points {
+        Points::SCORE
     }
 
-    fn configure(_: String) -> Result<(), String> {
-        Ok(())
+    fn configure(_: &Value) -> Result<Self, String> {
+        Ok(Random)
     }
 
-    fn pre_filter(_: &Pod) -> Result<Status, String> {
-        Err("not implemented".into())
-    }
-
-    fn filter(_: &Pod, _: &Nodes) -> Result<Vec<Rejection>, String> {
-        Err("not implemented".into())
-    }
-
-    fn pre_score(_: &Pod, _: &Nodes) -> Result<Status, String> {
-        Err("not implemented".into())
-    }
-
-    fn score(_: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
+    fn score(&self, _: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
         Ok(nodes.randoms().into_iter().map(|r| (r % 101) as i64).collect())
-    }
-
-    fn normalize_score(_: &Pod, _: Vec<i64>) -> Result<Vec<i64>, String> {
-        Err("not implemented".into())
     }
 }
 
-export!(Random);
+wasmsched_plugin::export!(Random);

@@ -1,0 +1,192 @@
+//! Write a wasmsched plugin in Rust.
+//!
+//! Implement [`Plugin`] (every method has a default; say which points you
+//! implement in [`Plugin::points`]) and export it:
+//!
+//! ```ignore
+//! use wasmsched_plugin::{Plugin, Points, Pod, Nodes};
+//!
+//! #[derive(Default)]
+//! struct Cheapest { key: String }
+//!
+//! impl Plugin for Cheapest {
+//!     const NAME: &'static str = "cheapest";
+//!     fn points() -> Points { Points::SCORE }
+//!     fn configure(args: &serde_json::Value) -> Result<Self, String> {
+//!         Ok(Cheapest { key: args["annotation"].as_str().unwrap_or("price").into() })
+//!     }
+//!     fn score(&self, _pod: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
+//!         Ok(nodes.annotation_numbers(&self.key).iter().map(|p| p.map_or(0, |p| (100.0 - p * 100.0).max(0.0) as i64)).collect())
+//!     }
+//! }
+//! wasmsched_plugin::export!(Cheapest);
+//! ```
+//!
+//! Build for `wasm32-unknown-unknown` and turn the module into a component
+//! (`plugins/build.sh rust DIR` does both).
+
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        world: "scheduler-plugin",
+        path: "../../../wit",
+        pub_export_macro: true,
+        export_macro_name: "__export_scheduler_plugin",
+        default_bindings_module: "wasmsched_plugin::bindings",
+    });
+}
+
+pub use bindings::exports::wasmsched::plugin::plugin::{Code, Points, Rejection, Status};
+pub use bindings::wasmsched::plugin::cluster::{Condition, Image, Nodes, Pod, Quantity, Taint, Toleration};
+pub use serde_json;
+
+/// Writes a line to the scheduler's log, attributed to the plugin.
+pub mod log {
+    use crate::bindings::wasmsched::plugin::host::{Level, log};
+    /// Debug level.
+    pub fn debug(msg: &str) {
+        log(Level::Debug, msg);
+    }
+    /// Info level.
+    pub fn info(msg: &str) {
+        log(Level::Info, msg);
+    }
+    /// Warning level.
+    pub fn warn(msg: &str) {
+        log(Level::Warn, msg);
+    }
+    /// Error level.
+    pub fn error(msg: &str) {
+        log(Level::Error, msg);
+    }
+}
+
+/// A verdict that lets the pod go on.
+pub fn success() -> Status {
+    Status { code: Code::Success, reason: String::new() }
+}
+
+/// A verdict that skips this plugin's Filter (from PreFilter) or Score (from PreScore).
+pub fn skip() -> Status {
+    Status { code: Code::Skip, reason: String::new() }
+}
+
+/// Rejects node `index` of the batch, as not fitting now.
+pub fn reject(index: u32, reason: impl Into<String>) -> Rejection {
+    Rejection { index, code: Code::Unschedulable, reason: reason.into() }
+}
+
+/// Rejects node `index` of the batch for good (preemption would not help).
+pub fn reject_unresolvable(index: u32, reason: impl Into<String>) -> Rejection {
+    Rejection { index, code: Code::UnschedulableAndUnresolvable, reason: reason.into() }
+}
+
+/// A scheduling plugin. The host calls only the points in [`Plugin::points`].
+pub trait Plugin: Sized + 'static {
+    /// The name the scheduler configuration enables the plugin by.
+    const NAME: &'static str;
+    /// The plugin's version.
+    const VERSION: &'static str = "0.1.0";
+    /// The extension points implemented (`Points::SCORE | Points::NORMALIZE_SCORE`).
+    fn points() -> Points;
+
+    /// Builds the plugin from its args (the profile's `pluginConfig[].args`,
+    /// `{}` when none). An error rejects this version of the plugin.
+    fn configure(args: &serde_json::Value) -> Result<Self, String>;
+
+    /// PreFilter: once per pod. `skip()` skips Filter for this pod.
+    fn pre_filter(&self, _pod: &Pod) -> Result<Status, String> {
+        Ok(success())
+    }
+
+    /// Filter: the nodes of the batch that do not fit, by index.
+    fn filter(&self, _pod: &Pod, _nodes: &Nodes) -> Result<Vec<Rejection>, String> {
+        Ok(Vec::new())
+    }
+
+    /// PreScore: once per pod with the feasible nodes. `skip()` skips Score.
+    fn pre_score(&self, _pod: &Pod, _nodes: &Nodes) -> Result<Status, String> {
+        Ok(success())
+    }
+
+    /// Score: one score per node of the batch, 0..=100 unless
+    /// NormalizeScore maps them.
+    fn score(&self, _pod: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
+        Ok(vec![0; nodes.len() as usize])
+    }
+
+    /// NormalizeScore: maps every feasible node's raw score into 0..=100.
+    fn normalize_score(&self, _pod: &Pod, scores: Vec<i64>) -> Result<Vec<i64>, String> {
+        Ok(scores)
+    }
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static INSTANCE: RefCell<Option<Box<dyn std::any::Any>>> = const { RefCell::new(None) };
+    }
+
+    pub fn configure<P: crate::Plugin>(args: String) -> Result<(), String> {
+        let v: serde_json::Value = if args.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            serde_json::from_str(&args).map_err(|e| format!("args are not valid JSON: {e}"))?
+        };
+        let p = P::configure(&v)?;
+        INSTANCE.with(|i| *i.borrow_mut() = Some(Box::new(p)));
+        Ok(())
+    }
+
+    pub fn with<P: crate::Plugin, R>(f: impl FnOnce(&P) -> Result<R, String>) -> Result<R, String> {
+        INSTANCE.with(|i| {
+            let b = i.borrow();
+            let p = b
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<P>())
+                .ok_or_else(|| "the plugin was not configured".to_owned())?;
+            f(p)
+        })
+    }
+}
+
+/// Exports a [`Plugin`] as the component's `wasmsched:plugin/plugin`.
+#[macro_export]
+macro_rules! export {
+    ($plugin:ty) => {
+        const _: () = {
+            use $crate::bindings::exports::wasmsched::plugin::plugin as __g;
+            struct __Export;
+            impl __g::Guest for __Export {
+                fn metadata() -> __g::PluginMetadata {
+                    __g::PluginMetadata {
+                        name: <$plugin as $crate::Plugin>::NAME.into(),
+                        version: <$plugin as $crate::Plugin>::VERSION.into(),
+                        points: <$plugin as $crate::Plugin>::points(),
+                    }
+                }
+                fn configure(args: String) -> Result<(), String> {
+                    $crate::__private::configure::<$plugin>(args)
+                }
+                fn pre_filter(pod: &$crate::Pod) -> Result<__g::Status, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::pre_filter(p, pod))
+                }
+                fn filter(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<Vec<__g::Rejection>, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::filter(p, pod, nodes))
+                }
+                fn pre_score(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<__g::Status, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::pre_score(p, pod, nodes))
+                }
+                fn score(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<Vec<i64>, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::score(p, pod, nodes))
+                }
+                fn normalize_score(pod: &$crate::Pod, scores: Vec<i64>) -> Result<Vec<i64>, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::normalize_score(p, pod, scores))
+                }
+            }
+            $crate::bindings::__export_scheduler_plugin!(__Export with_types_in $crate::bindings);
+        };
+    };
+}
