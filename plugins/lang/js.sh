@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Builds a JavaScript plugin (plugins/sdk/js) into a component of world
-# `scheduler-plugin` with jco componentize, QuickJS backend:
+# `scheduler-plugin` with jco componentize (StarlingMonkey by default):
 #
 #   plugins/lang/js.sh DIR OUT      (normally run by plugins/build.sh)
 #
 # DIR: the plugin's directory: main.js, or its only .js file, is the plugin
 # module; it imports the SDK as "wasmsched" and does
 # `export default definePlugin({...})`; relative imports of other files of
-# DIR work. WASI is stubbed (--backend-qjs-stub-wasi): the component imports
-# only the plugin world. Installs jco and componentize-js from npm into
+# DIR work. Installs jco and componentize-js from npm into
 # $HOME/.cache/wasmsched/toolchains/js when missing.
+#
+# Engine (WASMSCHED_JS_BACKEND): `starlingmonkey` (the default) builds with
+# `-d all` (no WASI import at all); `quickjs` builds with the QuickJS backend
+# and --backend-qjs-stub-wasi: smaller and faster, but componentize-qjs 0.4.5
+# drops borrowed handles only after the call returns, so wasmtime traps every
+# call that receives the pod or the nodes ("borrow handles still remain at the
+# end of the call"). Use it once componentize-qjs fixes that.
 set -euo pipefail
 dir="$(cd "${1:?usage: js.sh DIR OUT}" && pwd)"
 out="${2:?usage: js.sh DIR OUT}"
@@ -64,8 +70,31 @@ if (!definition || typeof definition.metadata !== "function") {
 export const plugin = definition;
 JS
 
+backend="${WASMSCHED_JS_BACKEND:-starlingmonkey}"
 cd "$build"
-"$jco" componentize entry.js --wit "$wit" --world-name scheduler-plugin \
-  --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi \
-  -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+case "$backend" in
+  quickjs)
+    echo 'globalThis.__wasmsched_backend = "quickjs";' > "$build/backend.js"
+    sed -i '1i import "./backend.js";' "$build/entry.js"
+    "$jco" componentize entry.js --wit "$wit" --world-name scheduler-plugin \
+      --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi \
+      -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+    ;;
+  starlingmonkey)
+    # jco 1.35's bundled WASI shim no longer preopens `/`, so componentize
+    # cannot read its inputs ("failed to get path metadata"): preopen it.
+    : > "$build/preopen.mjs"
+    i=0
+    while IFS= read -r shim; do
+      i=$((i + 1))
+      echo "import { _setPreopens as p$i } from \"$shim\"; p$i({ \"/\": \"/\" });" >> "$build/preopen.mjs"
+    done < <(find "$tc/node_modules" -path '*preview2-shim/dist/nodejs/filesystem.js')
+    echo 'globalThis.__wasmsched_backend = "starlingmonkey";' > "$build/backend.js"
+    sed -i '1i import "./backend.js";' "$build/entry.js"
+    node --import "$build/preopen.mjs" "$(readlink -f "$jco")" componentize "$build/entry.js" \
+      --wit "$wit" --world-name scheduler-plugin -d all --bundle \
+      -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+    ;;
+  *) fail "WASMSCHED_JS_BACKEND: starlingmonkey or quickjs, not $backend" ;;
+esac
 [ -s "$out" ] || { cat "$build/log" >&2; fail "jco componentize wrote no component for $dir"; }

@@ -128,7 +128,7 @@ impl std::fmt::Debug for Loaded {
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
     let mut inst = instantiate(compiled, "?".into(), limits, 0).map_err(LoadError::Instantiate)?;
-    deadline(&mut inst.store, limits);
+    init_deadline(&mut inst.store, limits);
     inst.bindings
         .wasmsched_plugin_plugin()
         .call_metadata(&mut inst.store)
@@ -142,13 +142,26 @@ fn instantiate(compiled: &Compiled, name: Arc<str>, limits: &Limits, seed: u64) 
         .build();
     let mut store = Store::new(compiled.pre.engine(), HostState::new(name, store_limits, seed));
     store.limiter(|s| &mut s.limits);
-    deadline(&mut store, limits);
+    init_deadline(&mut store, limits);
     let bindings = compiled.pre.instantiate(&mut store).map_err(|e| format!("{e:#}"))?;
     Ok(Instance { store, bindings })
 }
 
 fn deadline(store: &mut Store<HostState>, limits: &Limits) {
-    let ticks = limits.timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
+    set_deadline(store, limits.timeout);
+}
+
+/// Instantiating and configuring a plugin happen off the scheduling path
+/// and may take longer than a call (an interpreter's image initializes):
+/// they get this much, at least.
+pub const INIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn init_deadline(store: &mut Store<HostState>, limits: &Limits) {
+    set_deadline(store, limits.timeout.max(INIT_DEADLINE));
+}
+
+fn set_deadline(store: &mut Store<HostState>, d: std::time::Duration) {
+    let ticks = d.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
     store.set_epoch_deadline(ticks);
 }
 

@@ -1,4 +1,5 @@
-// wasmsched plugin SDK for JavaScript (jco componentize, QuickJS backend).
+// wasmsched plugin SDK for JavaScript (jco componentize: StarlingMonkey, or
+// QuickJS with WASMSCHED_JS_BACKEND=quickjs; see README.md).
 //
 //   import { definePlugin, Code, log } from "wasmsched";
 //
@@ -90,8 +91,18 @@ function status(v) {
   return { code: v.code ?? "success", reason: v.reason ?? "" };
 }
 
+// s64 crosses as a BigInt on StarlingMonkey, as a Number on QuickJS.
+const BIG = globalThis.__wasmsched_backend !== "quickjs";
 function scores(v) {
-  return Array.isArray(v) ? v : Array.from(v);
+  const a = Array.isArray(v) ? v : Array.from(v);
+  if (!BIG) return a;
+  const out = new Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = BigInt(a[i]);
+  return out;
+}
+function numbers(v) {
+  if (!BIG) return v;
+  return Array.from(v, Number);
 }
 
 /**
@@ -146,7 +157,7 @@ export function definePlugin(def) {
       try {
         parsed = args.trim() === "" ? {} : JSON.parse(args);
       } catch (e) {
-        throw new PluginError(`args: invalid JSON: ${e.message}`);
+        throw new PluginError(`args are not valid JSON: ${e.message}`);
       }
       configure(parsed ?? {});
     }),
@@ -154,12 +165,12 @@ export function definePlugin(def) {
     filter: guard((pod, nodes) => {
       const out = [];
       for (const r of filter(pod, nodes) ?? []) {
-        out.push({ index: r.index, code: r.code ?? "unschedulable", reason: r.reason ?? "" });
+        out.push(r.code !== undefined && r.reason !== undefined ? r : { index: r.index, code: r.code ?? "unschedulable", reason: r.reason ?? "" });
       }
       return out;
     }),
     preScore: guard((pod, nodes) => status(preScore(pod, nodes))),
     score: guard((pod, nodes) => scores(score(pod, nodes))),
-    normalizeScore: guard((pod, s) => scores(normalizeScore(pod, s))),
+    normalizeScore: guard((pod, s) => scores(normalizeScore(pod, numbers(s)))),
   };
 }

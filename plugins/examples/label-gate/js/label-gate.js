@@ -20,12 +20,12 @@ export default definePlugin({
 
   // Pods that ask for no class skip the filter.
   preFilter(pod) {
-    return pod.annotation(this.key) !== null ? Code.SUCCESS : Code.SKIP;
+    return pod.annotation(this.key) != null ? Code.SUCCESS : Code.SKIP;
   },
 
   filter(pod, nodes) {
     const want = pod.annotation(this.key);
-    if (want === null) return [];
+    if (want == null) return [];
     const reason = `node(s) were not of the requested ${this.key} ${want}`;
     // One host call for the label of every node of the batch.
     const rejected = [];

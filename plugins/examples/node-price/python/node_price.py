@@ -32,9 +32,7 @@ class NodePrice(wasmsched.Plugin):
 
     def configure(self, args):
         key = args.get("annotation", "price")
-        if not isinstance(key, str):
-            key = "price"  # as the Rust twin: only a string value counts
-        if key == "":
+        if not isinstance(key, str) or key == "":
             raise wasmsched.PluginError("args.annotation: must not be empty")
         self.annotation = key
 

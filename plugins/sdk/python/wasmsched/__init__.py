@@ -256,7 +256,7 @@ def _parse_args(args: str) -> dict:
     try:
         parsed = _json.loads(args) if args.strip() else {}
     except ValueError as e:
-        raise PluginError(f"args: invalid JSON: {e}") from None
+        raise PluginError(f"args are not valid JSON: {e}") from None
     if parsed is None:
         parsed = {}
     return parsed

@@ -39,8 +39,15 @@ class _LogWriter:
         return False
 
 
-sys.stdout = _LogWriter(_sdk.Level.INFO)
-sys.stderr = _LogWriter(_sdk.Level.WARN)
+_stdout = _LogWriter(_sdk.Level.INFO)
+_stderr = _LogWriter(_sdk.Level.WARN)
+
+
+def _install_stdio():
+    # At run time only: during the build (pre-initialization) the host's
+    # log is not there, and build errors must reach the real stderr.
+    sys.stdout = _stdout
+    sys.stderr = _stderr
 
 _CODES = {c: _wit.Code(c.value) for c in _sdk.Code}
 _POINTS = {
@@ -74,6 +81,7 @@ def _ints(v):
 
 class Plugin(exports.Plugin):
     def metadata(self):
+        _install_stdio()
         pts = _wit.Points(0)
         for sdk_pt, wit_pt in _POINTS.items():
             if sdk_pt in _p._points():
@@ -81,6 +89,7 @@ class Plugin(exports.Plugin):
         return _wit.PluginMetadata(_p.name, _p.version, pts)
 
     def configure(self, args):
+        _install_stdio()
         try:
             _p.configure(_sdk._parse_args(args))
         except BaseException as e:

@@ -1,0 +1,100 @@
+// Types of the wasmsched JavaScript SDK (plugins/sdk/js/wasmsched.js).
+// WIT -> JS: option<T> is `T | undefined` on StarlingMonkey (the default
+// engine), `T | null` on QuickJS; s64/u64 are BigInts on StarlingMonkey,
+// Numbers on QuickJS (declared `number` here: wrap them in Number()).
+// Records are objects with camelCase keys.
+
+export type Code = "success" | "unschedulable" | "unschedulable-and-unresolvable" | "skip";
+export declare const Code: {
+  readonly SUCCESS: "success";
+  readonly UNSCHEDULABLE: "unschedulable";
+  readonly UNSCHEDULABLE_AND_UNRESOLVABLE: "unschedulable-and-unresolvable";
+  readonly SKIP: "skip";
+};
+export type Point = "preFilter" | "filter" | "preScore" | "score" | "normalizeScore";
+export declare const Points: {
+  readonly PRE_FILTER: "preFilter";
+  readonly FILTER: "filter";
+  readonly PRE_SCORE: "preScore";
+  readonly SCORE: "score";
+  readonly NORMALIZE_SCORE: "normalizeScore";
+};
+
+export interface Status { code: Code; reason?: string }
+export interface Rejection { index: number; code?: Code; reason?: string }
+export interface Quantity { name: string; amount: number }
+export interface Taint { key: string; value: string; effect: string }
+export interface Toleration { key: string; operator: string; value: string; effect: string }
+export interface Condition { type: string; status: string }
+export interface Image { names: string[]; sizeBytes: number }
+
+/** The pod being scheduled; valid during the call that receives it. */
+export interface Pod {
+  name(): string;
+  namespace(): string;
+  uid(): string;
+  label(key: string): string | null;
+  labels(): [string, string][];
+  annotation(key: string): string | null;
+  annotations(): [string, string][];
+  request(name: string): number;
+  requests(): Quantity[];
+  tolerations(): Toleration[];
+  images(): string[];
+  nodeSelector(): [string, string][];
+  priority(): number;
+  schedulerName(): string;
+  ownerKind(): string | null;
+  json(): string;
+}
+
+/** A batch of candidate nodes, addressed by index 0 .. len(). */
+export interface Nodes {
+  len(): number;
+  name(index: number): string;
+  label(index: number, key: string): string | null;
+  labels(index: number): [string, string][];
+  annotation(index: number, key: string): string | null;
+  annotations(index: number): [string, string][];
+  allocatable(index: number, name: string): number;
+  allocatables(index: number): Quantity[];
+  requested(index: number, name: string): number;
+  requesteds(index: number): Quantity[];
+  podCount(index: number): number;
+  unschedulable(index: number): boolean;
+  taints(index: number): Taint[];
+  conditions(index: number): Condition[];
+  imageSize(index: number, name: string): number | null;
+  images(index: number): Image[];
+  /** u64: as a Number, not exact above 2^53. */
+  random(index: number): number;
+  json(index: number): string;
+  // Column accessors: one host call for the whole batch, in batch order.
+  names(): string[];
+  labelValues(key: string): (string | null)[];
+  annotationValues(key: string): (string | null)[];
+  labelNumbers(key: string): (number | null)[];
+  annotationNumbers(key: string): (number | null)[];
+  allocatableAll(name: string): number[];
+  requestedAll(name: string): number[];
+  imageBytes(names: string[]): number[];
+  randoms(): number[];
+}
+
+export interface PluginDefinition {
+  name: string;
+  version?: string;
+  points?: Point[];
+  configure?(args: any): void;
+  preFilter?(pod: Pod): Status | Code | void;
+  filter?(pod: Pod, nodes: Nodes): Iterable<Rejection>;
+  preScore?(pod: Pod, nodes: Nodes): Status | Code | void;
+  score?(pod: Pod, nodes: Nodes): Iterable<number>;
+  normalizeScore?(pod: Pod, scores: number[]): Iterable<number>;
+  [extra: string]: any;
+}
+
+export declare function definePlugin(def: PluginDefinition): object;
+export declare class PluginError extends Error {}
+type Level = "trace" | "debug" | "info" | "warn" | "error";
+export declare const log: ((level: Level, message: string) => void) & { [L in Level]: (message: string) => void };
