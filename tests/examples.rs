@@ -89,6 +89,18 @@ fn every_language_gives_the_same_answers_as_rust() {
             }
             checked.push(format!("{name}/{lang}"));
         }
+        // The committed prebuilt component behaves as the one built from source.
+        let prebuilt = repo().join(format!("plugins/prebuilt/{name}.wasm"));
+        assert!(prebuilt.exists(), "no prebuilt {}", prebuilt.display());
+        for pod in ["pod-sensor.yaml", "pod-web.yaml"] {
+            let (want, got) = (answers(&rust, pod, "1"), answers(&prebuilt, pod, "1"));
+            assert_eq!(
+                got["nodes"], want["nodes"],
+                "plugins/prebuilt/{name}.wasm differs from its source: rebuild it with plugins/build.sh rust plugins/examples/{name}/rust plugins/prebuilt/{name}.wasm"
+            );
+            assert_eq!(got["points"], want["points"]);
+        }
+        checked.push(format!("{name}/prebuilt"));
     }
     eprintln!("checked against Rust: {checked:?}");
 }
