@@ -37,7 +37,11 @@ case "$lang" in
     # Guest crates build in their own target directory (never the host's:
     # a test may run this while cargo holds the host's).
     target="${WASMSCHED_PLUGINS_TARGET:-$here/target}"
-    CARGO_TARGET_DIR="$target" cargo build --quiet --release --locked \
+    # --locked when the crate's workspace has a lock file (a fresh scaffold has none yet).
+    root="$(cargo locate-project --workspace --message-format plain --manifest-path "$dir/Cargo.toml")"
+    locked=""
+    [ -f "$(dirname "$root")/Cargo.lock" ] && locked="--locked"
+    CARGO_TARGET_DIR="$target" cargo build --quiet --release $locked \
       --manifest-path "$dir/Cargo.toml" --target "$triple" >&2
     core="$target/$triple/release/${name//-/_}.wasm"
     ;;

@@ -12,8 +12,39 @@ use wasmsched_core::plugins::Registry;
 use wasmsched_core::{Cache, NodeData, PodInfo};
 use wasmsched_wasm::{CallError, Loaded, PluginHost, WasmConfig, WasmEngine};
 
+/// Languages `plugin new` scaffolds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    C,
+    Zig,
+    Python,
+    Js,
+}
+
+/// What the scaffold implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    Filter,
+    Score,
+}
+
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
+    /// Create a ready-to-build plugin project from a template (in the checkout's plugins/local/NAME/LANG).
+    New {
+        /// Plugin name (lowercase letters, digits and dashes), as the configuration will enable it.
+        name: String,
+        /// Language.
+        #[arg(long, value_enum)]
+        lang: Lang,
+        /// A filter or a score plugin.
+        #[arg(long, value_enum, default_value_t = Kind::Score)]
+        kind: Kind,
+        /// Where to create it (default: plugins/local/NAME/LANG of the wasmsched checkout around the current directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Load a plugin component, validate it and print what it is.
     Check {
         /// The component (`.wasm`).
@@ -93,6 +124,7 @@ pub fn registry(
 
 pub fn run(cmd: Command) -> anyhow::Result<()> {
     match cmd {
+        Command::New { name, lang, kind, dir } => scaffold(&name, lang, kind, dir),
         Command::Check { file, args } => check(&file, &args),
         Command::Test {
             file,
@@ -254,5 +286,114 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
         let s = scores[i].map_or("-".to_owned(), |s| s.to_string());
         println!("{:<24} {:>6}  {}", n.name(), s, verdicts[i]);
     }
+    Ok(())
+}
+
+/// The templates, shipped in the binary.
+fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
+    let pick = |f, s| if kind == Kind::Filter { f } else { s };
+    match lang {
+        Lang::Rust => vec![
+            ("Cargo.toml", include_str!("../templates/rust-Cargo.toml")),
+            (
+                "src/lib.rs",
+                pick(
+                    include_str!("../templates/rust-filter.rs"),
+                    include_str!("../templates/rust-score.rs"),
+                ),
+            ),
+        ],
+        Lang::C => vec![(
+            "main.c",
+            pick(
+                include_str!("../templates/c-filter.c"),
+                include_str!("../templates/c-score.c"),
+            ),
+        )],
+        Lang::Zig => vec![(
+            "main.zig",
+            pick(
+                include_str!("../templates/zig-filter.zig"),
+                include_str!("../templates/zig-score.zig"),
+            ),
+        )],
+        Lang::Python => vec![(
+            "main.py",
+            pick(
+                include_str!("../templates/python-filter.py"),
+                include_str!("../templates/python-score.py"),
+            ),
+        )],
+        Lang::Js => vec![(
+            "main.js",
+            pick(
+                include_str!("../templates/js-filter.js"),
+                include_str!("../templates/js-score.js"),
+            ),
+        )],
+    }
+}
+
+fn lang_name(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Rust => "rust",
+        Lang::C => "c",
+        Lang::Zig => "zig",
+        Lang::Python => "python",
+        Lang::Js => "js",
+    }
+}
+
+/// The `plugins/` directory of the checkout around the current directory.
+fn plugins_dir() -> anyhow::Result<PathBuf> {
+    let mut d = std::env::current_dir()?;
+    loop {
+        if d.join("plugins/build.sh").is_file() && d.join("wit/plugin.wit").is_file() {
+            return Ok(d.join("plugins"));
+        }
+        if !d.pop() {
+            bail!(
+                "not inside a wasmsched checkout (no plugins/build.sh above the current directory): pass --dir, next to plugins/sdk"
+            );
+        }
+    }
+}
+
+fn scaffold(name: &str, lang: Lang, kind: Kind, dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    if !valid {
+        bail!("plugin name {name:?}: use lowercase letters, digits and dashes (like node-price)");
+    }
+    let dir = match dir {
+        Some(d) => d,
+        None => plugins_dir()?.join("local").join(name).join(lang_name(lang)),
+    };
+    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
+        bail!("{} exists and is not empty", dir.display());
+    }
+    for (file, text) in template(lang, kind) {
+        let path = dir.join(file);
+        std::fs::create_dir_all(path.parent().unwrap_or(&dir))?;
+        std::fs::write(&path, text.replace("{{name}}", name))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    let l = lang_name(lang);
+    println!(
+        "created {} ({l} {} plugin {name})",
+        dir.display(),
+        if kind == Kind::Filter { "filter" } else { "score" }
+    );
+    println!("next:");
+    println!("  plugins/build.sh {l} {} /tmp/{name}.wasm", dir.display());
+    println!("  wasmsched plugin check /tmp/{name}.wasm");
+    println!(
+        "  wasmsched plugin test /tmp/{name}.wasm --pod plugins/testdata/fixture/pod-web.yaml --nodes plugins/testdata/fixture/nodes.yaml"
+    );
     Ok(())
 }

@@ -1,0 +1,14 @@
+// {{name}}: scores each node by a numeric label (args {"label": ...},
+// default "score"), clamped to 0..100; nodes without it score 0.
+import { definePlugin } from "wasmsched";
+
+export default definePlugin({
+  name: "{{name}}",
+  version: "0.1.0",
+  configure(args) {
+    this.label = typeof args.label === "string" ? args.label : "score";
+  },
+  score(pod, nodes) {
+    return Array.from(nodes.labelNumbers(this.label), (v) => (v == null ? 0 : Math.trunc(Math.min(100, Math.max(0, v)))));
+  },
+});
