@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use wasmsched_core::config::Config;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 use wasmsched_core::synthetic;
 
@@ -48,7 +47,12 @@ pub struct Args {
 
 /// Peak resident memory of this process in MiB (Linux `VmHWM`).
 pub fn peak_rss_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    peak_rss_mb_of("self")
+}
+
+/// Peak resident memory of process `pid` (or `self`) in MiB.
+pub fn peak_rss_mb_of(pid: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
@@ -72,12 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             json: args.json,
         });
     }
-    let mut config = match &args.config {
-        Some(p) => {
-            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
-        }
-        None => Config::default(),
-    };
+    let mut config = crate::load_config(args.config.as_deref())?;
     if let Some(p) = args.percentage {
         anyhow::ensure!(p <= 100, "--percentage must be in 0..=100");
         config.percentage_of_nodes_to_score = Some(i64::from(p));

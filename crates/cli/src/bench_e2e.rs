@@ -22,12 +22,6 @@ pub struct E2e {
     pub json: bool,
 }
 
-fn vm_hwm_mb(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    Some(line.split_whitespace().nth(1)?.parse::<f64>().ok()? / 1024.0)
-}
-
 pub fn run(e: E2e) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
@@ -97,7 +91,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
                 last_progress = Instant::now();
             }
         }
-        let rss = vm_hwm_mb(child.id());
+        let rss = crate::bench::peak_rss_mb_of(&child.id().to_string());
         let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
         let _ = child.wait();
         let mut lat: Vec<f64> = bound_at

@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, PostParams};
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
-use wasmsched_core::config::Config;
 use wasmsched_core::fixture::{Objects, parse_objects};
 use wasmsched_kube::{LeaderElection, Options};
 
@@ -42,12 +41,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => EXAMPLE_CLUSTER.to_owned(),
     };
     let objs = parse_objects(&text).context("cannot read the cluster")?;
-    let mut config = match &args.config {
-        Some(p) => {
-            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
-        }
-        None => Config::default(),
-    };
+    let mut config = crate::load_config(args.config.as_deref())?;
     let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), 0, true)?;
     let ours: Vec<String> = config.profiles.iter().map(|p| p.scheduler_name.clone()).collect();
     let rt = tokio::runtime::Runtime::new()?;

@@ -71,6 +71,15 @@ fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The scheduler configuration of `--config`, or the defaults.
+pub(crate) fn load_config(path: Option<&Path>) -> anyhow::Result<wasmsched_core::config::Config> {
+    match path {
+        Some(p) => wasmsched_core::config::Config::from_yaml(&read_file(p)?)
+            .with_context(|| format!("invalid config {}", p.display())),
+        None => Ok(wasmsched_core::config::Config::default()),
+    }
+}
+
 /// Reads a file, saying which one when it fails.
 pub(crate) fn read_file(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))

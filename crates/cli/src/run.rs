@@ -141,12 +141,7 @@ pub async fn shutdown_signal() {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut config = match &args.config {
-        Some(p) => {
-            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
-        }
-        None => Config::default(),
-    };
+    let mut config = crate::load_config(args.config.as_deref())?;
     let le = leader_election(&config)?;
     let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, false)?;
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

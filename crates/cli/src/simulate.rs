@@ -78,12 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for i in &objs.ignored {
         tracing::warn!(object = %i, "ignoring an object that is neither a Node nor a Pod");
     }
-    let mut config = match &args.config {
-        Some(p) => {
-            Config::from_yaml(&crate::read_file(p)?).with_context(|| format!("invalid config {}", p.display()))?
-        }
-        None => Config::default(),
-    };
+    let mut config = crate::load_config(args.config.as_deref())?;
     let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
     let config_name = args
         .config

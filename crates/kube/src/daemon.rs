@@ -146,14 +146,16 @@ pub async fn run(
 
     // Watchers.
     let mut tasks = Vec::new();
-    tasks.push(tokio::spawn(watch_nodes(
+    tasks.push(tokio::spawn(watch_kind(
         client.clone(),
+        NODES,
         tx.clone(),
         status.clone(),
         stop_rx.clone(),
     )));
-    tasks.push(tokio::spawn(watch_pods(
+    tasks.push(tokio::spawn(watch_kind(
         client.clone(),
+        PODS,
         tx.clone(),
         status.clone(),
         stop_rx.clone(),
@@ -494,65 +496,57 @@ async fn bind(client: &kube::Client, job: &BindJob, leading: &AtomicBool, status
     BindResult::Failed("the API server kept refusing the binding".into())
 }
 
-async fn watch_nodes(
-    client: kube::Client,
-    tx: std::sync::mpsc::Sender<Msg>,
-    status: Arc<Status>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let api: Api<Node> = Api::all(client);
-    let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
-    let mut init: HashSet<String> = HashSet::new();
-    let mut failures = 0u32;
-    loop {
-        let ev = tokio::select! {
-            ev = stream.next() => ev,
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        let Some(ev) = ev else { return };
-        let msg = match ev {
-            Ok(WatchEvent::Init) => {
-                init.clear();
-                continue;
-            }
-            Ok(WatchEvent::InitApply(n)) => {
-                init.insert(n.metadata.name.clone().unwrap_or_default());
-                Msg::Node(Box::new(n))
-            }
-            Ok(WatchEvent::InitDone) => {
-                failures = 0;
-                status.nodes_synced.store(true, Ordering::Relaxed);
-                Msg::NodesSynced(std::mem::take(&mut init))
-            }
-            Ok(WatchEvent::Apply(n)) => Msg::Node(Box::new(n)),
-            Ok(WatchEvent::Delete(n)) => Msg::NodeGone(n.metadata.name.unwrap_or_default()),
-            Err(e) => {
-                backoff(&mut failures, "nodes", &e).await;
-                continue;
-            }
-        };
-        if tx.send(msg).is_err() {
-            return;
-        }
-    }
+/// How one kind's watch events become messages for the scheduling thread.
+struct Kind<K> {
+    what: &'static str,
+    key: fn(&K) -> String,
+    apply: fn(K) -> Msg,
+    gone: fn(String) -> Msg,
+    synced: fn(HashSet<String>) -> Msg,
+    synced_flag: fn(&Status) -> &AtomicBool,
 }
 
-async fn watch_pods(
+fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        p.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+const NODES: Kind<Node> = Kind {
+    what: "nodes",
+    key: |n| n.metadata.name.clone().unwrap_or_default(),
+    apply: |n| Msg::Node(Box::new(n)),
+    gone: Msg::NodeGone,
+    synced: Msg::NodesSynced,
+    synced_flag: |s| &s.nodes_synced,
+};
+
+const PODS: Kind<Pod> = Kind {
+    what: "pods",
+    key: pod_key,
+    apply: |p| Msg::Pod(Box::new(p)),
+    gone: Msg::PodGone,
+    synced: Msg::PodsSynced,
+    synced_flag: |s| &s.pods_synced,
+};
+
+/// Follows every object of one kind with kube-rs' watcher. A relist ends
+/// with the set of keys it saw, so the scheduling thread can drop the rest.
+async fn watch_kind<K>(
     client: kube::Client,
+    kind: Kind<K>,
     tx: std::sync::mpsc::Sender<Msg>,
     status: Arc<Status>,
     mut stop: watch::Receiver<bool>,
-) {
-    let api: Api<Pod> = Api::all(client);
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client);
     let mut stream = watcher::watcher(api, watcher::Config::default()).boxed();
     let mut init: HashSet<String> = HashSet::new();
-    let key = |p: &Pod| {
-        format!(
-            "{}/{}",
-            p.metadata.namespace.as_deref().unwrap_or("default"),
-            p.metadata.name.as_deref().unwrap_or_default()
-        )
-    };
     let mut failures = 0u32;
     loop {
         let ev = tokio::select! {
@@ -565,19 +559,19 @@ async fn watch_pods(
                 init.clear();
                 continue;
             }
-            Ok(WatchEvent::InitApply(p)) => {
-                init.insert(key(&p));
-                Msg::Pod(Box::new(p))
+            Ok(WatchEvent::InitApply(o)) => {
+                init.insert((kind.key)(&o));
+                (kind.apply)(o)
             }
             Ok(WatchEvent::InitDone) => {
                 failures = 0;
-                status.pods_synced.store(true, Ordering::Relaxed);
-                Msg::PodsSynced(std::mem::take(&mut init))
+                (kind.synced_flag)(&status).store(true, Ordering::Relaxed);
+                (kind.synced)(std::mem::take(&mut init))
             }
-            Ok(WatchEvent::Apply(p)) => Msg::Pod(Box::new(p)),
-            Ok(WatchEvent::Delete(p)) => Msg::PodGone(key(&p)),
+            Ok(WatchEvent::Apply(o)) => (kind.apply)(o),
+            Ok(WatchEvent::Delete(o)) => (kind.gone)((kind.key)(&o)),
             Err(e) => {
-                backoff(&mut failures, "pods", &e).await;
+                backoff(&mut failures, kind.what, &e).await;
                 continue;
             }
         };
@@ -596,13 +590,14 @@ async fn backoff(failures: &mut u32, what: &str, e: &watcher::Error) {
     tokio::time::sleep(delay).await;
 }
 
+/// Now as `metav1.MicroTime` writes it.
 fn micro_now() -> String {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let t = k8s_openapi::jiff::Timestamp::new(d.as_secs() as i64, (d.subsec_micros() * 1000) as i32)
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    t.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+    leader::now().strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string()
+}
+
+/// Now as `metav1.Time` writes it (whole seconds).
+fn time_now() -> String {
+    leader::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// Writes events (`events.k8s.io/v1`) and the pods' `PodScheduled`
@@ -689,7 +684,7 @@ async fn reporter(
                         let cond = json!({"status": {"conditions": [{
                             "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                             "message": message, "lastProbeTime": null,
-                            "lastTransitionTime": micro_now().split('.').next().unwrap_or_default().to_owned() + "Z",
+                            "lastTransitionTime": time_now(),
                         }]}});
                         if let Err(e) = pods
                             .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&cond))

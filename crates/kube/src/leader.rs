@@ -70,13 +70,17 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     Some(total)
 }
 
-fn now_micro() -> MicroTime {
+/// Now, to the microsecond (what `metav1.MicroTime` carries).
+pub(crate) fn now() -> k8s_openapi::jiff::Timestamp {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let ts = k8s_openapi::jiff::Timestamp::new(d.as_secs() as i64, (d.subsec_micros() * 1000) as i32)
-        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    MicroTime(ts)
+    k8s_openapi::jiff::Timestamp::new(d.as_secs() as i64, (d.subsec_micros() * 1000) as i32)
+        .unwrap_or(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)
+}
+
+fn now_micro() -> MicroTime {
+    MicroTime(now())
 }
 
 /// Runs the election until `stop` turns true, publishing leadership on

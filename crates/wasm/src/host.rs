@@ -91,6 +91,15 @@ fn quantities(r: &Resources) -> Vec<Quantity> {
     out
 }
 
+/// What the pods on a node request of one resource (`pods`: how many).
+fn requested(n: &NodeInfo, name: &str) -> i64 {
+    if name == "pods" {
+        n.usage.pods
+    } else {
+        n.usage.requested.get(name)
+    }
+}
+
 fn annotation<'a>(n: &'a NodeInfo, key: &str) -> Option<&'a str> {
     n.node
         .object
@@ -255,11 +264,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn annotation(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(node_object(self.node(i)?)
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(&key).cloned()))
+        Ok(annotation(self.node(i)?, &key).map(str::to_owned))
     }
 
     fn annotations(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
@@ -275,12 +280,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn requested(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
-        let n = self.node(i)?;
-        Ok(if name == "pods" {
-            n.usage.pods
-        } else {
-            n.usage.requested.get(&name)
-        })
+        Ok(requested(self.node(i)?, &name))
     }
 
     fn requesteds(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Quantity>> {
@@ -405,17 +405,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn requested_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
-        Ok(self
-            .nodes
-            .iter()
-            .map(|n| {
-                if name == "pods" {
-                    n.usage.pods
-                } else {
-                    n.usage.requested.get(&name)
-                }
-            })
-            .collect())
+        Ok(self.nodes.iter().map(|n| requested(n, &name)).collect())
     }
 
     fn image_bytes(&mut self, _: Resource<NodesHandle>, names: Vec<String>) -> wasmtime::Result<Vec<i64>> {
