@@ -18,6 +18,7 @@ pub enum Lang {
     Rust,
     C,
     Zig,
+    Go,
     Python,
     Js,
 }
@@ -317,6 +318,16 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
                 include_str!("../templates/zig-score.zig"),
             ),
         )],
+        Lang::Go => vec![
+            ("go.mod", include_str!("../templates/go-go.mod")),
+            (
+                "main.go",
+                pick(
+                    include_str!("../templates/go-filter.go"),
+                    include_str!("../templates/go-score.go"),
+                ),
+            ),
+        ],
         Lang::Python => vec![(
             "main.py",
             pick(
@@ -339,6 +350,7 @@ fn lang_name(lang: Lang) -> &'static str {
         Lang::Rust => "rust",
         Lang::C => "c",
         Lang::Zig => "zig",
+        Lang::Go => "go",
         Lang::Python => "python",
         Lang::Js => "js",
     }

@@ -1,0 +1,3 @@
+module label-gate
+
+go 1.24

@@ -1,0 +1,3 @@
+module node-price
+
+go 1.24

@@ -1,0 +1,3 @@
+module github.com/wasmsched/wasmsched/plugins/sdk/go
+
+go 1.24

@@ -1,0 +1,312 @@
+// The canonical-ABI glue between Go (GOOS=wasip1, GOARCH=wasm) and world
+// `wasmsched:plugin/scheduler-plugin`. Users never see it: they call the
+// methods of Pod and Nodes and implement the interfaces of plugin.go.
+//
+// Go's wasm port has 8-byte pointers and ints while the component ABI lays
+// out 4-byte addresses, so records are read and written word by word at
+// linear-memory addresses (uint32), never through Go struct overlays.
+
+package wasmsched
+
+import (
+	"unsafe"
+)
+
+// addr is an address in linear memory.
+type addr = uint32
+
+func addrOf(p unsafe.Pointer) addr { return addr(uintptr(p)) }
+
+func ptrAt(a addr) unsafe.Pointer { return unsafe.Pointer(uintptr(a)) }
+
+func u8At(a addr) uint8     { return *(*uint8)(ptrAt(a)) }
+func u32At(a addr) uint32   { return *(*uint32)(ptrAt(a)) }
+func i64At(a addr) int64    { return *(*int64)(ptrAt(a)) }
+func u64At(a addr) uint64   { return *(*uint64)(ptrAt(a)) }
+func f64At(a addr) float64  { return *(*float64)(ptrAt(a)) }
+func putU32(a addr, v uint32) { *(*uint32)(ptrAt(a)) = v }
+
+// stringAt copies the string (ptr, len) stored at a out of the arena.
+func stringAt(a addr) string {
+	p, n := u32At(a), u32At(a+4)
+	if n == 0 {
+		return ""
+	}
+	return string(unsafe.Slice((*byte)(ptrAt(p)), n))
+}
+
+// stringData is the address of s's bytes, for a call that only reads them
+// during the call (the caller keeps s alive).
+func stringData(s string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(s)) }
+
+// The arena that cabi_realloc hands out: everything the host copies into
+// the guest during one export call (arguments, accessor results) lives here
+// until the call returns, then the arena is reset. The Go heap cannot serve
+// cabi_realloc directly: memory it returns is referenced by no Go pointer
+// and a collection would free it under the host's feet.
+var arena struct {
+	chunk   []byte
+	used    int
+	retired [][]byte // outgrown chunks still referenced by this call
+}
+
+const arenaMin = 64 << 10
+
+//go:wasmexport cabi_realloc
+func cabiRealloc(oldPtr, oldSize, align, newSize uint32) uint32 {
+	if newSize == 0 {
+		return align
+	}
+	if oldPtr != 0 && newSize <= oldSize {
+		return oldPtr
+	}
+	base := addrOf(unsafe.Pointer(unsafe.SliceData(arena.chunk)))
+	start := (int(base) + arena.used + int(align) - 1) &^ (int(align) - 1)
+	off := start - int(base)
+	if arena.chunk == nil || off+int(newSize) > len(arena.chunk) {
+		size := max(2*len(arena.chunk), arenaMin)
+		for size < int(newSize)+int(align) {
+			size *= 2
+		}
+		if arena.chunk != nil {
+			arena.retired = append(arena.retired, arena.chunk)
+		}
+		arena.chunk = make([]byte, size)
+		base = addrOf(unsafe.Pointer(unsafe.SliceData(arena.chunk)))
+		start = (int(base) + int(align) - 1) &^ (int(align) - 1)
+		off = start - int(base)
+	}
+	arena.used = off + int(newSize)
+	if oldPtr != 0 && oldSize > 0 {
+		copy(arena.chunk[off:off+int(oldSize)], unsafe.Slice((*byte)(ptrAt(oldPtr)), oldSize))
+	}
+	return addr(start)
+}
+
+// resetArena ends an export call: the host has copied in everything it
+// will, and nothing read from the arena is kept (accessors copy out).
+func resetArena() {
+	arena.used = 0
+	if arena.retired != nil {
+		clear(arena.retired)
+		arena.retired = arena.retired[:0]
+	}
+}
+
+// ret is the return area of imports whose results do not fit in one value.
+var ret [4]uint64
+
+func retArea() addr { return addrOf(unsafe.Pointer(&ret)) }
+
+// out is the return area of exports, read by the host after the export
+// returns; keep holds what its pointers point at until the next call.
+var (
+	out  [8]uint32
+	keep []any
+)
+
+func outArea() addr { return addrOf(unsafe.Pointer(&out)) }
+
+// Imports of world `scheduler-plugin`. Pointers are uint32 addresses;
+// Go memory passed in is kept alive by the caller for the call.
+
+//go:wasmimport wasmsched:plugin/host@0.1.0 log
+func hostLog(level int32, ptr unsafe.Pointer, n uint32)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [resource-drop]pod
+func dropPod(h int32)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [resource-drop]nodes
+func dropNodes(h int32)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.name
+func podName(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.namespace
+func podNamespace(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.uid
+func podUID(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.label
+func podLabel(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.labels
+func podLabels(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.annotation
+func podAnnotation(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.annotations
+func podAnnotations(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.request
+func podRequest(h int32, name unsafe.Pointer, n uint32) int64
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.requests
+func podRequests(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.tolerations
+func podTolerations(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.images
+func podImages(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.node-selector
+func podNodeSelector(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.priority
+func podPriority(h int32) int32
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.scheduler-name
+func podSchedulerName(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.owner-kind
+func podOwnerKind(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]pod.json
+func podJSON(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.len
+func nodesLen(h int32) uint32
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.name
+func nodesName(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.label
+func nodesLabel(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.labels
+func nodesLabels(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.annotation
+func nodesAnnotation(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.annotations
+func nodesAnnotations(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.allocatable
+func nodesAllocatable(h int32, i uint32, name unsafe.Pointer, n uint32) int64
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.allocatables
+func nodesAllocatables(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.requested
+func nodesRequested(h int32, i uint32, name unsafe.Pointer, n uint32) int64
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.requesteds
+func nodesRequesteds(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.pod-count
+func nodesPodCount(h int32, i uint32) int64
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.unschedulable
+func nodesUnschedulable(h int32, i uint32) int32
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.taints
+func nodesTaints(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.conditions
+func nodesConditions(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.image-size
+func nodesImageSize(h int32, i uint32, name unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.images
+func nodesImages(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.random
+func nodesRandom(h int32, i uint32) int64
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.json
+func nodesJSON(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.names
+func nodesNames(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.label-values
+func nodesLabelValues(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.annotation-values
+func nodesAnnotationValues(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.label-numbers
+func nodesLabelNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.annotation-numbers
+func nodesAnnotationNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.allocatable-all
+func nodesAllocatableAll(h int32, name unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.requested-all
+func nodesRequestedAll(h int32, name unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.image-bytes
+func nodesImageBytes(h int32, names unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.1.0 [method]nodes.randoms
+func nodesRandoms(h int32, ret addr)
+
+// Readers of the return area, one per result shape of the contract.
+
+// retString reads a string result.
+func retString() string { return stringAt(retArea()) }
+
+// retOptString reads an option<string> result: tag at 0, string at 4.
+func retOptString() (string, bool) {
+	a := retArea()
+	if u8At(a) == 0 {
+		return "", false
+	}
+	return stringAt(a + 4), true
+}
+
+// retList reads a list result: its base address and length.
+func retList() (addr, int) {
+	a := retArea()
+	return u32At(a), int(u32At(a + 4))
+}
+
+// retPairs reads list<tuple<string, string>> into a map.
+func retPairs() map[string]string {
+	base, n := retList()
+	m := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		e := base + addr(i)*16
+		m[stringAt(e)] = stringAt(e + 8)
+	}
+	return m
+}
+
+// retStrings reads list<string>.
+func retStrings() []string { base, n := retList(); return stringsAt(base, n) }
+
+func stringsAt(base addr, n int) []string {
+	s := make([]string, n)
+	for i := range s {
+		s[i] = stringAt(base + addr(i)*8)
+	}
+	return s
+}
+
+// retQuantities reads list<quantity>: {name: string @0, amount: s64 @8}.
+func retQuantities() []Quantity {
+	base, n := retList()
+	q := make([]Quantity, n)
+	for i := range q {
+		e := base + addr(i)*16
+		q[i] = Quantity{Name: stringAt(e), Amount: i64At(e + 8)}
+	}
+	return q
+}
+
+// retI64s reads list<s64> (and list<u64> as its bits).
+func retI64s() []int64 {
+	base, n := retList()
+	v := make([]int64, n)
+	if n > 0 {
+		copy(v, unsafe.Slice((*int64)(ptrAt(base)), n))
+	}
+	return v
+}

@@ -1,0 +1,353 @@
+package wasmsched
+
+import (
+	"runtime"
+	"unsafe"
+)
+
+// Quantity is one resource amount: millicores for `cpu`, bytes for
+// memory-like resources, a count otherwise.
+type Quantity struct {
+	Name   string
+	Amount int64
+}
+
+// Taint is a node taint. Value is empty when the taint has none.
+type Taint struct {
+	Key, Value string
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute.
+	Effect string
+}
+
+// Toleration is a pod toleration.
+type Toleration struct {
+	// Key empty with Operator Exists tolerates every key.
+	Key string
+	// Operator is Equal or Exists.
+	Operator string
+	Value    string
+	// Effect empty tolerates every effect.
+	Effect string
+}
+
+// Condition is a node condition (type Ready, MemoryPressure, ...; status
+// True, False or Unknown).
+type Condition struct {
+	Type, Status string
+}
+
+// Image is a container image a node holds, by all of its names.
+type Image struct {
+	Names     []string
+	SizeBytes int64
+}
+
+// Option is a value that may be absent (a WIT option<T>): Value is the
+// zero value when Ok is false.
+type Option[T any] struct {
+	Ok    bool
+	Value T
+}
+
+// Pod is the pod being scheduled: a handle valid during the call that
+// receives it. Every accessor asks the host and copies only what it returns.
+type Pod struct{ h int32 }
+
+// Name is metadata.name.
+func (p Pod) Name() string { podName(p.h, retArea()); return retString() }
+
+// Namespace is metadata.namespace.
+func (p Pod) Namespace() string { podNamespace(p.h, retArea()); return retString() }
+
+// UID is metadata.uid.
+func (p Pod) UID() string { podUID(p.h, retArea()); return retString() }
+
+// Label returns one label and whether it is set.
+func (p Pod) Label(key string) (string, bool) {
+	podLabel(p.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptString()
+}
+
+// Labels returns every label.
+func (p Pod) Labels() map[string]string { podLabels(p.h, retArea()); return retPairs() }
+
+// Annotation returns one annotation and whether it is set.
+func (p Pod) Annotation(key string) (string, bool) {
+	podAnnotation(p.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptString()
+}
+
+// Annotations returns every annotation.
+func (p Pod) Annotations() map[string]string { podAnnotations(p.h, retArea()); return retPairs() }
+
+// Request is the pod's effective request of one resource as kube-scheduler
+// computes it (init containers, sidecars and overhead included); 0 if none.
+func (p Pod) Request(name string) int64 {
+	v := podRequest(p.h, stringData(name), uint32(len(name)))
+	runtime.KeepAlive(name)
+	return v
+}
+
+// Requests returns every non-zero effective request.
+func (p Pod) Requests() []Quantity { podRequests(p.h, retArea()); return retQuantities() }
+
+// Tolerations is spec.tolerations.
+func (p Pod) Tolerations() []Toleration {
+	podTolerations(p.h, retArea())
+	base, n := retList()
+	t := make([]Toleration, n)
+	for i := range t {
+		e := base + addr(i)*32
+		t[i] = Toleration{Key: stringAt(e), Operator: stringAt(e + 8), Value: stringAt(e + 16), Effect: stringAt(e + 24)}
+	}
+	return t
+}
+
+// Images are the images of the pod's containers and init containers.
+func (p Pod) Images() []string { podImages(p.h, retArea()); return retStrings() }
+
+// NodeSelector is spec.nodeSelector.
+func (p Pod) NodeSelector() map[string]string { podNodeSelector(p.h, retArea()); return retPairs() }
+
+// Priority is spec.priority (0 when unset).
+func (p Pod) Priority() int32 { return podPriority(p.h) }
+
+// SchedulerName is spec.schedulerName.
+func (p Pod) SchedulerName() string { podSchedulerName(p.h, retArea()); return retString() }
+
+// OwnerKind is the kind of the controller owner (ReplicaSet, Job, ...), if any.
+func (p Pod) OwnerKind() (string, bool) { podOwnerKind(p.h, retArea()); return retOptString() }
+
+// JSON is the whole Pod object as Kubernetes JSON.
+func (p Pod) JSON() string { podJSON(p.h, retArea()); return retString() }
+
+// Nodes is a batch of candidate nodes, addressed by index 0 .. Len()-1
+// (an index out of range traps), valid during the call that receives it.
+// The column accessors (Names, LabelValues, AnnotationNumbers, ...) read
+// one field of every node in a single host call: prefer them in loops.
+type Nodes struct {
+	h int32
+	n int
+}
+
+func newNodes(h int32) Nodes { return Nodes{h: h, n: int(nodesLen(h))} }
+
+// Len is the number of nodes in the batch.
+func (ns Nodes) Len() int { return ns.n }
+
+// Name is metadata.name of node i.
+func (ns Nodes) Name(i int) string { nodesName(ns.h, uint32(i), retArea()); return retString() }
+
+// Label returns one label of node i and whether it is set.
+func (ns Nodes) Label(i int, key string) (string, bool) {
+	nodesLabel(ns.h, uint32(i), stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptString()
+}
+
+// Labels returns every label of node i.
+func (ns Nodes) Labels(i int) map[string]string {
+	nodesLabels(ns.h, uint32(i), retArea())
+	return retPairs()
+}
+
+// Annotation returns one annotation of node i and whether it is set.
+func (ns Nodes) Annotation(i int, key string) (string, bool) {
+	nodesAnnotation(ns.h, uint32(i), stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptString()
+}
+
+// Annotations returns every annotation of node i.
+func (ns Nodes) Annotations(i int) map[string]string {
+	nodesAnnotations(ns.h, uint32(i), retArea())
+	return retPairs()
+}
+
+// Allocatable is node i's allocatable amount of one resource (0 if none).
+func (ns Nodes) Allocatable(i int, name string) int64 {
+	v := nodesAllocatable(ns.h, uint32(i), stringData(name), uint32(len(name)))
+	runtime.KeepAlive(name)
+	return v
+}
+
+// Allocatables returns every allocatable resource of node i.
+func (ns Nodes) Allocatables(i int) []Quantity {
+	nodesAllocatables(ns.h, uint32(i), retArea())
+	return retQuantities()
+}
+
+// Requested is the sum of the requests of the pods on node i for one resource.
+func (ns Nodes) Requested(i int, name string) int64 {
+	v := nodesRequested(ns.h, uint32(i), stringData(name), uint32(len(name)))
+	runtime.KeepAlive(name)
+	return v
+}
+
+// Requesteds returns every non-zero requested resource of node i.
+func (ns Nodes) Requesteds(i int) []Quantity {
+	nodesRequesteds(ns.h, uint32(i), retArea())
+	return retQuantities()
+}
+
+// PodCount is the number of pods on node i.
+func (ns Nodes) PodCount(i int) int64 { return nodesPodCount(ns.h, uint32(i)) }
+
+// Unschedulable is spec.unschedulable (cordoned) of node i.
+func (ns Nodes) Unschedulable(i int) bool { return nodesUnschedulable(ns.h, uint32(i)) != 0 }
+
+// Taints is spec.taints of node i.
+func (ns Nodes) Taints(i int) []Taint {
+	nodesTaints(ns.h, uint32(i), retArea())
+	base, n := retList()
+	t := make([]Taint, n)
+	for k := range t {
+		e := base + addr(k)*24
+		t[k] = Taint{Key: stringAt(e), Value: stringAt(e + 8), Effect: stringAt(e + 16)}
+	}
+	return t
+}
+
+// Conditions is status.conditions of node i.
+func (ns Nodes) Conditions(i int) []Condition {
+	nodesConditions(ns.h, uint32(i), retArea())
+	base, n := retList()
+	c := make([]Condition, n)
+	for k := range c {
+		e := base + addr(k)*16
+		c[k] = Condition{Type: stringAt(e), Status: stringAt(e + 8)}
+	}
+	return c
+}
+
+// ImageSize is the size in bytes of the image known by name on node i, if held.
+func (ns Nodes) ImageSize(i int, name string) (int64, bool) {
+	nodesImageSize(ns.h, uint32(i), stringData(name), uint32(len(name)), retArea())
+	runtime.KeepAlive(name)
+	a := retArea()
+	if u8At(a) == 0 {
+		return 0, false
+	}
+	return i64At(a + 8), true
+}
+
+// Images is status.images of node i.
+func (ns Nodes) Images(i int) []Image {
+	nodesImages(ns.h, uint32(i), retArea())
+	base, n := retList()
+	im := make([]Image, n)
+	for k := range im {
+		e := base + addr(k)*16
+		im[k] = Image{Names: stringsAt(u32At(e), int(u32At(e+4))), SizeBytes: i64At(e + 8)}
+	}
+	return im
+}
+
+// Random is the host's seeded pseudo-random number for (pod, node i): the
+// same seed gives the same numbers, so placements stay reproducible.
+func (ns Nodes) Random(i int) uint64 { return uint64(nodesRandom(ns.h, uint32(i))) }
+
+// JSON is the whole Node object i as Kubernetes JSON.
+func (ns Nodes) JSON(i int) string { nodesJSON(ns.h, uint32(i), retArea()); return retString() }
+
+// Names is metadata.name of every node.
+func (ns Nodes) Names() []string { nodesNames(ns.h, retArea()); return retStrings() }
+
+// LabelValues is one label of every node.
+func (ns Nodes) LabelValues(key string) []Option[string] {
+	nodesLabelValues(ns.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptStrings()
+}
+
+// AnnotationValues is one annotation of every node.
+func (ns Nodes) AnnotationValues(key string) []Option[string] {
+	nodesAnnotationValues(ns.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptStrings()
+}
+
+// LabelNumbers is one label of every node read as a decimal number; not Ok
+// when absent or not a number.
+func (ns Nodes) LabelNumbers(key string) []Option[float64] {
+	nodesLabelNumbers(ns.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptF64s()
+}
+
+// AnnotationNumbers is one annotation of every node read as a decimal
+// number; not Ok when absent or not a number.
+func (ns Nodes) AnnotationNumbers(key string) []Option[float64] {
+	nodesAnnotationNumbers(ns.h, stringData(key), uint32(len(key)), retArea())
+	runtime.KeepAlive(key)
+	return retOptF64s()
+}
+
+// AllocatableAll is the allocatable amount of one resource on every node.
+func (ns Nodes) AllocatableAll(name string) []int64 {
+	nodesAllocatableAll(ns.h, stringData(name), uint32(len(name)), retArea())
+	runtime.KeepAlive(name)
+	return retI64s()
+}
+
+// RequestedAll is the requested amount of one resource on every node.
+func (ns Nodes) RequestedAll(name string) []int64 {
+	nodesRequestedAll(ns.h, stringData(name), uint32(len(name)), retArea())
+	runtime.KeepAlive(name)
+	return retI64s()
+}
+
+// ImageBytes is the total size of the named images each node holds (an
+// image counts once, by any of its names).
+func (ns Nodes) ImageBytes(names []string) []int64 {
+	list := make([]uint32, 2*len(names))
+	for i, s := range names {
+		list[2*i] = addrOf(stringData(s))
+		list[2*i+1] = uint32(len(s))
+	}
+	nodesImageBytes(ns.h, unsafe.Pointer(unsafe.SliceData(list)), uint32(len(names)), retArea())
+	runtime.KeepAlive(list)
+	runtime.KeepAlive(names)
+	return retI64s()
+}
+
+// Randoms is Random(i) for every node.
+func (ns Nodes) Randoms() []uint64 {
+	nodesRandoms(ns.h, retArea())
+	v := retI64s()
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(v))), len(v))
+}
+
+// retOptStrings reads list<option<string>>: 12-byte elements, tag at 0.
+func retOptStrings() []Option[string] {
+	base, n := retList()
+	v := make([]Option[string], n)
+	for i := range v {
+		e := base + addr(i)*12
+		if u8At(e) != 0 {
+			v[i] = Option[string]{Value: stringAt(e + 4), Ok: true}
+		}
+	}
+	return v
+}
+
+// retOptF64s reads list<option<f64>>: 16-byte elements, tag at 0, value
+// at 8, which is Option[float64]'s layout (the tag byte is 0 or 1, as a Go
+// bool): one copy, then the payloads of absent values, which the host
+// leaves unwritten, are zeroed.
+func retOptF64s() []Option[float64] {
+	base, n := retList()
+	v := make([]Option[float64], n)
+	if n == 0 {
+		return v
+	}
+	copy(v, unsafe.Slice((*Option[float64])(ptrAt(base)), n))
+	for i := range v {
+		if !v[i].Ok {
+			v[i].Value = 0
+		}
+	}
+	return v
+}

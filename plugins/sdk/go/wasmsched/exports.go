@@ -1,0 +1,294 @@
+package wasmsched
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// Level is a log level.
+type Level int32
+
+const (
+	LevelTrace Level = iota
+	LevelDebug
+	LevelInfo
+	LevelWarn
+	LevelError
+)
+
+// Log writes a line to the scheduler's log, attributed to the plugin.
+func Log(level Level, msg string) {
+	hostLog(int32(level), stringData(msg), uint32(len(msg)))
+}
+
+// Debugf logs at debug level.
+func Debugf(format string, args ...any) { Log(LevelDebug, fmt.Sprintf(format, args...)) }
+
+// Infof logs at info level.
+func Infof(format string, args ...any) { Log(LevelInfo, fmt.Sprintf(format, args...)) }
+
+// Warnf logs at warn level.
+func Warnf(format string, args ...any) { Log(LevelWarn, fmt.Sprintf(format, args...)) }
+
+// Errorf logs at error level.
+func Errorf(format string, args ...any) { Log(LevelError, fmt.Sprintf(format, args...)) }
+
+var registered struct {
+	name, version string
+	plugin        Plugin
+}
+
+// Register makes p the component's plugin, under the name the scheduler
+// configuration enables it by. Call it once, from an init function.
+func Register(name, version string, p Plugin) {
+	if registered.plugin != nil {
+		panic("wasmsched.Register: called twice (a component holds one plugin)")
+	}
+	registered.name, registered.version, registered.plugin = name, version, p
+}
+
+// The points flags of the contract, in declaration order.
+const (
+	pointPreFilter = 1 << iota
+	pointFilter
+	pointPreScore
+	pointScore
+	pointNormalizeScore
+)
+
+func points(p Plugin) uint32 {
+	var f uint32
+	if _, ok := p.(PreFilterer); ok {
+		f |= pointPreFilter
+	}
+	if _, ok := p.(Filterer); ok {
+		f |= pointFilter
+	}
+	if _, ok := p.(PreScorer); ok {
+		f |= pointPreScore
+	}
+	if _, ok := p.(Scorer); ok {
+		f |= pointScore
+	}
+	if _, ok := p.(ScoreNormalizer); ok {
+		f |= pointNormalizeScore
+	}
+	return f
+}
+
+// Results of exports go to out; strings and lists they point at stay in
+// keep until the next call.
+
+func hold(v any) { keep = append(keep, v) }
+
+func strOut(a addr, s string) {
+	hold(s)
+	putU32(a, addrOf(stringData(s)))
+	putU32(a+4, uint32(len(s)))
+}
+
+// errOut writes result::err(msg).
+func errOut(err error) addr {
+	a := outArea()
+	putU32(a, 1)
+	strOut(a+4, err.Error())
+	return a
+}
+
+// call runs f, turning a panic into an error so that the host sees the
+// contract's error result with the message rather than a trap.
+func call(point string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: panic: %v", point, r)
+		}
+	}()
+	if registered.plugin == nil {
+		return errors.New("no plugin registered: call wasmsched.Register from an init function")
+	}
+	return f()
+}
+
+// begin starts an export call, end finishes it.
+func begin() { clear(keep); keep = keep[:0] }
+func end()   { resetArena() }
+
+func notImplemented(point string) error {
+	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#metadata
+func exportMetadata() addr {
+	begin()
+	defer end()
+	a := outArea()
+	name := registered.name
+	if registered.plugin == nil {
+		name = ""
+	}
+	strOut(a, name)
+	strOut(a+8, registered.version)
+	var p uint32
+	if registered.plugin != nil {
+		p = points(registered.plugin)
+	}
+	putU32(a+16, p)
+	return a
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#configure
+func exportConfigure(ptr addr, n uint32) addr {
+	begin()
+	defer end()
+	raw := []byte(unsafe.String((*byte)(ptrAt(ptr)), n))
+	err := call("configure", func() error {
+		args := Args{raw: raw}
+		if len(raw) == 0 {
+			args.raw = []byte("{}")
+		}
+		if err := json.Unmarshal(args.raw, &args.fields); err != nil {
+			return fmt.Errorf("args: not a JSON object: %v", err)
+		}
+		return registered.plugin.Configure(args)
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	putU32(outArea(), 0)
+	return outArea()
+}
+
+func statusOut(s Status) addr {
+	a := outArea()
+	putU32(a, 0)
+	putU32(a+4, uint32(s.Code))
+	strOut(a+8, s.Reason)
+	return a
+}
+
+// listOut writes result::ok(list) with the list at v (kept alive).
+func listOut(ptr unsafe.Pointer, n int, v any) addr {
+	hold(v)
+	a := outArea()
+	putU32(a, 0)
+	putU32(a+4, addrOf(ptr))
+	putU32(a+8, uint32(n))
+	return a
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#pre-filter
+func exportPreFilter(pod int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	var s Status
+	err := call("pre-filter", func() (err error) {
+		p, ok := registered.plugin.(PreFilterer)
+		if !ok {
+			return notImplemented("pre-filter")
+		}
+		s, err = p.PreFilter(Pod{pod})
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return statusOut(s)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#filter
+func exportFilter(pod, nodes int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	var rs []Rejection
+	err := call("filter", func() (err error) {
+		p, ok := registered.plugin.(Filterer)
+		if !ok {
+			return notImplemented("filter")
+		}
+		rs, err = p.Filter(Pod{pod}, newNodes(nodes))
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	// rejection: {index: u32 @0, code: u8 @4, reason: string @8}
+	words := make([]uint32, 4*len(rs))
+	for i, r := range rs {
+		hold(r.Reason)
+		words[4*i] = uint32(r.Index)
+		words[4*i+1] = uint32(r.Code)
+		words[4*i+2] = addrOf(stringData(r.Reason))
+		words[4*i+3] = uint32(len(r.Reason))
+	}
+	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#pre-score
+func exportPreScore(pod, nodes int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	var s Status
+	err := call("pre-score", func() (err error) {
+		p, ok := registered.plugin.(PreScorer)
+		if !ok {
+			return notImplemented("pre-score")
+		}
+		s, err = p.PreScore(Pod{pod}, newNodes(nodes))
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return statusOut(s)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#score
+func exportScore(pod, nodes int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	var scores []int64
+	err := call("score", func() (err error) {
+		p, ok := registered.plugin.(Scorer)
+		if !ok {
+			return notImplemented("score")
+		}
+		scores, err = p.Score(Pod{pod}, newNodes(nodes))
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.1.0#normalize-score
+func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	scores := make([]int64, n)
+	if n > 0 {
+		copy(scores, unsafe.Slice((*int64)(ptrAt(ptr)), n))
+	}
+	err := call("normalize-score", func() (err error) {
+		p, ok := registered.plugin.(ScoreNormalizer)
+		if !ok {
+			return notImplemented("normalize-score")
+		}
+		scores, err = p.NormalizeScore(Pod{pod}, scores)
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
+}

@@ -1,0 +1,164 @@
+// Package wasmsched writes wasmsched scheduling plugins in Go.
+//
+// A plugin is a type with a Configure method plus any of PreFilter, Filter,
+// PreScore, Score and NormalizeScore, registered from an init function:
+//
+//	type lowestPrice struct{ key string }
+//
+//	func (p *lowestPrice) Configure(args wasmsched.Args) (err error) {
+//		p.key, err = args.String("annotation", "price")
+//		return err
+//	}
+//
+//	func (p *lowestPrice) Score(pod wasmsched.Pod, nodes wasmsched.Nodes) ([]int64, error) {
+//		...
+//	}
+//
+//	func init() { wasmsched.Register("lowest-price", "0.1.0", &lowestPrice{}) }
+//
+//	func main() {}
+//
+// The points the plugin implements are the methods it has. A returned
+// error, or a panic, becomes the contract's error result: the host applies
+// the plugin's failure policy and logs the message.
+//
+// Build with plugins/build.sh go DIR (standard Go, GOOS=wasip1,
+// -buildmode=c-shared): the component imports only the plugin world.
+package wasmsched
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Plugin is what every plugin implements: Configure receives the args from
+// the scheduler configuration (pluginConfig[].args); an error rejects this
+// version of the plugin with that message.
+type Plugin interface {
+	Configure(args Args) error
+}
+
+// PreFilterer runs once per pod per cycle: Unschedulable rejects the pod on
+// every node; Skip skips Filter for this pod.
+type PreFilterer interface {
+	PreFilter(pod Pod) (Status, error)
+}
+
+// Filterer returns the nodes of the batch that do not fit (the others
+// pass), by index.
+type Filterer interface {
+	Filter(pod Pod, nodes Nodes) ([]Rejection, error)
+}
+
+// PreScorer runs once per pod with the feasible nodes; Skip skips Score.
+type PreScorer interface {
+	PreScore(pod Pod, nodes Nodes) (Status, error)
+}
+
+// Scorer returns one raw score per node of the batch, in order: 0..100
+// unless the plugin is also a ScoreNormalizer.
+type Scorer interface {
+	Score(pod Pod, nodes Nodes) ([]int64, error)
+}
+
+// ScoreNormalizer maps the raw scores of every feasible node (in node
+// order) into 0..100, returning as many scores.
+type ScoreNormalizer interface {
+	NormalizeScore(pod Pod, scores []int64) ([]int64, error)
+}
+
+// Code is a verdict, with kube-scheduler's status codes.
+type Code uint8
+
+const (
+	// Success: go on.
+	Success Code = iota
+	// Unschedulable: the node does not fit now.
+	Unschedulable
+	// UnschedulableAndUnresolvable: the node will not fit whatever happens
+	// to other pods.
+	UnschedulableAndUnresolvable
+	// Skip: (PreFilter, PreScore) nothing to do for this pod.
+	Skip
+)
+
+// Status is a verdict with the reason shown to users.
+type Status struct {
+	Code   Code
+	Reason string
+}
+
+// Rejection is a node Filter rejected: its index in the batch and why.
+type Rejection struct {
+	Index  int
+	Code   Code
+	Reason string
+}
+
+// Ok is the Success status.
+func Ok() Status { return Status{Code: Success} }
+
+// Skipped is the Skip status.
+func Skipped() Status { return Status{Code: Skip} }
+
+// Reject rejects node i: it does not fit now.
+func Reject(i int, reason string) Rejection {
+	return Rejection{Index: i, Code: Unschedulable, Reason: reason}
+}
+
+// RejectUnresolvable rejects node i for good.
+func RejectUnresolvable(i int, reason string) Rejection {
+	return Rejection{Index: i, Code: UnschedulableAndUnresolvable, Reason: reason}
+}
+
+// Args are the plugin's args, a JSON object ({} when none).
+type Args struct {
+	raw    []byte
+	fields map[string]json.RawMessage
+}
+
+// Raw is the args' JSON text.
+func (a Args) Raw() []byte { return a.raw }
+
+// Decode decodes the args into v (a pointer to a struct with json tags);
+// a field v does not have is an error that names it.
+func (a Args) Decode(v any) error {
+	d := json.NewDecoder(bytes.NewReader(a.raw))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("args: %w", err)
+	}
+	return nil
+}
+
+// String is the string arg key, or def when absent; an error names the key
+// when it is not a string.
+func (a Args) String(key, def string) (string, error) {
+	var s string
+	return s, field(a, key, &s, def, "a string")
+}
+
+// Number is the number arg key, or def when absent.
+func (a Args) Number(key string, def float64) (float64, error) {
+	var f float64
+	return f, field(a, key, &f, def, "a number")
+}
+
+// Bool is the boolean arg key, or def when absent.
+func (a Args) Bool(key string, def bool) (bool, error) {
+	var b bool
+	return b, field(a, key, &b, def, "true or false")
+}
+
+func field[T any](a Args, key string, dst *T, def T, want string) error {
+	raw, ok := a.fields[key]
+	if !ok || string(raw) == "null" {
+		*dst = def
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("args.%s: must be %s", key, want)
+	}
+	return nil
+}
