@@ -6,6 +6,7 @@ mod guest;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -133,6 +134,15 @@ fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
         "the deadline stops an endless loop"
     );
     assert_eq!(call("oom"), Err(CallError::OutOfMemory(16)));
+    // A guest whose heap only grows (1 MiB a call here) never runs out in a
+    // call: its instance is retired once past 3/4 of the cap.
+    let leaky = host.load_file(&guest::misbehave(), r#"{"mode": "leak"}"#).unwrap();
+    for i in 0..64 {
+        assert_eq!(leaky.score(&p, &refs(&ns)), Ok(vec![50, 50]), "call {i}");
+    }
+    let stats = leaky.stats();
+    assert!(stats.retired.load(Ordering::Relaxed) >= 4, "{stats:?}");
+    assert_eq!(stats.out_of_memory.load(Ordering::Relaxed), 0);
     assert_eq!(
         call("error"),
         Err(CallError::Plugin("refusing 2 nodes on purpose".into()))

@@ -157,6 +157,10 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
     println!("points:   {}", l.point_names().join(", "));
     println!("contract: wasmsched:plugin@0.1.0");
     println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
+    if let Some(b) = l.memory_bytes() {
+        // An instance is retired once its memory passes 3/4 of the cap.
+        println!("memory:   {:.1} MiB after configure", b as f64 / (1 << 20) as f64);
+    }
     Ok(())
 }
 

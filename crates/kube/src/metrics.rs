@@ -203,7 +203,7 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
     let slots = host.slots();
     let mut seen = std::collections::BTreeSet::new();
     type Counter = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
-    let counters: [(&str, &str, Counter); 6] = [
+    let counters: [(&str, &str, Counter); 7] = [
         ("wasmsched_plugin_loads_total", "Plugin versions loaded.", |s| &s.loads),
         ("wasmsched_plugin_load_errors_total", "Plugin versions rejected.", |s| {
             &s.load_errors
@@ -225,6 +225,11 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
             "wasmsched_plugin_errors_total",
             "Plugin calls that returned an error.",
             |s| &s.errors,
+        ),
+        (
+            "wasmsched_plugin_instances_retired_total",
+            "Plugin instances retired after a call with their memory past 3/4 of the cap.",
+            |s| &s.retired,
         ),
     ];
     for (name, help, get) in counters {

@@ -8,7 +8,7 @@ use wasmsched_core::node::TaintEffect;
 use wasmsched_core::resources::Resources;
 use wasmsched_core::{NodeInfo, PodInfo};
 use wasmtime::component::Resource;
-use wasmtime::{StoreLimits, format_err};
+use wasmtime::{ResourceLimiter, StoreLimits, format_err};
 
 wasmtime::component::bindgen!({
     world: "scheduler-plugin",
@@ -31,10 +31,62 @@ pub struct PodHandle;
 /// the store's [`HostState`].
 pub struct NodesHandle;
 
+/// The store's limits, plus the linear memory its instance holds (what
+/// the pool looks at to retire an instance before it runs out).
+pub struct Limiter {
+    limits: StoreLimits,
+    /// Size of the instance's largest linear memory, in bytes (the cap
+    /// applies to each memory).
+    pub(crate) memory_bytes: usize,
+}
+
+impl Limiter {
+    pub(crate) fn new(limits: StoreLimits) -> Self {
+        Self {
+            limits,
+            memory_bytes: 0,
+        }
+    }
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let ok = self.limits.memory_growing(current, desired, maximum)?;
+        if ok {
+            self.memory_bytes = self.memory_bytes.max(desired);
+        }
+        Ok(ok)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.memory_grow_failed(error)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        self.limits.table_grow_failed(error)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
+}
+
 /// What a plugin's store holds: its limits and the data of the call in
 /// progress.
 pub struct HostState {
-    pub(crate) limits: StoreLimits,
+    pub(crate) limits: Limiter,
     pub(crate) plugin: Arc<str>,
     pub(crate) seed: u64,
     pub(crate) pod: Option<Arc<PodInfo>>,
@@ -44,7 +96,7 @@ pub struct HostState {
 impl HostState {
     pub(crate) fn new(plugin: Arc<str>, limits: StoreLimits, seed: u64) -> Self {
         Self {
-            limits,
+            limits: Limiter::new(limits),
             plugin,
             seed,
             pod: None,

@@ -65,6 +65,10 @@ pub struct PluginStats {
     pub out_of_memory: AtomicU64,
     /// Calls that returned an error.
     pub errors: AtomicU64,
+    /// Instances retired after a call because their linear memory had
+    /// grown past three quarters of the cap (a fresh one serves the next
+    /// call, so a guest whose heap only grows never runs out mid-call).
+    pub retired: AtomicU64,
 }
 
 /// Why a call failed.
@@ -215,6 +219,18 @@ impl Loaded {
         self.points.contains(p)
     }
 
+    /// The plugin's counters (shared by its versions).
+    pub fn stats(&self) -> &PluginStats {
+        &self.stats
+    }
+
+    /// Size of the largest linear memory of an idle instance (after
+    /// `configure` when nothing has run yet), if one is pooled.
+    pub fn memory_bytes(&self) -> Option<usize> {
+        let pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pool.last().map(|i| i.store.data().limits.memory_bytes)
+    }
+
     /// The points it implements, as names.
     pub fn point_names(&self) -> Vec<&'static str> {
         [
@@ -269,7 +285,14 @@ impl Loaded {
         inst.store.data_mut().nodes.clear();
         match result {
             Ok(r) => {
-                self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
+                // Garbage-collected guests (JavaScript, Python) and leaky
+                // allocators only ever grow their memory; an instance near
+                // the cap would fail a later call, so retire it now.
+                if inst.store.data().limits.memory_bytes > self.limits.memory_bytes / 4 * 3 {
+                    self.stats.retired.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
+                }
                 r.map_err(|m| {
                     self.stats.errors.fetch_add(1, Ordering::Relaxed);
                     CallError::Plugin(m)

@@ -6,6 +6,8 @@
 //! - `loop`: Filter and Score never return;
 //! - `oom`: Filter and Score allocate until memory runs out;
 //! - `error`: Filter and Score return an error;
+//! - `leak`: Filter and Score behave but never free 1 MiB each (a guest
+//!   whose heap only grows);
 //! - `range`: Score returns 1000, outside 0..=100 (no NormalizeScore);
 //! - `bad-config`: `configure` fails.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
@@ -51,6 +53,10 @@ fn act(nodes: usize) -> Result<(), String> {
             }
         }
         "error" => Err(format!("refusing {nodes} nodes on purpose")),
+        "leak" => {
+            std::mem::forget(core::hint::black_box(vec![1u8; 1 << 20]));
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
