@@ -217,9 +217,9 @@ func exportFilter(pod, nodes int32) addr {
 		return errOut(err)
 	}
 	// rejection: {index: u32 @0, code: u8 @4, reason: string @8}
+	hold(rs) // keeps every reason alive
 	words := make([]uint32, 4*len(rs))
 	for i, r := range rs {
-		hold(r.Reason)
 		words[4*i] = uint32(r.Index)
 		words[4*i+1] = uint32(r.Code)
 		words[4*i+2] = addrOf(stringData(r.Reason))
