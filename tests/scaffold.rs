@@ -27,7 +27,7 @@ fn run(cmd: &mut Command) -> String {
 fn scaffolds_build_and_load_in_every_language() {
     let bin = env!("CARGO_BIN_EXE_wasmsched");
     let out = std::env::temp_dir().join(format!("wasmsched-scaffold-{}", std::process::id()));
-    for lang in ["rust", "c", "zig", "go", "python", "js"] {
+    for lang in ["rust", "c", "zig", "go", "python", "js", "ts"] {
         for kind in ["score", "filter"] {
             let name = format!("t{}-{lang}-{kind}", std::process::id());
             run(Command::new(bin)

@@ -4,10 +4,11 @@
 #
 #   plugins/lang/js.sh DIR OUT      (normally run by plugins/build.sh)
 #
-# DIR: the plugin's directory: main.js, or its only .js file, is the plugin
-# module; it imports the SDK as "wasmsched" and does
+# DIR: the plugin's directory: main.js or main.ts, or its only .js/.ts file,
+# is the plugin module; it imports the SDK as "wasmsched" and does
 # `export default definePlugin({...})`; relative imports of other files of
-# DIR work. Installs jco and componentize-js from npm into
+# DIR work (from TypeScript, import "./util.js" for util.ts). TypeScript is
+# type-checked (strict) against sdk/js/wasmsched.d.ts and compiled first. Installs jco and componentize-js from npm into
 # $HOME/.cache/wasmsched/toolchains/js when missing.
 #
 # Engine (WASMSCHED_JS_BACKEND): `starlingmonkey` (the default) builds with
@@ -45,11 +46,17 @@ if [ ! -x "$jco" ] || ! installed @bytecodealliance/jco "$JCO_VERSION" \
     || fail "npm install of jco/componentize-js failed"
 fi
 
+# The entry: main.js or main.ts, or the directory's only .js/.ts file.
 if [ -f "$dir/main.js" ]; then
   src=main.js
+elif [ -f "$dir/main.ts" ]; then
+  src=main.ts
 else
-  srcs=("$dir"/*.js)
-  [ "${#srcs[@]}" = 1 ] && [ -e "${srcs[0]}" ] || fail "$dir needs main.js or exactly one .js file"
+  srcs=()
+  for f in "$dir"/*.js "$dir"/*.ts; do
+    case "$f" in *.d.ts) ;; *) [ -e "$f" ] && srcs+=("$f") ;; esac
+  done
+  [ "${#srcs[@]}" = 1 ] || fail "$dir needs main.js, main.ts or exactly one .js or .ts file"
   src="$(basename "${srcs[0]}")"
 fi
 
@@ -61,7 +68,30 @@ build="$(mktemp -d)"
 trap 'rm -rf "$build"' EXIT
 mkdir -p "$build/app" "$build/node_modules/wasmsched"
 cp -R "$dir/." "$build/app/"
-cp "$sdk/package.json" "$sdk/wasmsched.js" "$build/node_modules/wasmsched/"
+cp "$sdk/package.json" "$sdk/wasmsched.js" "$sdk/wasmsched.d.ts" "$build/node_modules/wasmsched/"
+# TypeScript: type-checked against the SDK's types (strict) and compiled to
+# JavaScript beside the sources, with the tsc that comes with jco.
+if [ -n "$(find "$build/app" -name '*.ts' ! -name '*.d.ts' -print -quit)" ]; then
+  tsc="$tc/node_modules/typescript/bin/tsc"
+  [ -x "$tsc" ] || fail "no TypeScript compiler in $tc (expected with jco)"
+  cat > "$build/app/tsconfig.json" <<'TS'
+{
+  "compilerOptions": {
+    "target": "es2022",
+    "module": "es2022",
+    "moduleResolution": "bundler",
+    "lib": ["es2022"],
+    "types": [],
+    "strict": true,
+    "skipLibCheck": true,
+    "noEmitOnError": true
+  },
+  "include": ["**/*.ts"]
+}
+TS
+  (cd "$build/app" && "$tsc" -p tsconfig.json) >&2 || fail "TypeScript errors in $dir (tsc, strict, against sdk/js/wasmsched.d.ts)"
+  src="${src%.ts}.js"
+fi
 cat > "$build/entry.js" <<JS
 import definition from "./app/$src";
 if (!definition || typeof definition.metadata !== "function") {

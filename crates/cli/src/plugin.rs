@@ -21,6 +21,7 @@ pub enum Lang {
     Go,
     Python,
     Js,
+    Ts,
 }
 
 /// What the scaffold implements.
@@ -346,6 +347,13 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
                 include_str!("../templates/js-score.js"),
             ),
         )],
+        Lang::Ts => vec![(
+            "main.ts",
+            pick(
+                include_str!("../templates/ts-filter.ts"),
+                include_str!("../templates/ts-score.ts"),
+            ),
+        )],
     }
 }
 
@@ -357,6 +365,7 @@ fn lang_name(lang: Lang) -> &'static str {
         Lang::Go => "go",
         Lang::Python => "python",
         Lang::Js => "js",
+        Lang::Ts => "ts",
     }
 }
 

@@ -4,6 +4,10 @@
 // Numbers on QuickJS (declared `number` here: wrap them in Number()).
 // Records are objects with camelCase keys.
 
+/** An absent option<T>: `undefined` on StarlingMonkey, `null` on QuickJS;
+ * test it with `v == null`. */
+export type Opt<T> = T | null | undefined;
+
 export type Code = "success" | "unschedulable" | "unschedulable-and-unresolvable" | "skip";
 export declare const Code: {
   readonly SUCCESS: "success";
@@ -33,9 +37,9 @@ export interface Pod {
   name(): string;
   namespace(): string;
   uid(): string;
-  label(key: string): string | null;
+  label(key: string): Opt<string>;
   labels(): [string, string][];
-  annotation(key: string): string | null;
+  annotation(key: string): Opt<string>;
   annotations(): [string, string][];
   request(name: string): number;
   requests(): Quantity[];
@@ -44,7 +48,7 @@ export interface Pod {
   nodeSelector(): [string, string][];
   priority(): number;
   schedulerName(): string;
-  ownerKind(): string | null;
+  ownerKind(): Opt<string>;
   json(): string;
 }
 
@@ -52,9 +56,9 @@ export interface Pod {
 export interface Nodes {
   len(): number;
   name(index: number): string;
-  label(index: number, key: string): string | null;
+  label(index: number, key: string): Opt<string>;
   labels(index: number): [string, string][];
-  annotation(index: number, key: string): string | null;
+  annotation(index: number, key: string): Opt<string>;
   annotations(index: number): [string, string][];
   allocatable(index: number, name: string): number;
   allocatables(index: number): Quantity[];
@@ -64,17 +68,17 @@ export interface Nodes {
   unschedulable(index: number): boolean;
   taints(index: number): Taint[];
   conditions(index: number): Condition[];
-  imageSize(index: number, name: string): number | null;
+  imageSize(index: number, name: string): Opt<number>;
   images(index: number): Image[];
   /** u64: as a Number, not exact above 2^53. */
   random(index: number): number;
   json(index: number): string;
   // Column accessors: one host call for the whole batch, in batch order.
   names(): string[];
-  labelValues(key: string): (string | null)[];
-  annotationValues(key: string): (string | null)[];
-  labelNumbers(key: string): (number | null)[];
-  annotationNumbers(key: string): (number | null)[];
+  labelValues(key: string): Opt<string>[];
+  annotationValues(key: string): Opt<string>[];
+  labelNumbers(key: string): Opt<number>[];
+  annotationNumbers(key: string): Opt<number>[];
   allocatableAll(name: string): number[];
   requestedAll(name: string): number[];
   imageBytes(names: string[]): number[];
