@@ -17,13 +17,14 @@ type addr = uint32
 
 func addrOf(p unsafe.Pointer) addr { return addr(uintptr(p)) }
 
+// ptrAt turns a linear-memory address back into a pointer. go vet flags the
+// conversion ("possible misuse of unsafe.Pointer"): here it is the point, as
+// every address comes from the host or from addrOf of live memory.
 func ptrAt(a addr) unsafe.Pointer { return unsafe.Pointer(uintptr(a)) }
 
-func u8At(a addr) uint8     { return *(*uint8)(ptrAt(a)) }
-func u32At(a addr) uint32   { return *(*uint32)(ptrAt(a)) }
-func i64At(a addr) int64    { return *(*int64)(ptrAt(a)) }
-func u64At(a addr) uint64   { return *(*uint64)(ptrAt(a)) }
-func f64At(a addr) float64  { return *(*float64)(ptrAt(a)) }
+func u8At(a addr) uint8       { return *(*uint8)(ptrAt(a)) }
+func u32At(a addr) uint32     { return *(*uint32)(ptrAt(a)) }
+func i64At(a addr) int64      { return *(*int64)(ptrAt(a)) }
 func putU32(a addr, v uint32) { *(*uint32)(ptrAt(a)) = v }
 
 // stringAt copies the string (ptr, len) stored at a out of the arena.
