@@ -8,7 +8,8 @@
 # is the plugin module; it imports the SDK as "wasmsched" and does
 # `export default definePlugin({...})`; relative imports of other files of
 # DIR work (from TypeScript, import "./util.js" for util.ts). TypeScript is
-# type-checked (strict) against sdk/js/wasmsched.d.ts and compiled first. Installs jco and componentize-js from npm into
+# type-checked (strict) against sdk/js/wasmsched.d.ts and compiled first.
+# Installs jco and componentize-js from npm into
 # $HOME/.cache/wasmsched/toolchains/js when missing.
 #
 # Engine (WASMSCHED_JS_BACKEND): `starlingmonkey` (the default) builds with

@@ -130,11 +130,7 @@ func exportMetadata() addr {
 	}
 	strOut(a, name)
 	strOut(a+8, registered.version)
-	var p uint32
-	if registered.plugin != nil {
-		p = points(registered.plugin)
-	}
-	putU32(a+16, p)
+	putU32(a+16, points(registered.plugin)) // no plugin: no points
 	return a
 }
 
