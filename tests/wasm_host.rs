@@ -168,14 +168,16 @@ fn a_trapped_instance_is_replaced() {
 }
 
 #[test]
-fn failure_policy_fail_rejects_nodes_and_ignore_skips_the_plugin() {
+fn failure_policy_fail_is_an_error_and_ignore_skips_the_plugin() {
     let ns = nodes(&[None, None, None]);
     let p = pod(json!({}));
     let state = CycleState::default();
     let (_h, fail) = slot("misbehave", &guest::misbehave(), r#"{"mode":"error"}"#, json!({}));
     let mut rejected = Vec::new();
     fail.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
-    assert_eq!(rejected.len(), 3);
+    // An error, not a rejection: the cycle fails (SchedulerError), the pod backs off.
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].1.code(), wasmsched_core::Code::Error);
     assert_eq!(rejected[0].1.message(), "plugin misbehave: refusing 3 nodes on purpose");
     let mut out = [7; 3];
     let err = fail.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
@@ -427,7 +429,9 @@ fn the_scheduler_keeps_scheduling_around_a_trapping_plugin() {
         let attempt = sched.schedule_one(now, false).unwrap();
         match (&attempt.result, expect_bound) {
             (Ok(r), true) => assert_eq!(r.node, "n0", "node-price still picks the cheapest"),
-            (Err(e), false) => assert!(e.to_string().contains("plugin misbehave: trapped"), "{e}"),
+            (Err(e @ wasmsched_core::framework::ScheduleError::Error(_)), false) => {
+                assert!(e.to_string().contains("plugin misbehave: trapped"), "{e}")
+            }
             (r, _) => panic!("{policy}: unexpected {r:?}"),
         }
     }

@@ -1,6 +1,6 @@
-//! Fault injection: failing requests with 500/429, added latency, pausing.
-//! (Dropping watches and compacting history act on the store; see
-//! [`crate::ApiServer`].)
+//! Fault injection: failing requests with 500/429, requests that hang,
+//! added latency, pausing. (Dropping watches and compacting history act on
+//! the store; see [`crate::ApiServer`].)
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -18,14 +18,51 @@ pub struct Match {
     pub path_contains: Option<String>,
     /// Whether watch requests are included (default: yes).
     pub skip_watches: bool,
+    /// Only requests whose `User-Agent` contains this text (one replica of
+    /// several: wasmsched puts its identity there).
+    pub user_agent_contains: Option<String>,
 }
 
 impl Match {
-    fn applies(&self, method: &str, path: &str, watch: bool) -> bool {
-        self.method.as_deref().is_none_or(|m| m.eq_ignore_ascii_case(method))
-            && self.path_contains.as_deref().is_none_or(|p| path.contains(p))
-            && !(watch && self.skip_watches)
+    /// Matches every request.
+    pub fn any() -> Self {
+        Self::default()
     }
+
+    /// Matches requests whose path contains `text`.
+    pub fn path(text: &str) -> Self {
+        Self {
+            path_contains: Some(text.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Narrows to requests whose `User-Agent` contains `text`.
+    pub fn from_agent(mut self, text: &str) -> Self {
+        self.user_agent_contains = Some(text.to_owned());
+        self
+    }
+
+    fn applies(&self, req: &RequestInfo<'_>) -> bool {
+        self.method
+            .as_deref()
+            .is_none_or(|m| m.eq_ignore_ascii_case(req.method))
+            && self.path_contains.as_deref().is_none_or(|p| req.path.contains(p))
+            && self
+                .user_agent_contains
+                .as_deref()
+                .is_none_or(|a| req.user_agent.contains(a))
+            && !(req.watch && self.skip_watches)
+    }
+}
+
+/// What fault rules look at in a request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestInfo<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub user_agent: &'a str,
+    pub watch: bool,
 }
 
 /// A failure rule: answer matching requests with `code` (500, 429 with
@@ -49,6 +86,8 @@ pub struct FailRule {
 #[derive(Debug)]
 struct State {
     rules: Vec<FailRule>,
+    hangs: Vec<Match>,
+    held: u64,
     latency: Duration,
     rng: Rng,
     injected: u64,
@@ -59,6 +98,8 @@ struct State {
 pub struct Faults {
     state: Mutex<State>,
     paused: tokio::sync::watch::Sender<bool>,
+    /// Bumped when hang rules are removed: held requests then give up.
+    unhang: tokio::sync::watch::Sender<u64>,
 }
 
 impl Faults {
@@ -66,11 +107,14 @@ impl Faults {
         Self {
             state: Mutex::new(State {
                 rules: Vec::new(),
+                hangs: Vec::new(),
+                held: 0,
                 latency: Duration::ZERO,
                 rng: Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
                 injected: 0,
             }),
             paused: tokio::sync::watch::channel(false).0,
+            unhang: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -103,11 +147,35 @@ impl Faults {
         self.lock().rules.push(rule);
     }
 
-    /// Removes every failure rule and the latency.
+    /// Holds every matching request without an answer, as an overloaded
+    /// API server or a dead TCP connection does: the request is neither
+    /// answered nor applied. When the hang rules are removed
+    /// ([`Faults::unhang`] or [`Faults::clear`]) the held requests are
+    /// answered `504 Timeout`, still unapplied (kube-apiserver abandons a
+    /// request whose deadline passed).
+    pub fn hang(&self, matching: Match) {
+        self.lock().hangs.push(matching);
+    }
+
+    /// Removes every hang rule; held requests get `504`.
+    pub fn unhang(&self) {
+        self.lock().hangs.clear();
+        self.unhang.send_modify(|g| *g += 1);
+    }
+
+    /// Requests held by a hang rule so far.
+    pub fn held(&self) -> u64 {
+        self.lock().held
+    }
+
+    /// Removes every failure and hang rule and the latency.
     pub fn clear(&self) {
-        let mut s = self.lock();
-        s.rules.clear();
-        s.latency = Duration::ZERO;
+        {
+            let mut s = self.lock();
+            s.rules.clear();
+            s.latency = Duration::ZERO;
+        }
+        self.unhang();
     }
 
     /// Delays every request by `latency`.
@@ -136,23 +204,38 @@ impl Faults {
         let s = self.lock();
         serde_json::json!({
             "rules": s.rules,
+            "hang": s.hangs,
+            "held": s.held,
             "latencyMs": s.latency.as_millis() as u64,
             "paused": *self.paused.borrow(),
             "injected": s.injected,
         })
     }
 
-    /// Consulted on every API request: waits out a pause and the latency,
-    /// then says whether to fail it, with which code.
-    pub(crate) async fn before(&self, method: &str, path: &str, watch: bool) -> Option<u16> {
+    /// Consulted on every API request: waits out a pause, a hang and the
+    /// latency, then says whether to fail it, with which code.
+    pub(crate) async fn before(&self, req: RequestInfo<'_>) -> Option<u16> {
         let mut rx = self.paused.subscribe();
         let _ = rx.wait_for(|p| !*p).await;
+        let mut unhang = self.unhang.subscribe();
+        let hung = {
+            let mut s = self.lock();
+            let hung = s.hangs.iter().any(|m| m.applies(&req));
+            if hung {
+                s.held += 1;
+            }
+            hung
+        };
+        if hung {
+            let _ = unhang.changed().await;
+            return Some(504);
+        }
         let (latency, fail) = {
             let mut s = self.lock();
             let mut fail = None;
             let State { rules, rng, .. } = &mut *s;
             for rule in rules.iter_mut() {
-                if !rule.matching.applies(method, path, watch) {
+                if !rule.matching.applies(&req) {
                     continue;
                 }
                 if let Some(n) = &mut rule.count {
@@ -192,6 +275,9 @@ pub struct FaultRequest {
     /// Rules to add.
     #[serde(default)]
     pub fail: Vec<FailRule>,
+    /// Requests to hold without an answer (see [`Faults::hang`]).
+    #[serde(default)]
+    pub hang: Vec<Match>,
     /// Latency for every request, in milliseconds.
     pub latency_ms: Option<u64>,
     /// Pause (`true`) or resume (`false`).

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::Shared;
-use crate::faults::FaultRequest;
+use crate::faults::{FaultRequest, RequestInfo};
 use crate::resources::{self, BINDINGS, PODS, RESOURCES};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
@@ -121,7 +121,17 @@ async fn api(
         return control(&shared, &method, ctl, &body).unwrap_or_else(IntoResponse::into_response);
     }
     let watch = query.get("watch").is_some_and(|w| w == "1" || w == "true");
-    if let Some(code) = shared.faults.before(method.as_str(), path, watch).await {
+    let user_agent = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let req = RequestInfo {
+        method: method.as_str(),
+        path,
+        user_agent,
+        watch,
+    };
+    if let Some(code) = shared.faults.before(req).await {
         return ApiError::from_code(code).into_response();
     }
     let route = match route(path, &shared.addr.to_string()) {
@@ -139,8 +149,10 @@ async fn api(
         (&Method::GET, None) if watch => return watch_response(&shared, &t, &query),
         (&Method::GET, None) => list(&shared, &t, &query, &headers),
         (&Method::GET, Some(name)) => get(&shared, &t, name, &headers),
-        (&Method::POST, None) => create(&shared, &t, &body),
-        (&Method::POST, Some(name)) if t.sub.as_deref() == Some("binding") => bind(&shared, &t, name, &body),
+        (&Method::POST, None) => create(&shared, &t, &body, user_agent),
+        (&Method::POST, Some(name)) if t.sub.as_deref() == Some("binding") => {
+            bind(&shared, &t, name, &body, user_agent)
+        }
         (&Method::PUT, Some(name)) => parse_body(&body).and_then(|v| {
             let s = shared.lock().update(t.res, ns_of(&t), name, t.sub.as_deref(), v)?;
             Ok(json_bytes(200, s.json))
@@ -272,7 +284,7 @@ fn get(shared: &Shared, t: &Target, name: &str, headers: &HeaderMap) -> Result<R
     Ok(json_bytes(200, s.json))
 }
 
-fn create(shared: &Shared, t: &Target, body: &[u8]) -> Result<Response, ApiError> {
+fn create(shared: &Shared, t: &Target, body: &[u8], user_agent: &str) -> Result<Response, ApiError> {
     let v = parse_body(body)?;
     if t.res == BINDINGS {
         // POST namespaces/NS/bindings: the older form of pods/NAME/binding.
@@ -281,14 +293,14 @@ fn create(shared: &Shared, t: &Target, body: &[u8]) -> Result<Response, ApiError
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        shared.lock().bind(ns_of(t), &name, &v)?;
+        shared.lock().bind_as(ns_of(t), &name, &v, user_agent)?;
         return Ok(json_value(201, &status::success(201)));
     }
     let s = shared.lock().create(t.res, t.ns.as_deref(), v)?;
     Ok(json_bytes(201, s.json))
 }
 
-fn bind(shared: &Shared, t: &Target, name: &str, body: &[u8]) -> Result<Response, ApiError> {
+fn bind(shared: &Shared, t: &Target, name: &str, body: &[u8], user_agent: &str) -> Result<Response, ApiError> {
     let v = parse_body(body)?;
     if let Some(n) = v.pointer("/metadata/name").and_then(Value::as_str)
         && n != name
@@ -298,7 +310,7 @@ fn bind(shared: &Shared, t: &Target, name: &str, body: &[u8]) -> Result<Response
         )));
     }
     debug_assert_eq!(t.res, PODS);
-    shared.lock().bind(ns_of(t), name, &v)?;
+    shared.lock().bind_as(ns_of(t), name, &v, user_agent)?;
     Ok(json_value(201, &status::success(201)))
 }
 

@@ -47,7 +47,7 @@ pub use faults::{FailRule, FaultRequest, Faults, Match};
 pub use patch::{json_patch, merge, strategic};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::ApiError;
-pub use store::{Change, Counters, EventType, Filter, Page, Store, Stored, WatchFrom, WatchMsg};
+pub use store::{BindRecord, Change, Counters, EventType, Filter, Page, Store, Stored, WatchFrom, WatchMsg};
 
 /// Settings of a server.
 #[derive(Debug, Clone)]
@@ -96,6 +96,9 @@ pub(crate) fn apply_fault_request(shared: &Shared, req: FaultRequest) {
     }
     for rule in req.fail {
         shared.faults.add_rule(rule);
+    }
+    for m in req.hang {
+        shared.faults.hang(m);
     }
     if let Some(ms) = req.latency_ms {
         shared.faults.set_latency(Duration::from_millis(ms));
@@ -221,6 +224,11 @@ impl ApiServer {
     /// Counters of bindings and watches.
     pub fn counters(&self) -> Counters {
         self.shared.lock().counters
+    }
+
+    /// Every successful binding so far (see [`Store::binding_log`]).
+    pub fn binding_log(&self) -> Vec<BindRecord> {
+        self.shared.lock().binding_log().to_vec()
     }
 
     /// Loads the nodes and pods of a YAML or JSON document stream (the

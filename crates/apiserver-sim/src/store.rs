@@ -183,6 +183,22 @@ pub struct Counters {
     pub watches_expired: u64,
 }
 
+/// One successful binding: which pod (by UID), where, who asked, and when.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BindRecord {
+    /// The pod's UID.
+    pub uid: String,
+    /// `namespace/name`.
+    pub pod: String,
+    /// The node it was bound to.
+    pub node: String,
+    /// The requester's `User-Agent` (empty when bound from Rust).
+    pub binder: String,
+    /// When the binding was applied.
+    pub at: std::time::SystemTime,
+}
+
 /// The object store. All methods are synchronous and short; the server holds
 /// it behind a mutex.
 pub struct Store {
@@ -196,6 +212,7 @@ pub struct Store {
     rng: Rng,
     /// Counters for tests and benchmarks.
     pub counters: Counters,
+    bind_log: Vec<BindRecord>,
 }
 
 impl Store {
@@ -211,6 +228,7 @@ impl Store {
             watchers: Vec::new(),
             rng: Rng::new(seed),
             counters: Counters::default(),
+            bind_log: Vec::new(),
         }
     }
 
@@ -590,6 +608,18 @@ impl Store {
     /// `PodScheduled=True`. Like kube-apiserver it does not check that the
     /// node exists.
     pub fn bind(&mut self, ns: &str, name: &str, binding: &Value) -> Result<(), ApiError> {
+        self.bind_as(ns, name, binding, "")
+    }
+
+    /// Every successful binding so far, in order: tests check from it that
+    /// no pod (UID) was bound twice and that no two binders overlapped.
+    pub fn binding_log(&self) -> &[BindRecord] {
+        &self.bind_log
+    }
+
+    /// [`Store::bind`], recording `binder` (the requester's `User-Agent`)
+    /// in the [binding log](Store::binding_log).
+    pub fn bind_as(&mut self, ns: &str, name: &str, binding: &Value, binder: &str) -> Result<(), ApiError> {
         let target = binding.pointer("/target/name").and_then(Value::as_str).unwrap_or("");
         if target.is_empty() {
             return Err(ApiError::invalid("", "Binding", name, "target.name", "Required value"));
@@ -650,6 +680,18 @@ impl Store {
             None => list.push(cond),
         }
         self.counters.bindings += 1;
+        self.bind_log.push(BindRecord {
+            uid: old
+                .value
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            pod: format!("{ns}/{name}"),
+            node: target.to_owned(),
+            binder: binder.to_owned(),
+            at: std::time::SystemTime::now(),
+        });
         self.commit(PODS, (ns.to_owned(), name.to_owned()), pod, EventType::Modified);
         Ok(())
     }

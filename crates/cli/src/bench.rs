@@ -114,7 +114,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             latencies.push(t.elapsed());
             match a.result {
                 Ok(_) => {
-                    sched.binding_finished(&a.pod.key, true, now);
+                    sched.binding_finished(&a.pod.key, &a.pod.uid, true, now);
                     scheduled += 1;
                 }
                 Err(_) => unschedulable += 1,

@@ -65,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             identity: crate::run::default_identity(),
             leader_election: LeaderElection::default(),
             bind_concurrency: 16,
+            api_timeout: Duration::from_secs(10),
             admin: None,
         };
         let daemon = tokio::spawn(wasmsched_kube::run(client.clone(), opts, async move {

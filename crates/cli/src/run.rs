@@ -35,6 +35,10 @@ pub struct Args {
     /// Seed of tie-breaking between equally scored nodes.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Longest an API request (event, condition) may take, in seconds; a
+    /// binding is also bounded by what is left of the lease.
+    #[arg(long, default_value_t = 10)]
+    api_timeout: u64,
 }
 
 /// `leaderElection` of the configuration (kube-scheduler's field names).
@@ -101,7 +105,7 @@ pub fn default_identity() -> String {
     format!("{host}_{:08x}", (t.subsec_nanos() ^ std::process::id().rotate_left(16)))
 }
 
-async fn client(args: &Args) -> anyhow::Result<kube::Client> {
+async fn client(args: &Args, identity: &str) -> anyhow::Result<kube::Client> {
     let config = if let Some(url) = &args.master {
         let mut c = match &args.kubeconfig {
             Some(p) => {
@@ -122,6 +126,14 @@ async fn client(args: &Args) -> anyhow::Result<kube::Client> {
             .await
             .context("no in-cluster service account and no kubeconfig (use --kubeconfig or --master)")?
     };
+    // The identity in the User-Agent tells replicas apart in the API
+    // server's audit log (and in the test double's fault rules).
+    let agent = format!("wasmsched/{} ({identity})", env!("CARGO_PKG_VERSION"));
+    let mut config = config;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_str(&agent).context("the identity cannot be sent in a User-Agent header")?,
+    ));
     Ok(kube::Client::try_from(config)?)
 }
 
@@ -145,8 +157,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let le = leader_election(&config)?;
     let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, false)?;
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {
-        let client = client(&args).await?;
+        let client = client(&args, &identity).await?;
         let _watch = match &plugins {
             Some(h) if h.config().watch.unwrap_or(true) => Some(
                 h.watch(Duration::from_millis(300), Duration::from_secs(30))
@@ -159,9 +172,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             registry,
             plugins,
             seed: args.seed,
-            identity: args.identity.clone().unwrap_or_else(default_identity),
+            identity,
             leader_election: le,
             bind_concurrency: args.bind_concurrency,
+            api_timeout: Duration::from_secs(args.api_timeout.max(1)),
             admin: Some(args.admin_address),
         };
         tracing::info!(identity = %opts.identity, "starting");

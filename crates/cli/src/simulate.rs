@@ -134,7 +134,7 @@ fn simulate(
         let mut attempts = Vec::new();
         while let Some(a) = sched.schedule_one(now, !explain.is_empty()) {
             if a.result.is_ok() {
-                sched.binding_finished(&a.pod.key, true, now);
+                sched.binding_finished(&a.pod.key, &a.pod.uid, true, now);
             }
             attempts.push(a);
         }

@@ -260,7 +260,17 @@ impl Cache {
     }
 
     /// Assumes `pod` on `node`: the usage counts at once, before binding.
-    pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) {
+    /// A pod the cache holds as bound (confirmed) is never moved: false,
+    /// and nothing changes (a second attempt must not free a bound pod's
+    /// usage on its real node).
+    pub fn assume_pod(&mut self, pod: Arc<PodInfo>, node: &str) -> bool {
+        if self
+            .pods
+            .get(&pod.key)
+            .is_some_and(|p| !p.assumed && p.pod.uid == pod.uid)
+        {
+            return false;
+        }
         self.remove_pod(&pod.key);
         self.account(node, &pod, true);
         self.pods.insert(
@@ -271,22 +281,29 @@ impl Cache {
                 assumed: true,
             },
         );
+        true
     }
 
-    /// Confirms an assumed pod once its binding succeeded.
-    pub fn finish_binding(&mut self, key: &str) {
-        if let Some(p) = self.pods.get_mut(key) {
+    /// Confirms an assumed pod (of `uid`) once its binding succeeded.
+    pub fn finish_binding(&mut self, key: &str, uid: &str) {
+        if let Some(p) = self.pods.get_mut(key)
+            && p.pod.uid == uid
+        {
             p.assumed = false;
         }
     }
 
-    /// Undoes [`Cache::assume_pod`] (binding failed). Confirmed pods are left alone.
-    pub fn forget_pod(&mut self, key: &str) -> bool {
-        if self.is_assumed(key) {
-            self.remove_pod(key)
-        } else {
-            false
+    /// Undoes [`Cache::assume_pod`] (binding failed) for the pod of `uid`
+    /// (empty: whatever its UID), returning it. Confirmed pods, and another
+    /// pod of the same name, are left alone.
+    pub fn forget_pod(&mut self, key: &str, uid: &str) -> Option<Arc<PodInfo>> {
+        let p = self.pods.get(key)?;
+        if !p.assumed || !(uid.is_empty() || p.pod.uid == uid) {
+            return None;
         }
+        let pod = p.pod.clone();
+        self.remove_pod(key);
+        Some(pod)
     }
 
     /// Brings `snap` up to date: replaces only the nodes that changed, or
@@ -397,7 +414,7 @@ mod tests {
         c.assume_pod(p.clone(), "a");
         c.update_snapshot(&mut snap);
         assert_eq!(snap.nodes[0].usage.requested.milli_cpu, 1000);
-        assert!(c.forget_pod("default/p"));
+        assert!(c.forget_pod("default/p", "").is_some());
         c.update_snapshot(&mut snap);
         assert_eq!(snap.nodes[0].usage.requested.milli_cpu, 0);
         assert_eq!(snap.nodes[0].usage.pods, 0);
@@ -406,7 +423,7 @@ mod tests {
         // the watch then reports the pod bound to the same node: confirmed, counted once
         c.upsert_pod(pod("p", Some("a"), "1"));
         assert!(!c.is_assumed("default/p"));
-        assert!(!c.forget_pod("default/p"));
+        assert!(c.forget_pod("default/p", "").is_none());
         assert_eq!(c.node("a").unwrap().usage.requested.milli_cpu, 1000);
     }
 

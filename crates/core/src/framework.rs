@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::events::{Change, ClusterEvent, QueueingHint};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
 
@@ -256,6 +257,19 @@ pub trait Plugin: Send + Sync {
 
     /// Unreserve: undo Reserve (a later step failed).
     fn unreserve(&self, _state: &mut CycleState, _pod: &PodInfo, _node: &str) {}
+
+    /// The kinds of cluster change after which a pod this plugin rejected
+    /// may fit (kube-scheduler's `EventsToRegister`). The default, every
+    /// change, is always safe; a narrower list saves retries.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        ClusterEvent::ALL.to_vec()
+    }
+
+    /// Whether `change` (one this plugin registered for) may make `pod`,
+    /// which this plugin rejected, schedulable.
+    fn queueing_hint(&self, _pod: &PodInfo, _change: &Change<'_>) -> QueueingHint {
+        QueueingHint::Queue
+    }
 }
 
 /// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest

@@ -2,7 +2,8 @@
 //!
 //! A pure library with the shape of kube-scheduler's framework: a cluster
 //! model parsed once into integers ([`node`], [`pod`], [`resources`]), a
-//! [`cache`] that assumes pods at Reserve, the pending-pod [`queue`], the
+//! [`cache`] that assumes pods at Reserve, the pending-pod [`queue`] with
+//! kube-scheduler's queueing hints ([`events`]), the
 //! [`framework`] with its extension points, the built-in [`plugins`], the
 //! [`config`] shaped like `KubeSchedulerConfiguration`, and the
 //! [`scheduler`] that ties them together. It does no I/O: the Kubernetes
@@ -10,6 +11,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod events;
 pub mod fixture;
 pub mod framework;
 pub mod node;

@@ -111,6 +111,9 @@ pub struct PodInfo {
     pub node_name: Option<String>,
     /// Whether the pod has terminated (`Succeeded`/`Failed`): it uses nothing.
     pub terminal: bool,
+    /// Whether it is being deleted (`metadata.deletionTimestamp`): a
+    /// pending pod that is being deleted is not scheduled.
+    pub deleting: bool,
     /// Requests.
     pub requests: PodRequests,
     /// `spec.nodeSelector`.
@@ -156,7 +159,10 @@ impl PodInfo {
         let object = format!("Pod {namespace}/{name}");
         let default_spec = Default::default();
         let spec = pod.spec.as_ref().unwrap_or(&default_spec);
-        let requests = pod_requests(spec, &object)?;
+        // A bound pod counts what an in-place resize left it; a pending pod
+        // its spec (kube-scheduler does the same).
+        let bound = spec.node_name.as_deref().is_some_and(|n| !n.is_empty());
+        let requests = pod_requests(spec, pod.status.as_ref().filter(|_| bound), &object)?;
         let affinity = spec.affinity.as_ref().and_then(|a| a.node_affinity.as_ref());
         let required_affinity = match affinity.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()) {
             Some(sel) => Some(
@@ -252,6 +258,7 @@ impl PodInfo {
             priority: spec.priority.unwrap_or(0),
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             terminal: matches!(phase, Some("Succeeded" | "Failed")),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
             requests,
             node_selector: spec
                 .node_selector

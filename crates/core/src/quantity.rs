@@ -130,12 +130,18 @@ pub fn parse_scaled(s: &str, scale: i32) -> Result<i64, QuantityError> {
         .checked_shl(p.exp2)
         .filter(|v| v >> p.exp2 == num)
         .ok_or_else(overflow)?;
-    let e = p.exp10 + scale;
+    let e = p.exp10.saturating_add(scale);
     let magnitude = if e >= 0 {
-        let mul = 10u128.checked_pow(e as u32).ok_or_else(overflow)?;
+        let mul = u32::try_from(e)
+            .ok()
+            .and_then(|e| 10u128.checked_pow(e))
+            .ok_or_else(overflow)?;
         num.checked_mul(mul).ok_or_else(overflow)?
     } else {
-        let div = 10u128.checked_pow((-e) as u32);
+        let div = e
+            .checked_neg()
+            .and_then(|e| u32::try_from(e).ok())
+            .and_then(|e| 10u128.checked_pow(e));
         match div {
             Some(div) => num.div_ceil(div),
             // Dividing by more than 10^38 leaves a non-zero fraction: round up to 1.
@@ -246,6 +252,16 @@ mod tests {
         assert_eq!(parse_value("16Ei"), Err(QuantityError::Overflow("16Ei".into())));
         assert_eq!(parse_value("1e30"), Err(QuantityError::Overflow("1e30".into())));
         assert_eq!(parse_milli("10E"), Err(QuantityError::Overflow("10E".into())));
+        // Absurd exponents neither overflow the arithmetic nor panic.
+        assert_eq!(
+            parse_milli("1e2147483647"),
+            Err(QuantityError::Overflow("1e2147483647".into()))
+        );
+        assert_eq!(parse_milli("1e-2147483648"), Ok(1));
+        assert_eq!(
+            parse_value("1e99999999999"),
+            Err(QuantityError::Overflow("1e99999999999".into()))
+        );
     }
 
     #[test]

@@ -4,6 +4,12 @@
 //! fit nowhere and wait for the cluster to change.
 //!
 //! Time is passed in (`now`), so the queue is pure and testable.
+//!
+//! Entries are keyed by `namespace/name` but belong to one pod UID: a pod
+//! deleted and re-created under the same name is a new entry, and the
+//! outcome of the old one's attempt (given with its UID) leaves the new one
+//! alone. Which cluster changes move an unschedulable pod is decided by the
+//! caller from the plugins that rejected it ([`SchedulingQueue::move_matching`]).
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
@@ -50,6 +56,8 @@ struct Entry {
     loc: Location,
     generation: u64,
     deleted_in_flight: bool,
+    /// Plugins that rejected the pod in its last attempt.
+    rejectors: Vec<String>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -190,6 +198,7 @@ impl SchedulingQueue {
             }
             Location::InFlight => {}
         }
+        self.compact();
     }
 
     fn remove_entry(&mut self, key: &str) {
@@ -199,29 +208,72 @@ impl SchedulingQueue {
                 self.unschedulable.remove(key);
             }
         }
+        self.compact();
     }
 
-    /// Adds a pending pod, or updates one already queued. An updated pod
-    /// that was unschedulable is retried (the update may make it fit).
+    /// Drops stale heap entries (of pods that moved or left) once they
+    /// outnumber the live ones, so memory follows the pods queued, not the
+    /// pods ever seen: a standby replica pops nothing, and without this its
+    /// heaps would keep one entry per pod the leader bound.
+    fn compact(&mut self) {
+        let entries = &self.entries;
+        let live = |key: &str, generation: u64, loc: Location| {
+            entries
+                .get(key)
+                .is_some_and(|e| e.generation == generation && e.loc == loc)
+        };
+        if self.active.len() > 2 * self.counts[slot(Location::Active)] + 64 {
+            self.active.retain(|k| live(&k.key, k.generation, Location::Active));
+        }
+        if self.backoff.len() > 2 * self.counts[slot(Location::Backoff)] + 64 {
+            self.backoff.retain(|k| live(&k.key, k.generation, Location::Backoff));
+        }
+        if self.parked.len() > 2 * self.counts[slot(Location::Unschedulable)] + 64 {
+            self.parked.retain(|(_, k, g)| live(k, *g, Location::Unschedulable));
+        }
+    }
+
+    /// Heap and index entries held, live or stale (for tests of memory).
+    pub fn held_entries(&self) -> usize {
+        self.active.len() + self.backoff.len() + self.parked.len()
+    }
+
+    /// Whether the entry of `key` belongs to the pod with `uid` (an empty
+    /// `uid` matches any).
+    fn owns(&self, key: &str, uid: &str) -> bool {
+        self.entries
+            .get(key)
+            .is_some_and(|e| uid.is_empty() || e.qp.pod.uid == uid)
+    }
+
+    /// The queued pod of `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&QueuedPod> {
+        self.entries.get(key).map(|e| &e.qp)
+    }
+
+    /// Replaces the pod of an existing entry of the same UID (a newer
+    /// version), wherever it is; false when there is no such entry.
+    pub fn update(&mut self, pod: Arc<PodInfo>) -> bool {
+        match self.entries.get_mut(&pod.key) {
+            Some(e) if e.qp.pod.uid == pod.uid => {
+                e.qp.pod = pod;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds a pending pod. A pod of the same name but another UID (deleted
+    /// and re-created) replaces the old entry; the same pod is only updated
+    /// (see [`SchedulingQueue::update`]: whether the update moves it is the
+    /// caller's decision).
     pub fn add(&mut self, pod: Arc<PodInfo>, now: Instant) {
         let key = pod.key.clone();
+        if self.entries.get(&key).is_some_and(|e| e.qp.pod.uid != pod.uid) {
+            self.remove_entry(&key);
+        }
         match self.entries.get_mut(&key) {
-            Some(e) => {
-                e.qp.pod = pod;
-                if e.loc == Location::Unschedulable {
-                    let (ts, attempts) = (e.qp.timestamp, e.qp.attempts);
-                    let backing_off = ts + self.backoff_duration(attempts) > now;
-                    self.place(
-                        &key,
-                        if backing_off {
-                            Location::Backoff
-                        } else {
-                            Location::Active
-                        },
-                        now,
-                    );
-                }
-            }
+            Some(e) => e.qp.pod = pod,
             None => {
                 self.entries.insert(
                     key.clone(),
@@ -236,6 +288,7 @@ impl SchedulingQueue {
                         loc: Location::InFlight,
                         generation: 0,
                         deleted_in_flight: false,
+                        rejectors: Vec::new(),
                     },
                 );
                 self.counts[slot(Location::InFlight)] += 1;
@@ -244,9 +297,13 @@ impl SchedulingQueue {
         }
     }
 
-    /// Removes a pod (deleted, or bound by someone). A pod in flight is
-    /// marked so its outcome is dropped.
-    pub fn delete(&mut self, key: &str) {
+    /// Removes a pod (deleted, or bound by someone) if the entry is the
+    /// pod's with `uid` (empty: whatever its UID). A pod in flight is marked
+    /// so its outcome is dropped.
+    pub fn delete(&mut self, key: &str, uid: &str) {
+        if !self.owns(key, uid) {
+            return;
+        }
         if let Some(e) = self.entries.get_mut(key) {
             if e.loc == Location::InFlight {
                 e.deleted_in_flight = true;
@@ -315,13 +372,18 @@ impl SchedulingQueue {
         None
     }
 
-    fn requeue(&mut self, key: &str, now: Instant, unschedulable: bool) {
+    fn requeue(&mut self, key: &str, uid: &str, now: Instant, rejectors: Option<Vec<String>>) {
+        if !self.owns(key, uid) {
+            return;
+        }
         let Some(e) = self.entries.get_mut(key) else { return };
         if e.deleted_in_flight {
             self.remove_entry(key);
             return;
         }
         e.qp.timestamp = now;
+        let unschedulable = rejectors.is_some();
+        e.rejectors = rejectors.unwrap_or_default();
         // A cluster change during the cycle may have made room: back off
         // instead of waiting for the next change.
         let loc = if unschedulable && self.move_request_cycle < e.qp.cycle {
@@ -332,45 +394,81 @@ impl SchedulingQueue {
         self.place(key, loc, now);
     }
 
-    /// The pod fit nowhere: park it until the cluster changes.
-    pub fn add_unschedulable(&mut self, key: &str, now: Instant) {
-        self.requeue(key, now, true);
+    /// The pod (of `uid`) fit nowhere: park it until a cluster change that
+    /// one of `rejectors`, the plugins that rejected it, says may help.
+    pub fn add_unschedulable(&mut self, key: &str, uid: &str, rejectors: Vec<String>, now: Instant) {
+        self.requeue(key, uid, now, Some(rejectors));
     }
 
     /// The attempt failed with an error (or binding failed): retry after backoff.
-    pub fn add_backoff(&mut self, key: &str, now: Instant) {
-        self.requeue(key, now, false);
+    pub fn add_backoff(&mut self, key: &str, uid: &str, now: Instant) {
+        self.requeue(key, uid, now, None);
     }
 
-    /// The pod is placed (or dropped): forget it.
-    pub fn done(&mut self, key: &str) {
-        self.remove_entry(key);
-    }
-
-    /// The cluster changed (node added or updated, a pod deleted): move every
-    /// unschedulable pod to the active queue, or to backoff if its backoff
-    /// has not expired.
-    pub fn move_all_to_active_or_backoff(&mut self, now: Instant) {
-        self.move_request_cycle = self.scheduling_cycle;
-        let keys: Vec<PodKey> = self.unschedulable.iter().cloned().collect();
-        for k in keys {
-            let e = &self.entries[&k];
-            let backing_off = e.qp.timestamp + self.backoff_duration(e.qp.attempts) > now;
-            self.place(
-                &k,
-                if backing_off {
-                    Location::Backoff
-                } else {
-                    Location::Active
-                },
-                now,
-            );
+    /// The pod (of `uid`) is placed (or dropped): forget it.
+    pub fn done(&mut self, key: &str, uid: &str) {
+        if self.owns(key, uid) {
+            self.remove_entry(key);
         }
+    }
+
+    /// The cluster changed in a way that may help some pods: moves every
+    /// unschedulable pod for which `worth(pod, rejectors)` holds to the
+    /// active queue, or to backoff if its backoff has not expired. Pods in
+    /// flight are sent to backoff rather than parked when their attempt
+    /// fails, so the change is not missed.
+    pub fn move_matching(&mut self, now: Instant, mut worth: impl FnMut(&QueuedPod, &[String]) -> bool) {
+        self.move_request_cycle = self.scheduling_cycle;
+        let keys: Vec<PodKey> = self
+            .unschedulable
+            .iter()
+            .filter(|k| {
+                let e = &self.entries[*k];
+                worth(&e.qp, &e.rejectors)
+            })
+            .cloned()
+            .collect();
+        for k in keys {
+            self.activate(&k, now);
+        }
+    }
+
+    /// Moves one unschedulable pod back (its own update may make it fit).
+    pub fn move_one(&mut self, key: &str, now: Instant) {
+        if self.location(key) == Some(Location::Unschedulable) {
+            self.activate(key, now);
+        }
+    }
+
+    fn activate(&mut self, key: &str, now: Instant) {
+        let e = &self.entries[key];
+        let backing_off = e.qp.timestamp + self.backoff_duration(e.qp.attempts) > now;
+        self.place(
+            key,
+            if backing_off {
+                Location::Backoff
+            } else {
+                Location::Active
+            },
+            now,
+        );
+    }
+
+    /// Every unschedulable pod moves back (any change, for callers without
+    /// plugins to ask).
+    pub fn move_all_to_active_or_backoff(&mut self, now: Instant) {
+        self.move_matching(now, |_, _| true);
+    }
+
+    /// The plugins that rejected a pod in its last attempt.
+    pub fn rejectors(&self, key: &str) -> &[String] {
+        self.entries.get(key).map_or(&[], |e| &e.rejectors)
     }
 
     /// When the next backoff expires, if any pod is backing off.
     pub fn next_backoff_expiry(&self) -> Option<Instant> {
-        self.backoff.iter().map(|b| b.expiry).min()
+        // The top may be stale (an earlier wake-up, harmless).
+        self.backoff.peek().map(|b| b.expiry)
     }
 
     /// Number of pods per location.
@@ -445,12 +543,12 @@ mod tests {
         let t = Instant::now();
         q.add(pod("p", 0), t);
         let p = q.pop(t).unwrap();
-        q.add_backoff(&p.pod.key, t);
+        q.add_backoff(&p.pod.key, "", t);
         assert_eq!(q.location("default/p"), Some(Location::Backoff));
         assert!(q.pop(t + Duration::from_millis(999)).is_none());
         let p = q.pop(t + Duration::from_secs(1)).unwrap();
         assert_eq!(p.attempts, 2);
-        q.add_backoff(&p.pod.key, t + Duration::from_secs(1));
+        q.add_backoff(&p.pod.key, "", t + Duration::from_secs(1));
         assert!(
             q.pop(t + Duration::from_millis(2999)).is_none(),
             "second backoff is 2 s"
@@ -464,14 +562,14 @@ mod tests {
         let t = Instant::now();
         q.add(pod("p", 0), t);
         let p = q.pop(t).unwrap();
-        q.add_unschedulable(&p.pod.key, t);
+        q.add_unschedulable(&p.pod.key, "", vec![], t);
         assert_eq!(q.location("default/p"), Some(Location::Unschedulable));
         assert!(q.pop(t + Duration::from_secs(60)).is_none());
         // a node is added: backoff (1 s) already expired at t+2 → active
         q.move_all_to_active_or_backoff(t + Duration::from_secs(2));
         assert_eq!(q.location("default/p"), Some(Location::Active));
         let p = q.pop(t + Duration::from_secs(2)).unwrap();
-        q.add_unschedulable(&p.pod.key, t + Duration::from_secs(2));
+        q.add_unschedulable(&p.pod.key, "", vec![], t + Duration::from_secs(2));
         // nothing changes for 5 minutes: retried anyway
         assert!(q.pop(t + Duration::from_secs(200)).is_none());
         assert!(q.pop(t + Duration::from_secs(2) + UNSCHEDULABLE_TIMEOUT).is_some());
@@ -484,7 +582,7 @@ mod tests {
         q.add(pod("p", 0), t);
         let p = q.pop(t).unwrap();
         q.move_all_to_active_or_backoff(t); // a node was added while p was being scheduled
-        q.add_unschedulable(&p.pod.key, t);
+        q.add_unschedulable(&p.pod.key, "", vec![], t);
         assert_eq!(q.location("default/p"), Some(Location::Backoff));
     }
 
@@ -494,10 +592,66 @@ mod tests {
         let t = Instant::now();
         q.add(pod("p", 0), t);
         let p = q.pop(t).unwrap();
-        q.delete(&p.pod.key);
-        q.add_unschedulable(&p.pod.key, t);
+        q.delete(&p.pod.key, "");
+        q.add_unschedulable(&p.pod.key, "", vec![], t);
         assert!(q.location("default/p").is_none());
         assert!(q.is_empty());
         assert_eq!(q.len(Location::Unschedulable) + q.len(Location::InFlight), 0);
+    }
+
+    fn pod_uid(name: &str, uid: &str) -> Arc<PodInfo> {
+        let p: Pod =
+            serde_json::from_value(json!({"metadata": {"name": name, "uid": uid}, "spec": {"containers": []}}))
+                .unwrap();
+        Arc::new(PodInfo::from_pod(&p).unwrap())
+    }
+
+    #[test]
+    fn a_pod_recreated_under_the_same_name_is_not_dropped_by_the_old_outcome() {
+        let mut q = q();
+        let t = Instant::now();
+        q.add(pod_uid("web-0", "old"), t);
+        let p = q.pop(t).unwrap();
+        // deleted and re-created (StatefulSet) while the old one's bind is in flight
+        q.delete(&p.pod.key, "old");
+        q.add(pod_uid("web-0", "new"), t);
+        // the old binding's outcome arrives: 409/404 for uid "old"
+        q.delete(&p.pod.key, "old");
+        q.done(&p.pod.key, "old");
+        q.add_backoff(&p.pod.key, "old", t);
+        assert_eq!(q.location("default/web-0"), Some(Location::Active));
+        let again = q.pop(t).unwrap();
+        assert_eq!(again.pod.uid, "new");
+        assert_eq!(again.attempts, 1, "a fresh entry");
+    }
+
+    #[test]
+    fn stale_heap_entries_are_compacted() {
+        let mut q = q();
+        let t = Instant::now();
+        // a standby: pods are queued, then bound by the leader; nothing is popped
+        for i in 0..10_000 {
+            let p = pod(&format!("p{i}"), 0);
+            q.add(p, t);
+            q.delete(&format!("default/p{i}"), "");
+        }
+        assert!(q.is_empty());
+        assert!(q.held_entries() <= 64 + 1, "{} entries held", q.held_entries());
+    }
+
+    #[test]
+    fn only_matching_changes_move_unschedulable_pods() {
+        let mut q = q();
+        let t = Instant::now();
+        q.add(pod("a", 0), t);
+        q.add(pod("b", 0), t);
+        let a = q.pop(t).unwrap();
+        let b = q.pop(t).unwrap();
+        q.add_unschedulable(&a.pod.key, "", vec!["NodeResourcesFit".into()], t);
+        q.add_unschedulable(&b.pod.key, "", vec!["NodeAffinity".into()], t);
+        let later = t + Duration::from_secs(5);
+        q.move_matching(later, |_, r| r.iter().any(|p| p == "NodeResourcesFit"));
+        assert_eq!(q.location("default/a"), Some(Location::Active));
+        assert_eq!(q.location("default/b"), Some(Location::Unschedulable));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::ModelError;
@@ -129,25 +129,50 @@ impl Resources {
         }
     }
 
-    /// Adds `other` to `self`.
+    /// Adds `other` to `self`, saturating: a node's usage that would pass
+    /// `i64::MAX` stays there (more than any node has, so the node is full)
+    /// instead of wrapping to a negative amount that fits anything.
     pub fn add(&mut self, other: &Resources) {
-        self.milli_cpu += other.milli_cpu;
-        self.memory += other.memory;
-        self.ephemeral_storage += other.ephemeral_storage;
-        self.pods += other.pods;
+        self.milli_cpu = self.milli_cpu.saturating_add(other.milli_cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_add(other.ephemeral_storage);
+        self.pods = self.pods.saturating_add(other.pods);
         for (n, v) in &other.scalar {
-            *self.scalar_entry(n) += v;
+            let e = self.scalar_entry(n);
+            *e = e.saturating_add(*v);
         }
     }
 
-    /// Subtracts `other` from `self`.
-    pub fn sub(&mut self, other: &Resources) {
-        self.milli_cpu -= other.milli_cpu;
-        self.memory -= other.memory;
-        self.ephemeral_storage -= other.ephemeral_storage;
-        self.pods -= other.pods;
+    /// Adds `other` to `self`; on overflow, the name of the resource that
+    /// overflowed (and `self` is left partly added).
+    pub fn checked_add(&mut self, other: &Resources) -> Result<(), String> {
+        fn add(a: &mut i64, b: i64, name: &str) -> Result<(), String> {
+            *a = a.checked_add(b).ok_or_else(|| name.to_owned())?;
+            Ok(())
+        }
+        add(&mut self.milli_cpu, other.milli_cpu, "cpu")?;
+        add(&mut self.memory, other.memory, "memory")?;
+        add(
+            &mut self.ephemeral_storage,
+            other.ephemeral_storage,
+            "ephemeral-storage",
+        )?;
+        add(&mut self.pods, other.pods, "pods")?;
         for (n, v) in &other.scalar {
-            *self.scalar_entry(n) -= v;
+            add(self.scalar_entry(n), *v, n)?;
+        }
+        Ok(())
+    }
+
+    /// Subtracts `other` from `self`, saturating (see [`Resources::add`]).
+    pub fn sub(&mut self, other: &Resources) {
+        self.milli_cpu = self.milli_cpu.saturating_sub(other.milli_cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.ephemeral_storage = self.ephemeral_storage.saturating_sub(other.ephemeral_storage);
+        self.pods = self.pods.saturating_sub(other.pods);
+        for (n, v) in &other.scalar {
+            let e = self.scalar_entry(n);
+            *e = e.saturating_sub(*v);
         }
         self.scalar.retain(|(_, v)| *v != 0);
     }
@@ -238,50 +263,154 @@ fn container_requests(c: &Container, object: &str, field: &str) -> Result<(Resou
     Ok((r, has_cpu, has_mem))
 }
 
+/// What the kubelet reports of a running pod's resources, for in-place
+/// resize: a bound container counts the larger of its spec and its status
+/// (`containerStatuses[].resources.requests`, `allocatedResources`), or its
+/// status alone while a resize is `Infeasible` (kube-scheduler's
+/// `determineEffectiveRequests`), so a pending scale-down frees nothing early.
+struct ResizeStatus<'a> {
+    status: &'a PodStatus,
+    infeasible: bool,
+}
+
+impl<'a> ResizeStatus<'a> {
+    fn of(status: Option<&'a PodStatus>) -> Option<Self> {
+        let status = status?;
+        let infeasible = status
+            .conditions
+            .iter()
+            .flatten()
+            .find(|c| c.type_ == "PodResizePending")
+            .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"));
+        Some(Self { status, infeasible })
+    }
+
+    /// The effective request of container `name`, given its spec request.
+    fn effective(
+        &self,
+        name: &str,
+        spec: (Resources, bool, bool),
+        object: &str,
+    ) -> Result<(Resources, bool, bool), ModelError> {
+        let statuses = self
+            .status
+            .container_statuses
+            .iter()
+            .flatten()
+            .chain(self.status.init_container_statuses.iter().flatten());
+        let Some((i, cs)) = statuses.enumerate().find(|(_, cs)| cs.name == name) else {
+            return Ok(spec);
+        };
+        let Some(resources) = &cs.resources else {
+            return Ok(spec);
+        };
+        let field = format!("status.containerStatuses[{i}]");
+        let empty = BTreeMap::new();
+        let actuated = resources.requests.as_ref().unwrap_or(&empty);
+        let allocated = cs.allocated_resources.as_ref().unwrap_or(&empty);
+        let (mut r, mut has_cpu, mut has_mem) = if self.infeasible {
+            (Resources::default(), false, false)
+        } else {
+            spec
+        };
+        for (list, what) in [(actuated, "resources.requests"), (allocated, "allocatedResources")] {
+            r.max_with(&Resources::from_list(list, object, &format!("{field}.{what}"))?);
+            has_cpu |= list.contains_key("cpu");
+            has_mem |= list.contains_key("memory");
+        }
+        Ok((r, has_cpu, has_mem))
+    }
+}
+
+/// Adds one container's request to an aggregate, naming the field that
+/// makes the sum overflow.
+fn add_checked(sum: &mut Resources, r: &Resources, object: &str, field: &str) -> Result<(), ModelError> {
+    sum.checked_add(r).map_err(|res| {
+        ModelError::new(
+            object,
+            format!("{field}.resources.requests[{res}]"),
+            "the pod's total request overflows",
+        )
+    })
+}
+
+fn add_nz(nz: &mut (i64, i64), add: (i64, i64), object: &str, field: &str) -> Result<(), ModelError> {
+    let overflow = |res: &str| {
+        ModelError::new(
+            object,
+            format!("{field}.resources.requests[{res}]"),
+            "the pod's total request overflows",
+        )
+    };
+    nz.0 = nz.0.checked_add(add.0).ok_or_else(|| overflow("cpu"))?;
+    nz.1 = nz.1.checked_add(add.1).ok_or_else(|| overflow("memory"))?;
+    Ok(())
+}
+
+fn non_zero(r: &Resources, has_cpu: bool, has_mem: bool) -> (i64, i64) {
+    (
+        if has_cpu {
+            r.milli_cpu
+        } else {
+            DEFAULT_MILLI_CPU_REQUEST
+        },
+        if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST },
+    )
+}
+
 /// Computes a pod's request as kube-scheduler does: the larger of the sum of
 /// the app containers (plus restartable "sidecar" init containers, which keep
 /// running) and the peak of the init containers run in order, plus the pod
 /// overhead. Pod-level `spec.resources.requests`, where set, replace the
 /// container aggregate for those resources.
-pub fn pod_requests(spec: &PodSpec, object: &str) -> Result<PodRequests, ModelError> {
+///
+/// `status` is given for a bound pod: its app and sidecar containers then
+/// count what an in-place resize left them (see [`ResizeStatus`]). A sum
+/// that overflows is an error naming the container's field.
+pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>, object: &str) -> Result<PodRequests, ModelError> {
+    let resize = ResizeStatus::of(status);
+    let effective = |c: &Container, field: &str| -> Result<(Resources, bool, bool), ModelError> {
+        let r = container_requests(c, object, field)?;
+        match &resize {
+            Some(s) => s.effective(&c.name, r, object),
+            None => Ok(r),
+        }
+    };
     // Two aggregates in one pass: the exact one, and one where missing CPU and
     // memory requests count as the scoring defaults.
     let mut reqs = Resources::default();
     let mut nz = (0i64, 0i64);
     for (i, c) in spec.containers.iter().enumerate() {
-        let (r, has_cpu, has_mem) = container_requests(c, object, &format!("spec.containers[{i}]"))?;
-        nz.0 += if has_cpu {
-            r.milli_cpu
-        } else {
-            DEFAULT_MILLI_CPU_REQUEST
-        };
-        nz.1 += if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST };
-        reqs.add(&r);
+        let field = format!("spec.containers[{i}]");
+        let (r, has_cpu, has_mem) = effective(c, &field)?;
+        add_nz(&mut nz, non_zero(&r, has_cpu, has_mem), object, &field)?;
+        add_checked(&mut reqs, &r, object, &field)?;
     }
     let mut sidecars = Resources::default();
     let mut sidecars_nz = (0i64, 0i64);
     let mut init_peak = Resources::default();
     let mut init_peak_nz = (0i64, 0i64);
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
-        let (r, has_cpu, has_mem) = container_requests(c, object, &format!("spec.initContainers[{i}]"))?;
-        let c_nz = (
-            if has_cpu {
-                r.milli_cpu
-            } else {
-                DEFAULT_MILLI_CPU_REQUEST
-            },
-            if has_mem { r.memory } else { DEFAULT_MEMORY_REQUEST },
-        );
-        let (during, during_nz) = if c.restart_policy.as_deref() == Some("Always") {
-            reqs.add(&r);
-            nz = (nz.0 + c_nz.0, nz.1 + c_nz.1);
-            sidecars.add(&r);
-            sidecars_nz = (sidecars_nz.0 + c_nz.0, sidecars_nz.1 + c_nz.1);
+        let field = format!("spec.initContainers[{i}]");
+        let sidecar = c.restart_policy.as_deref() == Some("Always");
+        let (r, has_cpu, has_mem) = if sidecar {
+            effective(c, &field)?
+        } else {
+            container_requests(c, object, &field)?
+        };
+        let c_nz = non_zero(&r, has_cpu, has_mem);
+        let (during, during_nz) = if sidecar {
+            add_checked(&mut reqs, &r, object, &field)?;
+            add_nz(&mut nz, c_nz, object, &field)?;
+            add_checked(&mut sidecars, &r, object, &field)?;
+            add_nz(&mut sidecars_nz, c_nz, object, &field)?;
             (sidecars.clone(), sidecars_nz)
         } else {
             let mut t = r;
-            t.add(&sidecars);
-            (t, (c_nz.0 + sidecars_nz.0, c_nz.1 + sidecars_nz.1))
+            add_checked(&mut t, &sidecars, object, &field)?;
+            let mut t_nz = c_nz;
+            add_nz(&mut t_nz, sidecars_nz, object, &field)?;
+            (t, t_nz)
         };
         init_peak.max_with(&during);
         init_peak_nz = (init_peak_nz.0.max(during_nz.0), init_peak_nz.1.max(during_nz.1));
@@ -306,9 +435,10 @@ pub fn pod_requests(spec: &PodSpec, object: &str) -> Result<PodRequests, ModelEr
 
     if let Some(overhead) = &spec.overhead {
         let o = Resources::from_list(overhead, object, "spec.overhead")?;
-        reqs.add(&o);
-        nz.0 += o.milli_cpu;
-        nz.1 += o.memory;
+        add_checked(&mut reqs, &o, object, "spec.overhead")
+            .map_err(|e| ModelError::new(object, "spec.overhead", e.reason))?;
+        add_nz(&mut nz, (o.milli_cpu, o.memory), object, "spec.overhead")
+            .map_err(|e| ModelError::new(object, "spec.overhead", e.reason))?;
     }
     Ok(PodRequests {
         requests: reqs,
@@ -336,7 +466,7 @@ mod tests {
             {"name": "a", "resources": req("100m", "1Gi")},
             {"name": "b", "resources": req("250m", "512Mi")},
         ]}));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 350);
         assert_eq!(r.requests.memory, (1 << 30) + (512 << 20));
         assert_eq!(r.non_zero_milli_cpu, 350);
@@ -348,7 +478,7 @@ mod tests {
             "initContainers": [{"name": "init", "resources": req("2", "100Mi")}],
             "containers": [{"name": "a", "resources": req("500m", "1Gi")}],
         }));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 2000);
         assert_eq!(r.requests.memory, 1 << 30);
     }
@@ -363,7 +493,7 @@ mod tests {
             ],
             "containers": [{"name": "a", "resources": req("500m", "128Mi")}],
         }));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 1200);
         assert_eq!(r.requests.memory, 192 << 20);
     }
@@ -374,7 +504,7 @@ mod tests {
             "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "2", "hugepages-2Mi": "4Mi", "storage": "1Gi"}}}],
             "overhead": {"cpu": "250m", "memory": "120Mi"},
         }));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 1250);
         assert_eq!(r.requests.memory, 120 << 20);
         assert_eq!(r.requests.scalar_get("nvidia.com/gpu"), 2);
@@ -390,7 +520,7 @@ mod tests {
             {"name": "a", "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}},
             {"name": "b"},
         ]}));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 2000);
         assert_eq!(r.non_zero_milli_cpu, 2000 + DEFAULT_MILLI_CPU_REQUEST);
         assert_eq!(r.non_zero_memory, (1 << 30) + DEFAULT_MEMORY_REQUEST);
@@ -402,7 +532,7 @@ mod tests {
             "resources": {"requests": {"cpu": "3"}},
             "containers": [{"name": "a", "resources": req("1", "1Gi")}],
         }));
-        let r = pod_requests(&s, "p").unwrap();
+        let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 3000);
         assert_eq!(r.requests.memory, 1 << 30);
     }
@@ -410,10 +540,64 @@ mod tests {
     #[test]
     fn bad_quantity_names_object_and_field() {
         let s = spec(json!({"containers": [{"name": "a", "resources": req("lots", "1Gi")}]}));
-        let e = pod_requests(&s, "Pod default/web").unwrap_err().to_string();
+        let e = pod_requests(&s, None, "Pod default/web").unwrap_err().to_string();
         assert_eq!(
             e,
             "Pod default/web: spec.containers[0].resources.requests[cpu]: quantity \"lots\" has no valid number"
         );
+    }
+
+    #[test]
+    fn requests_that_overflow_name_the_field() {
+        // Two containers asking 5Ei each: 2 × 5·2^60 passes i64::MAX.
+        let s = spec(json!({"containers": [
+            {"name": "a", "resources": {"requests": {"memory": "5Ei"}}},
+            {"name": "b", "resources": {"requests": {"memory": "5Ei"}}},
+        ]}));
+        let e = pod_requests(&s, None, "Pod default/huge").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "Pod default/huge: spec.containers[1].resources.requests[memory]: the pod's total request overflows"
+        );
+        // Node usage saturates instead of wrapping to a negative amount.
+        let mut u = Resources {
+            memory: i64::MAX - 1,
+            ..Default::default()
+        };
+        u.add(&Resources {
+            memory: 10,
+            ..Default::default()
+        });
+        assert_eq!(u.memory, i64::MAX);
+    }
+
+    fn bound(status: serde_json::Value) -> PodStatus {
+        serde_json::from_value(status).unwrap()
+    }
+
+    #[test]
+    fn bound_pods_count_the_larger_of_spec_and_status_while_resizing() {
+        let s = spec(json!({"containers": [{"name": "a", "resources": req("1", "1Gi")}]}));
+        // A scale-down to 1 cpu is pending: the kubelet still runs 2.
+        let st = bound(json!({"containerStatuses": [{
+            "name": "a", "image": "x", "imageID": "", "ready": true, "restartCount": 0,
+            "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+            "allocatedResources": {"cpu": "2", "memory": "1Gi"},
+        }]}));
+        let r = pod_requests(&s, Some(&st), "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 2000);
+        assert_eq!(r.requests.memory, 1 << 30);
+        // A scale-up the node cannot take (Infeasible): status alone.
+        let s = spec(json!({"containers": [{"name": "a", "resources": req("8", "1Gi")}]}));
+        let mut st = st;
+        st.conditions = Some(vec![
+            serde_json::from_value(json!({"type": "PodResizePending", "status": "True", "reason": "Infeasible"}))
+                .unwrap(),
+        ]);
+        let r = pod_requests(&s, Some(&st), "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 2000);
+        // No status for the container: the spec.
+        let r = pod_requests(&s, Some(&bound(json!({}))), "p").unwrap();
+        assert_eq!(r.requests.milli_cpu, 8000);
     }
 }

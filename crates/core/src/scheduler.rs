@@ -6,6 +6,8 @@
 //! [`Scheduler::binding_finished`]. `simulate`, `bench` and the daemon all
 //! drive this same type.
 
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -14,6 +16,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use crate::ModelError;
 use crate::cache::{Cache, Snapshot};
 use crate::config::{Config, ConfigError};
+use crate::events::{self, Action, Change, ClusterEvent, QueueingHint};
 use crate::framework::{CycleState, Framework, ScheduleError, ScheduleResult};
 use crate::node::NodeData;
 use crate::plugins::Registry;
@@ -53,6 +56,12 @@ pub struct Attempt {
 /// One cycle in this many records per-plugin timings.
 pub const PLUGIN_TIMING_SAMPLE: u64 = 10;
 
+/// What one plugin of a profile registered, for queueing hints.
+struct Registration {
+    plugin: Arc<dyn crate::framework::Plugin>,
+    events: Vec<ClusterEvent>,
+}
+
 /// Profiles, cache and queue.
 pub struct Scheduler {
     /// Nodes and the pods on them.
@@ -65,6 +74,9 @@ pub struct Scheduler {
     next_start: usize,
     responsibility: Responsibility,
     cycles: u64,
+    panics: u64,
+    /// Per profile: plugin name → what it registered.
+    registrations: Vec<HashMap<String, Registration>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -87,14 +99,29 @@ impl Scheduler {
         seed: u64,
         responsibility: Responsibility,
     ) -> Result<Self, ConfigError> {
+        let frameworks = config.build_frameworks(registry)?;
+        let registrations = frameworks
+            .iter()
+            .map(|fw| {
+                fw.plugins()
+                    .into_iter()
+                    .map(|p| {
+                        let events = p.events_to_register();
+                        (p.name().to_owned(), Registration { plugin: p, events })
+                    })
+                    .collect()
+            })
+            .collect();
         Ok(Scheduler {
             cache: Cache::new(),
             queue: SchedulingQueue::new(config.initial_backoff(), config.max_backoff()),
-            frameworks: config.build_frameworks(registry)?,
+            frameworks,
+            registrations,
             snapshot: Snapshot::default(),
             rng: Rng::new(seed),
             next_start: 0,
             cycles: 0,
+            panics: 0,
             responsibility,
         })
     }
@@ -128,10 +155,34 @@ impl Scheduler {
         self.framework_index(scheduler_name).is_some()
     }
 
-    /// A node was added or changed. Unschedulable pods are retried.
+    /// A node was added or changed. Unschedulable pods are retried if a
+    /// plugin that rejected them says the change may help.
     pub fn on_node(&mut self, node: &Node, now: Instant) -> Result<(), ModelError> {
-        self.cache.upsert_node(NodeData::from_node(node)?);
-        self.queue.move_all_to_active_or_backoff(now);
+        let data = NodeData::from_node(node)?;
+        let old = self.cache.node(&data.name).map(|n| n.node.clone());
+        self.cache.upsert_node(data);
+        let new = self
+            .cache
+            .node(&node_name(node))
+            .map(|n| n.node.clone())
+            .expect("just added");
+        match old {
+            None => self.requeue_for(&Change::NodeAdded(&new), now),
+            Some(old) => {
+                let action = events::node_change(&old, &new);
+                // One change per kind, as kube-scheduler emits them.
+                for bit in single_bits(action) {
+                    self.requeue_for(
+                        &Change::NodeUpdated {
+                            old: &old,
+                            new: &new,
+                            action: bit,
+                        },
+                        now,
+                    );
+                }
+            }
+        }
         Ok(())
     }
 
@@ -141,35 +192,159 @@ impl Scheduler {
     }
 
     /// A pod was added or changed. Bound pods count as usage (and leave the
-    /// queue); pending pods of ours are queued, unless assumed (our binding
-    /// is in flight); terminal pods free their node.
+    /// queue); pending pods of ours are queued; terminal pods free their
+    /// node. A malformed pod is an error naming the field; if it was
+    /// queued, its older version leaves the queue (it must not be placed by
+    /// a spec that is no longer the pod's).
     pub fn on_pod(&mut self, pod: &Pod, now: Instant) -> Result<(), ModelError> {
-        let info = Arc::new(PodInfo::from_pod(pod)?);
-        self.on_pod_info(info, now);
-        Ok(())
+        match PodInfo::from_pod(pod) {
+            Ok(info) => {
+                self.on_pod_info(Arc::new(info), now);
+                Ok(())
+            }
+            Err(e) => {
+                let unbound = pod
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_none_or(str::is_empty);
+                if unbound {
+                    let key = format!(
+                        "{}/{}",
+                        pod.metadata.namespace.as_deref().unwrap_or("default"),
+                        pod.metadata.name.as_deref().unwrap_or_default()
+                    );
+                    self.queue.delete(&key, pod.metadata.uid.as_deref().unwrap_or(""));
+                }
+                Err(e)
+            }
+        }
     }
 
     /// [`Scheduler::on_pod`] for an already parsed pod.
     pub fn on_pod_info(&mut self, info: Arc<PodInfo>, now: Instant) {
+        let cached = self.cache.pod(&info.key).map(|c| c.pod.clone());
         if info.node_name.is_some() || info.terminal {
-            let was_accounted = self.cache.pod(&info.key).is_some();
-            self.queue.delete(&info.key);
+            self.queue.delete(&info.key, "");
             self.cache.upsert_pod(info.clone());
-            if info.terminal && was_accounted {
-                self.queue.move_all_to_active_or_backoff(now);
+            let Some(old) = cached else { return };
+            if old.uid != info.uid || info.terminal {
+                // The pod that used the node is gone (replaced, or finished).
+                self.requeue_for(&Change::AssignedPodDeleted(&old), now);
+            } else if events::scaled_down(&old, &info) {
+                self.requeue_for(&Change::AssignedPodScaledDown { old: &old, new: &info }, now);
             }
-        } else if self.cache.is_assumed(&info.key) {
-            // Our binding is in flight; the watch has not caught up yet.
-        } else if self.is_responsible(&info.scheduler_name) {
-            self.queue.add(info, now);
+            return;
+        }
+        if let Some(old) = cached {
+            if old.uid == info.uid {
+                // The cache holds this pod on a node (our binding is in
+                // flight or done): a pending version is stale (the watch has
+                // not caught up, or a relist predates the binding). Keep it
+                // for a retry should the binding fail, but never requeue it.
+                self.queue.update(info);
+                return;
+            }
+            // Another pod of that name: the one on the node is gone.
+            self.cache.remove_pod(&old.key);
+            self.requeue_for(&Change::AssignedPodDeleted(&old), now);
+        }
+        if info.deleting {
+            // kube-scheduler skips pods being deleted.
+            self.queue.delete(&info.key, &info.uid);
+            return;
+        }
+        if !self.is_responsible(&info.scheduler_name) {
+            self.queue.delete(&info.key, "");
+            return;
+        }
+        let change = match self.queue.get(&info.key) {
+            Some(q) if q.pod.uid == info.uid => events::pod_change(&q.pod, &info).map(|a| (q.pod.clone(), a)),
+            _ => None,
+        };
+        self.queue.add(info.clone(), now);
+        if let Some((old, action)) = change {
+            let actions = if action == Action::UPDATE {
+                vec![action]
+            } else {
+                single_bits(action)
+            };
+            let worth = actions.into_iter().any(|a| {
+                self.worth_requeuing(
+                    &info,
+                    self.queue.rejectors(&info.key),
+                    &Change::PodUpdated {
+                        old: &old,
+                        new: &info,
+                        action: a,
+                    },
+                )
+            });
+            if worth {
+                self.queue.move_one(&info.key, now);
+            }
         }
     }
 
-    /// A pod was deleted. If it used a node, unschedulable pods are retried.
-    pub fn on_pod_deleted(&mut self, key: &str, now: Instant) {
-        self.queue.delete(key);
-        if self.cache.remove_pod(key) {
-            self.queue.move_all_to_active_or_backoff(now);
+    /// A pod was deleted (`uid` empty: whichever pod has that name). If it
+    /// used a node, unschedulable pods it may make room for are retried.
+    pub fn on_pod_deleted(&mut self, key: &str, uid: &str, now: Instant) {
+        self.queue.delete(key, uid);
+        let Some(old) = self.cache.pod(key).map(|c| c.pod.clone()) else {
+            return;
+        };
+        if uid.is_empty() || old.uid == uid {
+            self.cache.remove_pod(key);
+            self.requeue_for(&Change::AssignedPodDeleted(&old), now);
+        }
+    }
+
+    /// Whether any plugin that rejected `pod` (all of them: `rejectors`
+    /// empty) registered for `change` and says it may help.
+    fn worth_requeuing(&self, pod: &PodInfo, rejectors: &[String], change: &Change<'_>) -> bool {
+        let (resource, action) = change.event();
+        let Some(fi) = self.framework_index(&pod.scheduler_name) else {
+            return false;
+        };
+        let regs = &self.registrations[fi];
+        if rejectors.is_empty() {
+            return regs
+                .values()
+                .any(|r| r.events.iter().any(|e| e.matches(resource, action)));
+        }
+        rejectors.iter().any(|name| {
+            regs.get(name).is_none_or(|r| {
+                r.events.iter().any(|e| e.matches(resource, action))
+                    && r.plugin.queueing_hint(pod, change) == QueueingHint::Queue
+            })
+        })
+    }
+
+    /// A cluster change: moves the unschedulable pods it may help.
+    fn requeue_for(&mut self, change: &Change<'_>, now: Instant) {
+        let (resource, action) = change.event();
+        let interesting = self
+            .registrations
+            .iter()
+            .flat_map(|m| m.values())
+            .any(|r| r.events.iter().any(|e| e.matches(resource, action)));
+        if !interesting {
+            return;
+        }
+        let Scheduler { queue, .. } = self;
+        let mut moved = Vec::new();
+        queue.move_matching(now, |qp, rejectors| {
+            moved.push((qp.pod.clone(), rejectors.to_vec()));
+            false
+        });
+        // Decide outside the queue's borrow, then move.
+        let worth: Vec<String> = moved
+            .into_iter()
+            .filter(|(pod, rejectors)| self.worth_requeuing(pod, rejectors, change))
+            .map(|(pod, _)| pod.key.clone())
+            .collect();
+        for key in worth {
+            self.queue.move_one(&key, now);
         }
     }
 
@@ -182,9 +357,13 @@ impl Scheduler {
             let qp = self.queue.pop(now)?;
             let key = qp.pod.key.clone();
             let Some(fi) = self.framework_index(&qp.pod.scheduler_name) else {
-                self.queue.done(&key);
+                self.queue.done(&key, &qp.pod.uid);
                 continue;
             };
+            if qp.pod.deleting {
+                self.queue.done(&key, &qp.pod.uid);
+                continue;
+            }
             self.cache.update_snapshot(&mut self.snapshot);
             let fw = &self.frameworks[fi];
             let mut state = CycleState::default();
@@ -192,30 +371,45 @@ impl Scheduler {
             if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
                 state.sample_plugin_timings();
             }
-            let mut result = fw.schedule(
-                &mut state,
-                &qp.pod,
-                &self.snapshot,
-                &mut self.next_start,
-                &mut self.rng,
-                explain,
-            );
-            if let Ok(r) = &result {
-                let st = fw.run_reserve(&mut state, &qp.pod, &r.node);
-                if !st.is_success() {
-                    result = Err(ScheduleError::Error(format!(
-                        "running Reserve plugin {:?}: {}",
-                        st.plugin().unwrap_or_default(),
-                        st.message()
-                    )));
+            let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);
+            // A panic in a plugin (or in the engine) fails this attempt, not
+            // the scheduler: the pod is retried after backoff.
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                let mut result = fw.schedule(&mut state, &qp.pod, snapshot, next_start, rng, explain);
+                if let Ok(r) = &result {
+                    let st = fw.run_reserve(&mut state, &qp.pod, &r.node);
+                    if !st.is_success() {
+                        result = Err(ScheduleError::Error(format!(
+                            "running Reserve plugin {:?}: {}",
+                            st.plugin().unwrap_or_default(),
+                            st.message()
+                        )));
+                    }
                 }
-            }
+                result
+            }));
+            let result = outcome.unwrap_or_else(|panic| {
+                self.panics += 1;
+                Err(ScheduleError::Error(format!(
+                    "scheduling cycle panicked: {}",
+                    panic_message(&*panic)
+                )))
+            });
+            let uid = &qp.pod.uid;
             match &result {
-                Ok(r) => self.cache.assume_pod(qp.pod.clone(), &r.node),
-                Err(ScheduleError::Unschedulable(_) | ScheduleError::NoNodes) => {
-                    self.queue.add_unschedulable(&key, now)
+                Ok(r) => {
+                    if !self.cache.assume_pod(qp.pod.clone(), &r.node) {
+                        // Already bound (a bound pod is never moved): nothing to do.
+                        self.queue.done(&key, uid);
+                        continue;
+                    }
                 }
-                Err(ScheduleError::Error(_)) => self.queue.add_backoff(&key, now),
+                Err(ScheduleError::Unschedulable(fit)) => {
+                    let rejectors = fit.diagnosis.unschedulable_plugins.clone();
+                    self.queue.add_unschedulable(&key, uid, rejectors, now)
+                }
+                Err(ScheduleError::NoNodes) => self.queue.add_unschedulable(&key, uid, Vec::new(), now),
+                Err(ScheduleError::Error(_)) => self.queue.add_backoff(&key, uid, now),
             }
             return Some(Attempt {
                 pod: qp.pod,
@@ -228,32 +422,64 @@ impl Scheduler {
         }
     }
 
-    /// Reports the binding of a placed pod: on success the assumption is
-    /// confirmed and the pod leaves the queue; on failure it is forgotten
-    /// (its node is freed) and the pod retried after backoff.
-    pub fn binding_finished(&mut self, key: &str, ok: bool, now: Instant) {
+    /// Reports the binding of a placed pod (of `uid`: the outcome of an
+    /// earlier pod of the same name touches nothing): on success the
+    /// assumption is confirmed and the pod leaves the queue; on failure it is
+    /// forgotten (its node is freed, which may make room for unschedulable
+    /// pods) and the pod retried after backoff.
+    pub fn binding_finished(&mut self, key: &str, uid: &str, ok: bool, now: Instant) {
         if ok {
-            self.cache.finish_binding(key);
-            self.queue.done(key);
+            self.cache.finish_binding(key, uid);
+            self.queue.done(key, uid);
         } else {
-            self.cache.forget_pod(key);
-            self.queue.add_backoff(key, now);
+            self.forget(key, uid, now);
+            self.queue.add_backoff(key, uid, now);
         }
     }
 
-    /// Drops a pod that no longer needs scheduling (bound by someone else, or
-    /// deleted) whatever its state in the queue, and forgets its assumption.
-    pub fn drop_pod(&mut self, key: &str) {
-        self.cache.forget_pod(key);
-        self.queue.delete(key);
-        self.queue.done(key);
+    /// Drops a pod (of `uid`) that no longer needs scheduling (bound by
+    /// someone else, or deleted) whatever its state in the queue, and
+    /// forgets its assumption.
+    pub fn drop_pod(&mut self, key: &str, uid: &str, now: Instant) {
+        self.forget(key, uid, now);
+        self.queue.delete(key, uid);
+        self.queue.done(key, uid);
     }
+
+    fn forget(&mut self, key: &str, uid: &str, now: Instant) {
+        if let Some(old) = self.cache.forget_pod(key, uid) {
+            // kube-scheduler's AssignedPodDelete after a failed binding.
+            self.requeue_for(&Change::AssignedPodDeleted(&old), now);
+        }
+    }
+
+    /// Scheduling cycles that panicked so far (each failed its pod only).
+    pub fn panics(&self) -> u64 {
+        self.panics
+    }
+}
+
+fn node_name(node: &Node) -> String {
+    node.metadata.name.clone().unwrap_or_default()
+}
+
+/// Each bit of an action on its own.
+fn single_bits(action: Action) -> Vec<Action> {
+    action.each().collect()
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixture::parse_objects;
+    use crate::queue::Location;
 
     const CLUSTER: &str = r#"
 kind: List
@@ -305,7 +531,7 @@ items:
         while let Some(a) = s.schedule_one(now, false) {
             match a.result {
                 Ok(r) => {
-                    s.binding_finished(&a.pod.key, true, now);
+                    s.binding_finished(&a.pod.key, &a.pod.uid, true, now);
                     placed.push((a.pod.name.clone(), r.node));
                 }
                 Err(e) => placed.push((a.pod.name.clone(), e.to_string())),
@@ -341,7 +567,7 @@ items:
             s.cache.node(&node).unwrap().usage.pods,
             if node == "big" { 2 } else { 1 }
         );
-        s.binding_finished(&a.pod.key, false, now);
+        s.binding_finished(&a.pod.key, &a.pod.uid, false, now);
         assert_eq!(
             s.cache.node(&node).unwrap().usage.pods,
             if node == "big" { 1 } else { 0 }
@@ -362,5 +588,245 @@ items:
         assert!(!s.queue.is_empty());
         let a = s.schedule_one(now, false).unwrap();
         assert_eq!(a.result.unwrap_err().to_string(), "no nodes available to schedule pods");
+    }
+
+    fn ours(name: &str, uid: &str, cpu: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": "1"},
+            "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+        }))
+        .unwrap()
+    }
+
+    fn bound_to(mut p: Pod, node: &str) -> Pod {
+        p.spec.as_mut().unwrap().node_name = Some(node.into());
+        p
+    }
+
+    fn own_sched() -> Scheduler {
+        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
+        let objs = parse_objects(CLUSTER).unwrap();
+        let now = Instant::now();
+        for n in &objs.nodes {
+            s.on_node(n, now).unwrap();
+        }
+        for p in &objs.pods {
+            s.on_pod(p, now).unwrap();
+        }
+        s
+    }
+
+    fn used(s: &Scheduler, node: &str) -> i64 {
+        s.cache.node(node).unwrap().usage.requested.milli_cpu
+    }
+
+    #[test]
+    fn a_stale_pending_update_of_a_bound_pod_is_ignored() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        s.on_pod(&ours("a", "u1", "500m"), now).unwrap();
+        let a = s.schedule_one(now, false).unwrap();
+        let node = a.result.unwrap().node;
+        s.binding_finished("default/a", "u1", true, now);
+        // Our own condition patch, or a relist older than the binding, still
+        // shows the pod pending: it must not be queued and placed again.
+        let mut stale = ours("a", "u1", "500m");
+        stale.metadata.resource_version = Some("2".into());
+        s.on_pod(&stale, now).unwrap();
+        assert!(s.queue.is_empty(), "not queued again");
+        assert!(s.schedule_one(now + std::time::Duration::from_secs(1), false).is_none());
+        assert_eq!(used(&s, &node), if node == "big" { 3500 } else { 500 });
+        // and the watch then confirms the binding: counted once
+        s.on_pod(&bound_to(ours("a", "u1", "500m"), &node), now).unwrap();
+        assert_eq!(used(&s, &node), if node == "big" { 3500 } else { 500 });
+    }
+
+    #[test]
+    fn a_bound_pods_usage_is_never_moved_by_a_second_attempt() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        s.on_pod(&bound_to(ours("a", "u1", "500m"), "small"), now).unwrap();
+        let info = Arc::new(PodInfo::from_pod(&ours("a", "u1", "500m")).unwrap());
+        assert!(
+            !s.cache.assume_pod(info, "big"),
+            "a confirmed pod is not assumed elsewhere"
+        );
+        assert_eq!(used(&s, "small"), 500);
+        assert_eq!(used(&s, "big"), 3000);
+    }
+
+    #[test]
+    fn a_pod_recreated_while_its_binding_is_in_flight_is_scheduled() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        s.on_pod(&ours("web-0", "old", "500m"), now).unwrap();
+        let a = s.schedule_one(now, false).unwrap();
+        assert!(a.result.is_ok());
+        // StatefulSet: deleted and re-created under the same name
+        s.on_pod_deleted("default/web-0", "old", now);
+        s.on_pod(&ours("web-0", "new", "500m"), now).unwrap();
+        // the old binding's answer (409: UID precondition) arrives last
+        s.drop_pod("default/web-0", "old", now);
+        let b = s.schedule_one(now, false).expect("the new pod is still queued");
+        assert_eq!(b.pod.uid, "new");
+        assert!(b.result.is_ok());
+        // an update while the new pod's binding is in flight is kept for a retry
+        let mut newer = ours("web-0", "new", "200m");
+        newer.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
+        s.on_pod(&newer, now).unwrap();
+        s.binding_finished("default/web-0", "new", false, now);
+        let later = now + std::time::Duration::from_secs(2);
+        let c = s.schedule_one(later, false).unwrap();
+        assert_eq!(c.pod.requests.requests.milli_cpu, 200, "the retry uses the newest spec");
+    }
+
+    #[test]
+    fn a_failed_binding_retries_pods_waiting_for_room() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        // "small" has 1 cpu; "big" 1 free: two pods of 1 cpu fill both
+        s.on_pod(&ours("a", "ua", "1"), now).unwrap();
+        s.on_pod(&ours("b", "ub", "1"), now).unwrap();
+        let a = s.schedule_one(now, false).unwrap();
+        let _b = s.schedule_one(now, false).unwrap();
+        s.on_pod(&ours("c", "uc", "1"), now).unwrap();
+        let c = s.schedule_one(now, false).unwrap();
+        assert!(c.result.is_err());
+        assert_eq!(s.queue.location("default/c"), Some(Location::Unschedulable));
+        // a's binding fails: its node is free again, c is retried
+        s.binding_finished("default/a", &a.pod.uid, false, now);
+        assert_ne!(s.queue.location("default/c"), Some(Location::Unschedulable));
+    }
+
+    #[test]
+    fn only_changes_that_may_help_retry_unschedulable_pods() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        s.on_pod(&ours("huge", "u", "64"), now).unwrap();
+        assert!(s.schedule_one(now, false).unwrap().result.is_err());
+        let parked = |s: &Scheduler| s.queue.location("default/huge") == Some(Location::Unschedulable);
+        assert!(parked(&s));
+        // a status-only update of the pod (our own condition patch)
+        let mut p = ours("huge", "u", "64");
+        p.metadata.resource_version = Some("7".into());
+        p.status = Some(
+            serde_json::from_value(serde_json::json!({"conditions": [{"type": "PodScheduled", "status": "False"}]}))
+                .unwrap(),
+        );
+        s.on_pod(&p, now).unwrap();
+        assert!(parked(&s), "status-only update");
+        // a node heartbeat, and a label change that NodeResourcesFit ignores
+        let objs = parse_objects(CLUSTER).unwrap();
+        let mut big = objs.nodes[1].clone();
+        big.status.as_mut().unwrap().conditions = Some(vec![
+            serde_json::from_value(
+                serde_json::json!({"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-01-01T00:00:00Z"}),
+            )
+            .unwrap(),
+        ]);
+        s.on_node(&big, now).unwrap();
+        big.metadata.labels.as_mut().unwrap().insert("x".into(), "y".into());
+        s.on_node(&big, now).unwrap();
+        assert!(parked(&s), "heartbeat and labels");
+        // a bound pod leaving, a node too small, a node's allocatable growing too little
+        s.on_pod(&bound_to(ours("other", "o", "100m"), "small"), now).unwrap();
+        s.on_pod_deleted("default/other", "o", now);
+        assert!(!parked(&s), "NodeResourcesFit queues on AssignedPod delete");
+        let later = now + std::time::Duration::from_secs(2);
+        assert!(s.schedule_one(later, false).unwrap().result.is_err());
+        assert!(parked(&s));
+        // (tainted like gpu, so that TaintToleration, which also rejected
+        // the pod there, has nothing to gain either)
+        let tiny: Node = serde_json::from_value(serde_json::json!({"metadata": {"name": "tiny"},
+            "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "2", "memory": "1Gi", "pods": "10"}}}))
+        .unwrap();
+        s.on_node(&tiny, later).unwrap();
+        assert!(parked(&s), "a node the pod could never fit");
+        let roomy: Node = serde_json::from_value(serde_json::json!({"metadata": {"name": "roomy"}, "status": {"allocatable": {"cpu": "128", "memory": "1Ti", "pods": "10"}}})).unwrap();
+        s.on_node(&roomy, later).unwrap();
+        assert!(!parked(&s), "a node that fits");
+    }
+
+    #[test]
+    fn pods_being_deleted_are_not_scheduled() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        let mut p = ours("going", "u", "100m");
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        s.on_pod(&p, now).unwrap();
+        assert!(s.schedule_one(now, false).is_none());
+        // queued first, then deleted gracefully
+        s.on_pod(&ours("later", "u2", "100m"), now).unwrap();
+        let mut p = ours("later", "u2", "100m");
+        p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+        ));
+        s.on_pod(&p, now).unwrap();
+        assert!(s.schedule_one(now, false).is_none());
+    }
+
+    #[test]
+    fn requests_that_overflow_are_refused_naming_the_field() {
+        let mut s = own_sched();
+        let now = Instant::now();
+        let p: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "huge", "namespace": "default", "uid": "u"},
+            "spec": {"schedulerName": "wasm-scheduler", "containers": [
+                {"name": "a", "resources": {"requests": {"memory": "5Ei"}}},
+                {"name": "b", "resources": {"requests": {"memory": "5Ei"}}}]}
+        }))
+        .unwrap();
+        let e = s.on_pod(&p, now).unwrap_err();
+        assert_eq!(e.field, "spec.containers[1].resources.requests[memory]");
+        assert!(s.schedule_one(now, false).is_none(), "never placed");
+    }
+
+    struct Panicky;
+    impl crate::framework::Plugin for Panicky {
+        fn name(&self) -> &str {
+            "Panicky"
+        }
+        fn points(&self) -> crate::framework::Points {
+            crate::framework::Points::FILTER
+        }
+        fn filter(&self, _: &CycleState, pod: &PodInfo, _: &crate::node::NodeInfo) -> crate::framework::Status {
+            if pod.name == "boom" {
+                panic!("attempt to add with overflow");
+            }
+            crate::framework::Status::success()
+        }
+    }
+
+    #[test]
+    fn a_panic_in_a_cycle_fails_that_pod_only() {
+        let mut registry = Registry::builtin();
+        registry.register("Panicky", Arc::new(|_| Ok(Arc::new(Panicky) as _)));
+        let config = Config::from_yaml(
+            "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    filter:\n      enabled: [{name: Panicky}]\n",
+        )
+        .unwrap();
+        let mut s = Scheduler::new(&config, &registry, 1, Responsibility::OwnProfiles).unwrap();
+        let objs = parse_objects(CLUSTER).unwrap();
+        let now = Instant::now();
+        for n in &objs.nodes {
+            s.on_node(n, now).unwrap();
+        }
+        s.on_pod(&ours("boom", "u1", "100m"), now).unwrap();
+        s.on_pod(&ours("fine", "u2", "100m"), now).unwrap();
+        let mut results = Vec::new();
+        while let Some(a) = s.schedule_one(now, false) {
+            results.push((a.pod.name.clone(), a.result.map(|r| r.node).map_err(|e| e.to_string())));
+        }
+        assert_eq!(s.panics(), 1);
+        let boom = results.iter().find(|r| r.0 == "boom").unwrap();
+        assert_eq!(
+            boom.1.as_ref().unwrap_err(),
+            "scheduling cycle panicked: attempt to add with overflow"
+        );
+        assert!(results.iter().find(|r| r.0 == "fine").unwrap().1.is_ok());
+        assert_eq!(s.queue.location("default/boom"), Some(Location::Backoff));
     }
 }

@@ -17,7 +17,19 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the admin port: {e}"))?;
     let bound = listener.local_addr()?;
     let app = axum::Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get({
+                let s = status.clone();
+                move || async move {
+                    if s.healthy() {
+                        (StatusCode::OK, "ok").into_response()
+                    } else {
+                        (StatusCode::INTERNAL_SERVER_ERROR, "the scheduling thread died").into_response()
+                    }
+                }
+            }),
+        )
         .route(
             "/readyz",
             get({

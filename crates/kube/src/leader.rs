@@ -3,7 +3,15 @@
 //! for a lease duration (judged by our own clock, so clock skew between
 //! replicas does not matter), renew every retry period, give up when a renew
 //! has not succeeded within the renew deadline.
+//!
+//! What the binder trusts is [`Leadership`], written by the election task
+//! itself: leading, and until when the last successful renewal holds
+//! (renewal start + renew deadline). A renewal that hangs therefore cannot
+//! keep a replica binding: the validity runs out on its own, before
+//! another replica can see the lease expire (lease duration after it last
+//! saw the record change).
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -38,6 +46,65 @@ impl Default for LeaderElection {
             renew_deadline: Duration::from_secs(10),
             retry_period: Duration::from_secs(2),
         }
+    }
+}
+
+/// Whether this replica may bind now. Cheap to read on every binding.
+#[derive(Debug)]
+pub struct Leadership {
+    origin: Instant,
+    leading: AtomicBool,
+    /// Nanoseconds after `origin` until which the last renewal holds.
+    valid_until: AtomicU64,
+}
+
+impl Default for Leadership {
+    fn default() -> Self {
+        Self {
+            origin: Instant::now(),
+            leading: AtomicBool::new(false),
+            valid_until: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Leadership {
+    fn nanos(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Leading, and the last renewal still holds.
+    pub fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::SeqCst) && self.nanos(Instant::now()) < self.valid_until.load(Ordering::SeqCst)
+    }
+
+    /// How long the last renewal still holds (zero when not leading).
+    pub fn remaining(&self) -> Duration {
+        if !self.leading.load(Ordering::SeqCst) {
+            return Duration::ZERO;
+        }
+        let until = self.valid_until.load(Ordering::SeqCst);
+        Duration::from_nanos(until.saturating_sub(self.nanos(Instant::now())))
+    }
+
+    /// A renewal that started at `started` succeeded: lead until
+    /// `started + renew_deadline` unless renewed again.
+    pub(crate) fn renewed(&self, started: Instant, renew_deadline: Duration) {
+        self.valid_until
+            .store(self.nanos(started + renew_deadline), Ordering::SeqCst);
+        self.leading.store(true, Ordering::SeqCst);
+    }
+
+    /// Leads for good (leader election disabled).
+    pub(crate) fn lead_forever(&self) {
+        self.valid_until.store(u64::MAX, Ordering::SeqCst);
+        self.leading.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops binding at once.
+    pub fn step_down(&self) {
+        self.leading.store(false, Ordering::SeqCst);
+        self.valid_until.store(0, Ordering::SeqCst);
     }
 }
 
@@ -83,61 +150,93 @@ fn now_micro() -> MicroTime {
     MicroTime(now())
 }
 
-/// Runs the election until `stop` turns true, publishing leadership on
-/// `leader`. On stop, a held lease is released so another replica takes
-/// over at once.
+/// Runs the election until `stop` turns true, keeping `leadership` up to
+/// date and publishing changes on `leader`. Every attempt is bounded: a
+/// leader's by what is left of its renew deadline, a candidate's by the
+/// retry period (at least a second). On stop, a held lease is released so
+/// another replica takes over at once; the caller steps `leadership` down
+/// and finishes its bindings first.
 pub async fn run(
     client: kube::Client,
     cfg: LeaderElection,
     identity: String,
+    leadership: std::sync::Arc<Leadership>,
     leader: watch::Sender<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
     if !cfg.enabled {
+        leadership.lead_forever();
         leader.send_replace(true);
         let _ = stop.wait_for(|s| *s).await;
+        leadership.step_down();
         leader.send_replace(false);
         return;
     }
     let api: Api<Lease> = Api::namespaced(client, &cfg.namespace);
     // The holder's record as we last saw it, and when we first saw it so.
     let mut observed: Option<(String, Instant)> = None;
-    let mut last_renew: Option<Instant> = None;
+    let mut held = false;
     loop {
-        let leading = *leader.borrow();
-        match try_acquire_or_renew(&api, &cfg, &identity, &mut observed).await {
-            Ok(true) => {
-                last_renew = Some(Instant::now());
-                if !leading {
+        let started = Instant::now();
+        let limit = if held {
+            leadership.remaining()
+        } else {
+            cfg.retry_period.max(Duration::from_secs(1))
+        };
+        let attempt = tokio::select! {
+            r = tokio::time::timeout(limit, try_acquire_or_renew(&api, &cfg, &identity, &mut observed)) => r,
+            _ = stop.wait_for(|s| *s) => break,
+        };
+        match attempt {
+            Ok(Ok(true)) => {
+                leadership.renewed(started, cfg.renew_deadline);
+                if !held {
+                    held = true;
                     tracing::info!(lease = %format!("{}/{}", cfg.namespace, cfg.name), identity = %identity, "became leader");
                     leader.send_replace(true);
                 }
             }
-            Ok(false) => {
-                if leading {
+            Ok(Ok(false)) => {
+                if held {
+                    held = false;
+                    leadership.step_down();
                     tracing::warn!("another replica holds the lease; stepping down");
                     leader.send_replace(false);
                 }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "leader election: cannot reach the lease");
-                if leading && last_renew.is_none_or(|t| t.elapsed() > cfg.renew_deadline) {
-                    tracing::error!("could not renew the lease within the renew deadline; stepping down");
-                    leader.send_replace(false);
-                }
-            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "leader election: cannot reach the lease"),
+            Err(_) => tracing::warn!(after = ?limit, "leader election: the lease request did not answer in time"),
         }
+        if held && !leadership.is_leading() {
+            held = false;
+            leadership.step_down();
+            tracing::error!("could not renew the lease within the renew deadline; stepping down");
+            leader.send_replace(false);
+        }
+        // Sleep the retry period, but wake when the renew deadline passes,
+        // so that stepping down is never late.
+        let pause = if held {
+            cfg.retry_period.min(leadership.remaining())
+        } else {
+            cfg.retry_period
+        };
         tokio::select! {
-            _ = tokio::time::sleep(cfg.retry_period) => {}
+            _ = tokio::time::sleep(pause) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
     }
-    if *leader.borrow() {
+    leadership.step_down();
+    if held {
         leader.send_replace(false);
-        if let Err(e) = release(&api, &cfg, &identity).await {
-            tracing::warn!(error = %e, "could not release the lease");
-        } else {
-            tracing::info!("released the lease");
+        match tokio::time::timeout(
+            cfg.retry_period.max(Duration::from_secs(1)),
+            release(&api, &cfg, &identity),
+        )
+        .await
+        {
+            Ok(Ok(())) => tracing::info!("released the lease"),
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not release the lease"),
+            Err(_) => tracing::warn!("could not release the lease: the request did not answer in time"),
         }
     }
 }

@@ -5,9 +5,13 @@
 //! Lease, and serves health and metrics.
 
 pub mod admin;
+mod binder;
 pub mod daemon;
 pub mod leader;
 pub mod metrics;
+mod reporter;
+mod schedule;
+mod watch;
 
 pub use daemon::{Options, Status, run};
-pub use leader::{LeaderElection, parse_duration};
+pub use leader::{LeaderElection, Leadership, parse_duration};

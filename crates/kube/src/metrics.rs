@@ -86,6 +86,10 @@ pub struct Metrics {
     pub events: AtomicU64,
     /// Objects from the API that could not be parsed.
     pub malformed_objects: AtomicU64,
+    /// Scheduling cycles that panicked (each failed its pod only).
+    pub cycle_panics: AtomicU64,
+    /// Reports (events, conditions) dropped because the reporter was behind.
+    pub reports_dropped: AtomicU64,
 }
 
 impl Metrics {
@@ -186,6 +190,16 @@ impl Metrics {
             o,
             "# HELP wasmsched_malformed_objects_total Objects from the API server that could not be parsed (skipped).\n# TYPE wasmsched_malformed_objects_total counter\nwasmsched_malformed_objects_total {}",
             self.malformed_objects.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP wasmsched_scheduling_cycle_panics_total Scheduling cycles that panicked (the pod is retried after backoff).\n# TYPE wasmsched_scheduling_cycle_panics_total counter\nwasmsched_scheduling_cycle_panics_total {}",
+            self.cycle_panics.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP wasmsched_reports_dropped_total Events and condition updates dropped because the API server was behind.\n# TYPE wasmsched_reports_dropped_total counter\nwasmsched_reports_dropped_total {}",
+            self.reports_dropped.load(Ordering::Relaxed)
         );
         if let Some(host) = plugins {
             render_plugins(&mut o, host);

@@ -485,8 +485,10 @@ impl Plugin for PluginSlot {
             Ok(s) => status_of(s),
             Err(e) => {
                 self.failed(pod, "PreFilter", &e);
+                // A failing plugin is an error (the pod is retried after
+                // backoff, reason SchedulerError), not a misfit.
                 match self.limits.failure_policy {
-                    FailurePolicy::Fail => Status::unschedulable(self.reason(&e)),
+                    FailurePolicy::Fail => Status::error(self.reason(&e)),
                     FailurePolicy::Ignore => Status::new(Code::Skip, []),
                 }
             }
@@ -528,9 +530,10 @@ impl Plugin for PluginSlot {
             }
             Err(e) => {
                 self.failed(pod, "Filter", &e);
-                if self.limits.failure_policy == FailurePolicy::Fail {
-                    let reason: Arc<str> = self.reason(&e).into();
-                    rejected.extend((0..nodes.len()).map(|i| (i, Status::unschedulable(reason.clone()))));
+                if self.limits.failure_policy == FailurePolicy::Fail && !nodes.is_empty() {
+                    // An error, not a misfit: the cycle fails and the pod is
+                    // retried after backoff (kube-scheduler's SchedulerError).
+                    rejected.push((0, Status::error(self.reason(&e))));
                 }
             }
         }

@@ -5,8 +5,9 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
+use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
-use crate::node::NodeInfo;
+use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
 
 /// The reason, in kube-scheduler's words.
@@ -36,18 +37,39 @@ impl NodeAffinity {
 
     /// Whether the node satisfies the pod's node selector and required affinity.
     pub fn matches(pod: &PodInfo, node: &NodeInfo) -> bool {
-        let labels = &node.node.labels;
+        Self::matches_data(pod, &node.node)
+    }
+
+    fn matches_data(pod: &PodInfo, node: &NodeData) -> bool {
+        let labels = &node.labels;
         pod.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
             && pod
                 .required_affinity
                 .as_ref()
-                .is_none_or(|terms| terms.iter().any(|t| t.matches(labels, node.name())))
+                .is_none_or(|terms| terms.iter().any(|t| t.matches(labels, &node.name)))
     }
 }
 
 impl Plugin for NodeAffinity {
     fn name(&self) -> &str {
         super::names::NODE_AFFINITY
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent {
+            resource: Resource::Node,
+            action: Action::ADD | Action::UPDATE_NODE_LABEL,
+        }]
+    }
+
+    /// A node that matches now and did not before.
+    fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let queue = match change {
+            Change::NodeAdded(n) => Self::matches_data(pod, n),
+            Change::NodeUpdated { old, new, .. } => !Self::matches_data(pod, old) && Self::matches_data(pod, new),
+            _ => false,
+        };
+        if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
 
     fn points(&self) -> Points {

@@ -1,5 +1,6 @@
 //! NodeName: a pod that names a node in `spec.nodeName` fits only there.
 
+use crate::events::{Action, ClusterEvent, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
@@ -25,6 +26,14 @@ impl Plugin for NodeName {
             Some(n) if n != node.name() => Status::unresolvable(ERR_REASON),
             _ => Status::success(),
         }
+    }
+
+    /// Only a new node can be the one the pod names.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent {
+            resource: Resource::Node,
+            action: Action::ADD,
+        }]
     }
 }
 

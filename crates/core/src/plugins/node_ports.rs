@@ -2,6 +2,7 @@
 //! and port conflict when the IPs are equal or either is `0.0.0.0`).
 
 use crate::cache::Snapshot;
+use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
@@ -37,6 +38,32 @@ impl Plugin for NodePorts {
         } else {
             Status::success()
         }
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent {
+                resource: Resource::AssignedPod,
+                action: Action::DELETE,
+            },
+            ClusterEvent {
+                resource: Resource::Node,
+                action: Action::ADD,
+            },
+        ]
+    }
+
+    /// A new node, or a pod leaving that held a port this pod wants.
+    fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let queue = match change {
+            Change::NodeAdded(_) => true,
+            Change::AssignedPodDeleted(gone) => pod
+                .host_ports
+                .iter()
+                .any(|p| gone.host_ports.iter().any(|g| g.conflicts(p))),
+            _ => false,
+        };
+        if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
 }
 

@@ -6,8 +6,9 @@
 use serde::Deserialize;
 use std::sync::Arc;
 
+use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
-use crate::node::NodeInfo;
+use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, is_extended_resource_name};
 
@@ -193,6 +194,15 @@ impl NodeResourcesFit {
                     .is_some_and(|(g, _)| self.ignored_groups.iter().any(|i| i == g)))
     }
 
+    /// Whether the pod would fit the node with nothing on it.
+    fn fits_empty(&self, pod: &PodInfo, node: &Arc<NodeData>) -> bool {
+        let empty = NodeInfo {
+            node: node.clone(),
+            usage: Default::default(),
+        };
+        self.fits(pod, &empty).is_success()
+    }
+
     /// Whether the pod fits, with every reason it does not (kube-scheduler's
     /// `fitsRequest`). A fit allocates nothing.
     pub fn fits(&self, pod: &PodInfo, node: &NodeInfo) -> Status {
@@ -208,24 +218,26 @@ impl NodeResourcesFit {
             None => out = Some(Status::unschedulable(r)),
         };
         let (alloc, used, req) = (&node.node.allocatable, &node.usage.requested, &pod.requests.requests);
-        if node.usage.pods + 1 > alloc.pods {
+        if node.usage.pods >= alloc.pods {
             reject(Reason::Static("Too many pods"));
         }
         if !req.is_zero() {
-            if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu - used.milli_cpu {
+            if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu.saturating_sub(used.milli_cpu) {
                 reject(Reason::Static("Insufficient cpu"));
             }
-            if req.memory > 0 && req.memory > alloc.memory - used.memory {
+            if req.memory > 0 && req.memory > alloc.memory.saturating_sub(used.memory) {
                 reject(Reason::Static("Insufficient memory"));
             }
-            if req.ephemeral_storage > 0 && req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage {
+            if req.ephemeral_storage > 0
+                && req.ephemeral_storage > alloc.ephemeral_storage.saturating_sub(used.ephemeral_storage)
+            {
                 reject(Reason::Static("Insufficient ephemeral-storage"));
             }
             for ((name, q), reason) in req.scalar.iter().zip(scalar_reasons) {
                 if *q == 0 || self.ignored(name) {
                     continue;
                 }
-                if *q > alloc.scalar_get(name) - used.scalar_get(name) {
+                if *q > alloc.scalar_get(name).saturating_sub(used.scalar_get(name)) {
                     reject(reason.clone());
                 }
             }
@@ -294,6 +306,54 @@ impl Plugin for NodeResourcesFit {
 
     fn points(&self) -> Points {
         Points::FILTER | Points::PRE_SCORE | Points::SCORE
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent {
+                resource: Resource::AssignedPod,
+                action: Action::DELETE | Action::UPDATE_POD_SCALE_DOWN,
+            },
+            ClusterEvent {
+                resource: Resource::Node,
+                action: Action::ADD | Action::UPDATE_NODE_ALLOCATABLE,
+            },
+        ]
+    }
+
+    /// kube-scheduler's hints: a pod leaving or shrinking frees what this
+    /// pod requests; a node helps if the pod would fit it empty and (for an
+    /// update) something the pod requests grew.
+    fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let req = &pod.requests.requests;
+        let queue = match change {
+            Change::AssignedPodDeleted(_) => true,
+            Change::AssignedPodScaledDown { old, new } => {
+                let (o, n) = (&old.requests.requests, &new.requests.requests);
+                (req.milli_cpu > 0 && n.milli_cpu < o.milli_cpu)
+                    || (req.memory > 0 && n.memory < o.memory)
+                    || (req.ephemeral_storage > 0 && n.ephemeral_storage < o.ephemeral_storage)
+                    || req
+                        .scalar
+                        .iter()
+                        .any(|(k, v)| *v > 0 && n.scalar_get(k) < o.scalar_get(k))
+            }
+            Change::NodeAdded(n) => self.fits_empty(pod, n),
+            Change::NodeUpdated { old, new, .. } => {
+                let (o, n) = (&old.allocatable, &new.allocatable);
+                self.fits_empty(pod, new)
+                    && (n.pods > o.pods
+                        || (req.milli_cpu > 0 && n.milli_cpu > o.milli_cpu)
+                        || (req.memory > 0 && n.memory > o.memory)
+                        || (req.ephemeral_storage > 0 && n.ephemeral_storage > o.ephemeral_storage)
+                        || req
+                            .scalar
+                            .iter()
+                            .any(|(k, v)| *v > 0 && n.scalar_get(k) > o.scalar_get(k)))
+            }
+            Change::PodUpdated { .. } => false,
+        };
+        if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {

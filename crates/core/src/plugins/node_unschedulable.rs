@@ -1,6 +1,7 @@
 //! NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods
 //! that tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
+use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status};
 use crate::node::{NodeInfo, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
 use crate::pod::{PodInfo, tolerated};
@@ -37,6 +38,31 @@ impl Plugin for NodeUnschedulable {
         } else {
             Status::unresolvable(ERR_REASON)
         }
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent {
+                resource: Resource::Node,
+                action: Action::ADD | Action::UPDATE_NODE_TAINT,
+            },
+            ClusterEvent {
+                resource: Resource::AssignedPod,
+                action: Action::UPDATE_POD_TOLERATION,
+            },
+        ]
+    }
+
+    /// A node that is (or became) schedulable, or the pod now tolerating
+    /// the cordon taint.
+    fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let queue = match change {
+            Change::NodeAdded(n) => !n.unschedulable,
+            Change::NodeUpdated { old, new, .. } => old.unschedulable && !new.unschedulable,
+            Change::PodUpdated { new, .. } => new.uid == pod.uid && tolerated(&new.tolerations, &self.taint),
+            _ => false,
+        };
+        if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
 }
 

@@ -3,8 +3,9 @@
 //! Nodes the node controller taints `not-ready` or `unreachable` are thus
 //! avoided by every pod that does not tolerate those taints.
 
+use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
-use crate::node::{NodeInfo, TaintEffect};
+use crate::node::{NodeData, NodeInfo, Taint, TaintEffect};
 use crate::pod::{PodInfo, tolerated};
 
 /// The TaintToleration filter and score.
@@ -21,13 +22,7 @@ impl Plugin for TaintToleration {
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        let untolerated = node
-            .node
-            .taints
-            .iter()
-            .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
-            .find(|t| !tolerated(&pod.tolerations, t));
-        match untolerated {
+        match untolerated(pod, &node.node) {
             None => Status::success(),
             Some(t) => Status::unresolvable(t.untolerated.clone()),
         }
@@ -46,6 +41,39 @@ impl Plugin for TaintToleration {
         default_normalize_score(scores, true);
         Status::success()
     }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent {
+                resource: Resource::Node,
+                action: Action::ADD | Action::UPDATE_NODE_TAINT,
+            },
+            ClusterEvent {
+                resource: Resource::AssignedPod,
+                action: Action::UPDATE_POD_TOLERATION,
+            },
+        ]
+    }
+
+    /// A node whose taints the pod now tolerates (and did not before), or
+    /// the pod's own tolerations changed.
+    fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let queue = match change {
+            Change::NodeAdded(n) => untolerated(pod, n).is_none(),
+            Change::NodeUpdated { old, new, .. } => untolerated(pod, old).is_some() && untolerated(pod, new).is_none(),
+            Change::PodUpdated { new, .. } => new.uid == pod.uid,
+            _ => false,
+        };
+        if queue { QueueingHint::Queue } else { QueueingHint::Skip }
+    }
+}
+
+/// The first NoSchedule/NoExecute taint of the node the pod does not tolerate.
+fn untolerated<'a>(pod: &PodInfo, node: &'a NodeData) -> Option<&'a Taint> {
+    node.taints
+        .iter()
+        .filter(|t| matches!(t.effect, TaintEffect::NoSchedule | TaintEffect::NoExecute))
+        .find(|t| !tolerated(&pod.tolerations, t))
 }
 
 #[cfg(test)]

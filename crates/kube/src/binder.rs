@@ -1,0 +1,167 @@
+//! The binder: `POST pods/NAME/binding` for each placed pod, off the
+//! scheduling thread, with bounded concurrency. Every request is bounded in
+//! time, and made only while this replica's lease holds; when the daemon
+//! stops, what is still in flight after a grace period is cancelled before
+//! the lease is released.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::daemon::Status;
+use crate::leader::Leadership;
+
+/// A placed pod to bind.
+#[derive(Debug)]
+pub(crate) struct BindJob {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub node: String,
+    pub profile: String,
+    pub queued_at: Instant,
+}
+
+impl BindJob {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What came of a binding.
+#[derive(Debug)]
+pub(crate) enum BindResult {
+    Ok,
+    /// 409 (bound by someone else, or another pod of that name) or 404
+    /// (gone): drop the pod.
+    Drop(String),
+    /// Not bound (lost leadership, retries exhausted, refused): forget the
+    /// assumption and retry the pod after backoff.
+    Failed(String),
+}
+
+#[derive(Debug)]
+pub(crate) struct BindOutcome {
+    pub job: BindJob,
+    pub result: BindResult,
+}
+
+/// How the binder works.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BinderSettings {
+    /// Requests in flight at most.
+    pub concurrency: usize,
+    /// Longest one request may take.
+    pub request_timeout: Duration,
+    /// How long bindings in flight may finish once the daemon stops.
+    pub grace: Duration,
+}
+
+/// Binds jobs until the job channel closes (the scheduling thread ended),
+/// lets those in flight finish within the grace period, then cancels the rest.
+pub(crate) async fn run(
+    client: kube::Client,
+    mut jobs: mpsc::Receiver<BindJob>,
+    outcomes: mpsc::UnboundedSender<BindOutcome>,
+    leadership: Arc<Leadership>,
+    status: Arc<Status>,
+    settings: BinderSettings,
+) {
+    let mut set = JoinSet::new();
+    loop {
+        tokio::select! {
+            Some(_) = set.join_next(), if !set.is_empty() => {}
+            job = jobs.recv(), if set.len() < settings.concurrency.max(1) => {
+                let Some(job) = job else { break };
+                let (client, outcomes, leadership, status) =
+                    (client.clone(), outcomes.clone(), leadership.clone(), status.clone());
+                set.spawn(async move {
+                    let result = bind(&client, &job, &leadership, &status, settings.request_timeout).await;
+                    let _ = outcomes.send(BindOutcome { job, result });
+                });
+            }
+        }
+    }
+    let drained = tokio::time::timeout(settings.grace, async { while set.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::warn!(
+            cancelled = set.len(),
+            "bindings still in flight after the grace period are cancelled"
+        );
+    }
+    set.shutdown().await;
+}
+
+async fn bind(
+    client: &kube::Client,
+    job: &BindJob,
+    leadership: &Leadership,
+    status: &Status,
+    timeout: Duration,
+) -> BindResult {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": job.name, "uid": job.uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": job.node},
+    });
+    let pp = PostParams::default();
+    let mut delay = Duration::from_millis(100);
+    for attempt in 0..6 {
+        if !leadership.is_leading() {
+            status.metrics.binding("error");
+            return BindResult::Failed("lost leadership before binding".into());
+        }
+        // A request may not outlive the lease it was sent under.
+        let limit = timeout.min(leadership.remaining());
+        let request = api.create_subresource::<_, Value>("binding", &job.name, &pp, &body);
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(_)) => {
+                status.metrics.binding("ok");
+                return BindResult::Ok;
+            }
+            Ok(Err(kube::Error::Api(s))) if s.code == 409 => {
+                // Our own earlier attempt may have landed (its answer lost).
+                if attempt > 0
+                    && s.message
+                        .ends_with(&format!("is already assigned to node \"{}\"", job.node))
+                {
+                    status.metrics.binding("ok");
+                    return BindResult::Ok;
+                }
+                status.metrics.binding("conflict");
+                return BindResult::Drop(s.message.clone());
+            }
+            Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                status.metrics.binding("gone");
+                return BindResult::Drop(s.message.clone());
+            }
+            Ok(Err(kube::Error::Api(s))) if s.code == 429 || s.code >= 500 => {
+                status.metrics.binding("retry");
+                tracing::debug!(pod = %job.key(), code = s.code, "binding refused; retrying");
+            }
+            Ok(Err(kube::Error::Api(s))) => {
+                status.metrics.binding("error");
+                return BindResult::Failed(s.message.clone());
+            }
+            Ok(Err(e)) => {
+                status.metrics.binding("retry");
+                tracing::debug!(pod = %job.key(), error = %e, "binding request failed; retrying");
+            }
+            Err(_) => {
+                status.metrics.binding("timeout");
+                tracing::warn!(pod = %job.key(), after = ?limit, "binding request did not answer in time; retrying");
+            }
+        }
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(Duration::from_secs(2));
+    }
+    status.metrics.binding("error");
+    BindResult::Failed("the API server kept refusing the binding".into())
+}

@@ -1,0 +1,248 @@
+//! The reporter: events (`events.k8s.io/v1`, through kube-rs' `Recorder`,
+//! which names events uniquely and aggregates repeats into a series) and
+//! the pod's `PodScheduled=False` condition after a failed attempt.
+//!
+//! The condition patch carries the resourceVersion the failed attempt saw,
+//! so it can never land on a pod that was bound (or changed) since: the
+//! server answers 409 and the report is checked against the pod as it is
+//! now. A pod that is bound is never marked unschedulable.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::daemon::Status;
+
+/// kube-scheduler's condition reasons.
+pub(crate) const REASON_UNSCHEDULABLE: &str = "Unschedulable";
+pub(crate) const REASON_SCHEDULER_ERROR: &str = "SchedulerError";
+
+/// The pod a report is about.
+#[derive(Debug, Clone)]
+pub(crate) struct PodRef {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+impl PodRef {
+    fn object_ref(&self) -> ObjectReference {
+        ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(self.namespace.clone()),
+            name: Some(self.name.clone()),
+            uid: Some(self.uid.clone()),
+            ..Default::default()
+        }
+    }
+}
+
+/// The pod's `PodScheduled` condition as the failed attempt saw it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SeenCondition {
+    pub status: Option<String>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub last_transition_time: Option<String>,
+}
+
+impl SeenCondition {
+    pub fn of(pod: &Pod) -> Self {
+        let c = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == "PodScheduled"));
+        match c {
+            None => Self::default(),
+            Some(c) => Self {
+                status: Some(c.status.clone()),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+                last_transition_time: c
+                    .last_transition_time
+                    .as_ref()
+                    .map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+            },
+        }
+    }
+}
+
+/// A report for the reporter task.
+#[derive(Debug)]
+pub(crate) enum Report {
+    Scheduled {
+        pod: PodRef,
+        node: String,
+        profile: String,
+    },
+    Failed {
+        pod: PodRef,
+        profile: String,
+        /// [`REASON_UNSCHEDULABLE`] or [`REASON_SCHEDULER_ERROR`].
+        reason: &'static str,
+        message: String,
+        /// The pod's resourceVersion when the attempt started.
+        resource_version: String,
+        seen: SeenCondition,
+    },
+}
+
+/// Longest note an event may carry (the API server refuses more).
+const NOTE_LIMIT: usize = 1024;
+
+/// kube-scheduler's `truncateMessage`: the first `max - 4` bytes and " ...".
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max.saturating_sub(4);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} ...", &s[..end])
+}
+
+/// Writes reports until the channel closes. API calls are bounded by
+/// `timeout`; a failed write is logged and dropped (the next attempt
+/// reports again).
+pub(crate) async fn run(
+    client: kube::Client,
+    identity: String,
+    mut rx: mpsc::Receiver<Report>,
+    status: Arc<Status>,
+    timeout: Duration,
+) {
+    let mut recorders: HashMap<String, Recorder> = HashMap::new();
+    let mut recorder = |profile: &str| {
+        recorders
+            .entry(profile.to_owned())
+            .or_insert_with(|| {
+                Recorder::new(
+                    client.clone(),
+                    Reporter {
+                        controller: profile.to_owned(),
+                        instance: Some(identity.clone()),
+                    },
+                )
+            })
+            .clone()
+    };
+    while let Some(r) = rx.recv().await {
+        match r {
+            Report::Scheduled { pod, node, profile } => {
+                let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
+                let ev = Event {
+                    type_: EventType::Normal,
+                    reason: "Scheduled".into(),
+                    note: Some(truncate(&note, NOTE_LIMIT)),
+                    action: "Binding".into(),
+                    secondary: None,
+                };
+                publish(&recorder(&profile), &ev, &pod, &status, timeout).await;
+            }
+            Report::Failed {
+                pod,
+                profile,
+                reason,
+                message,
+                resource_version,
+                seen,
+            } => {
+                let ev = Event {
+                    type_: EventType::Warning,
+                    reason: "FailedScheduling".into(),
+                    note: Some(truncate(&message, NOTE_LIMIT)),
+                    action: "Scheduling".into(),
+                    secondary: None,
+                };
+                publish(&recorder(&profile), &ev, &pod, &status, timeout).await;
+                let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+                let patched = tokio::time::timeout(
+                    timeout,
+                    set_condition(&pods, &pod, reason, &message, resource_version, seen),
+                )
+                .await;
+                match patched {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::debug!(pod = %format!("{}/{}", pod.namespace, pod.name), error = %e, "cannot set the PodScheduled condition")
+                    }
+                    Err(_) => tracing::debug!("setting the PodScheduled condition did not answer in time"),
+                }
+            }
+        }
+    }
+}
+
+async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
+    match tokio::time::timeout(timeout, recorder.publish(ev, &pod.object_ref())).await {
+        Ok(Ok(())) => {
+            status.metrics.events.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(Err(e)) => tracing::debug!(error = %e, reason = %ev.reason, "cannot write an event"),
+        Err(_) => tracing::debug!(reason = %ev.reason, "writing an event did not answer in time"),
+    }
+}
+
+/// Sets `PodScheduled=False` as kube-scheduler's `updatePod` does: nothing
+/// when the condition already says so, `lastTransitionTime` kept unless
+/// the status changes, and never on a pod bound since the attempt.
+async fn set_condition(
+    pods: &Api<Pod>,
+    pod: &PodRef,
+    reason: &str,
+    message: &str,
+    mut resource_version: String,
+    mut seen: SeenCondition,
+) -> Result<(), kube::Error> {
+    for _ in 0..2 {
+        if seen.status.as_deref() == Some("False")
+            && seen.reason.as_deref() == Some(reason)
+            && seen.message.as_deref() == Some(message)
+        {
+            return Ok(());
+        }
+        let transition = match (&seen.status, &seen.last_transition_time) {
+            (Some(s), Some(t)) if s == "False" => t.clone(),
+            _ => crate::daemon::time_now(),
+        };
+        let patch = json!({
+            "metadata": {"resourceVersion": resource_version},
+            "status": {"conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": reason,
+                "message": message, "lastProbeTime": null,
+                "lastTransitionTime": transition,
+            }]},
+        });
+        match pods
+            .patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // The pod changed since the attempt: look at it as it is now.
+                let Some(now) = pods.get_opt(&pod.name).await? else {
+                    return Ok(());
+                };
+                let bound = now.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+                if bound || now.metadata.uid.as_deref() != Some(&pod.uid) {
+                    return Ok(());
+                }
+                resource_version = now.metadata.resource_version.clone().unwrap_or_default();
+                seen = SeenCondition::of(&now);
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,338 @@
+//! The scheduling thread: owns the core scheduler, applies every cluster
+//! change before each cycle, runs cycles while this replica leads, hands
+//! placements to the binder and failures to the reporter.
+//!
+//! Channels are bounded: watchers wait when the thread is behind; a full
+//! bind queue makes the thread wait for the binder; a report that does not
+//! fit is dropped and counted (events are advice, kube-scheduler's
+//! broadcaster drops too). Binding outcomes come back on their own channel,
+//! bounded by the binds in flight.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tokio::sync::mpsc;
+use wasmsched_core::framework::ScheduleError;
+use wasmsched_core::queue::Location;
+use wasmsched_core::scheduler::Scheduler;
+
+use crate::binder::{BindJob, BindOutcome, BindResult};
+use crate::daemon::Status;
+use crate::leader::Leadership;
+use crate::reporter::{PodRef, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report, SeenCondition};
+
+/// What the scheduling thread is told.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    Node(Box<Node>),
+    NodeGone(String),
+    NodesSynced(HashSet<String>),
+    Pod(Box<Pod>),
+    PodGone {
+        key: String,
+        uid: String,
+    },
+    PodsSynced(HashSet<String>),
+    /// Leadership changed (wakes the thread; the flag itself is read from
+    /// [`Leadership`]).
+    Leader,
+    Stop,
+}
+
+/// The thread's ends of the channels.
+pub(crate) struct Channels {
+    pub msgs: mpsc::Receiver<Msg>,
+    pub outcomes: mpsc::UnboundedReceiver<BindOutcome>,
+    pub jobs: mpsc::Sender<BindJob>,
+    pub reports: mpsc::Sender<Report>,
+}
+
+enum Next {
+    Msg(Msg),
+    Outcome(BindOutcome),
+    Idle,
+    Closed,
+}
+
+struct Loop {
+    sched: Scheduler,
+    ch: Channels,
+    status: Arc<Status>,
+    leadership: Arc<Leadership>,
+    rt: tokio::runtime::Handle,
+}
+
+impl Loop {
+    fn report(&self, r: Report) {
+        if self.ch.reports.try_send(r).is_err() {
+            self.status.metrics.reports_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Applies one message; false when the loop must stop.
+    fn handle(&mut self, msg: Msg) -> bool {
+        let now = Instant::now();
+        let sched = &mut self.sched;
+        match msg {
+            Msg::Stop => return false,
+            Msg::Leader => {}
+            Msg::Node(n) => {
+                if let Err(e) = sched.on_node(&n, now) {
+                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "skipping a node that cannot be parsed");
+                }
+            }
+            Msg::NodeGone(name) => sched.on_node_deleted(&name),
+            Msg::NodesSynced(names) => {
+                let gone: Vec<String> = sched
+                    .cache
+                    .node_names()
+                    .filter(|n| !names.contains(*n))
+                    .map(str::to_owned)
+                    .collect();
+                for n in gone {
+                    sched.on_node_deleted(&n);
+                }
+            }
+            Msg::Pod(p) => {
+                if let Err(e) = sched.on_pod(&p, now) {
+                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "a pod cannot be parsed");
+                    self.refuse_malformed(&p, &e.to_string());
+                }
+            }
+            Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
+            Msg::PodsSynced(keys) => {
+                // A relist: whatever we know that the server no longer has is gone.
+                let mut known: Vec<String> = sched.cache.pod_keys().cloned().collect();
+                known.extend(sched.queue.all_keys());
+                for k in known {
+                    if !keys.contains(&k) && !sched.cache.is_assumed(&k) {
+                        sched.on_pod_deleted(&k, "", now);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// A pending pod of ours that cannot be parsed is not placed blindly:
+    /// it is reported unschedulable with the field and the reason.
+    fn refuse_malformed(&self, p: &Pod, error: &str) {
+        let spec = p.spec.as_ref();
+        let pending = spec.and_then(|s| s.node_name.as_deref()).is_none_or(str::is_empty);
+        let profile = spec
+            .and_then(|s| s.scheduler_name.as_deref())
+            .unwrap_or("default-scheduler");
+        if !pending || !self.sched.is_responsible(profile) || !self.leadership.is_leading() {
+            return;
+        }
+        self.report(Report::Failed {
+            pod: PodRef {
+                namespace: p.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                name: p.metadata.name.clone().unwrap_or_default(),
+                uid: p.metadata.uid.clone().unwrap_or_default(),
+            },
+            profile: profile.to_owned(),
+            reason: REASON_UNSCHEDULABLE,
+            message: error.to_owned(),
+            resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
+            seen: SeenCondition::of(p),
+        });
+    }
+
+    fn outcome(&mut self, BindOutcome { job, result }: BindOutcome) {
+        let now = Instant::now();
+        let key = job.key();
+        match result {
+            BindResult::Ok => {
+                self.sched.binding_finished(&key, &job.uid, true, now);
+                self.status.metrics.bound(&job.profile, job.queued_at.elapsed());
+                self.report(Report::Scheduled {
+                    pod: PodRef {
+                        namespace: job.namespace,
+                        name: job.name,
+                        uid: job.uid,
+                    },
+                    node: job.node,
+                    profile: job.profile,
+                });
+            }
+            BindResult::Drop(why) => {
+                tracing::info!(pod = %key, reason = %why, "not binding: the pod is bound elsewhere or gone");
+                self.sched.drop_pod(&key, &job.uid, now);
+            }
+            BindResult::Failed(why) => {
+                tracing::warn!(pod = %key, error = %why, "binding failed; the pod is retried after backoff");
+                self.sched.binding_finished(&key, &job.uid, false, now);
+                if self.leadership.is_leading()
+                    && let Some(q) = self.sched.queue.get(&key)
+                {
+                    // kube-scheduler reports a failed binding as a SchedulerError.
+                    let pod = q.pod.clone();
+                    self.report(Report::Failed {
+                        pod: PodRef {
+                            namespace: job.namespace,
+                            name: job.name,
+                            uid: job.uid,
+                        },
+                        profile: job.profile,
+                        reason: REASON_SCHEDULER_ERROR,
+                        message: format!("running Bind plugin \"DefaultBinder\": {why}"),
+                        resource_version: pod.object.metadata.resource_version.clone().unwrap_or_default(),
+                        seen: SeenCondition::of(&pod.object),
+                    });
+                }
+            }
+        }
+    }
+
+    /// One scheduling cycle; false when no pod was ready.
+    fn cycle(&mut self) -> bool {
+        let started = Instant::now();
+        let panics_before = self.sched.panics();
+        let Some(attempt) = self.sched.with_pool(|s| s.schedule_one(started, false)) else {
+            return false;
+        };
+        if self.sched.panics() != panics_before {
+            self.status.metrics.cycle_panics.fetch_add(1, Ordering::Relaxed);
+        }
+        let took = started.elapsed();
+        for t in &attempt.plugin_timings {
+            self.status
+                .metrics
+                .plugin(&t.plugin, t.extension_point, t.status, t.took);
+        }
+        let pod = &attempt.pod;
+        match &attempt.result {
+            Ok(r) => {
+                self.status.metrics.attempt(&attempt.profile, "scheduled", took);
+                let job = BindJob {
+                    namespace: pod.namespace.clone(),
+                    name: pod.name.clone(),
+                    uid: pod.uid.clone(),
+                    node: r.node.clone(),
+                    profile: attempt.profile.clone(),
+                    queued_at: attempt.queued_at,
+                };
+                // Waits when the binder is behind (backpressure); outcomes
+                // never wait, so this cannot deadlock.
+                if self.rt.block_on(self.ch.jobs.send(job)).is_err() {
+                    return false;
+                }
+            }
+            Err(e) => {
+                let (result, reason) = if matches!(e, ScheduleError::Error(_)) {
+                    ("error", REASON_SCHEDULER_ERROR)
+                } else {
+                    ("unschedulable", REASON_UNSCHEDULABLE)
+                };
+                if let ScheduleError::Error(msg) = e {
+                    tracing::warn!(pod = %pod.key, error = %msg, "error scheduling pod; retrying");
+                }
+                self.status.metrics.attempt(&attempt.profile, result, took);
+                self.report(Report::Failed {
+                    pod: PodRef {
+                        namespace: pod.namespace.clone(),
+                        name: pod.name.clone(),
+                        uid: pod.uid.clone(),
+                    },
+                    profile: attempt.profile.clone(),
+                    reason,
+                    message: e.to_string(),
+                    resource_version: pod.object.metadata.resource_version.clone().unwrap_or_default(),
+                    seen: SeenCondition::of(&pod.object),
+                });
+            }
+        }
+        true
+    }
+
+    /// The next message or outcome, waiting at most `wait`.
+    fn next(&mut self, wait: Duration) -> Next {
+        use mpsc::error::TryRecvError;
+        match self.ch.outcomes.try_recv() {
+            Ok(o) => return Next::Outcome(o),
+            Err(TryRecvError::Disconnected | TryRecvError::Empty) => {}
+        }
+        match self.ch.msgs.try_recv() {
+            Ok(m) => return Next::Msg(m),
+            Err(TryRecvError::Disconnected) => return Next::Closed,
+            Err(TryRecvError::Empty) => {}
+        }
+        if wait.is_zero() {
+            return Next::Idle;
+        }
+        let Channels { msgs, outcomes, .. } = &mut self.ch;
+        self.rt.block_on(async {
+            tokio::select! {
+                m = msgs.recv() => m.map_or(Next::Closed, Next::Msg),
+                Some(o) = outcomes.recv() => Next::Outcome(o),
+                _ = tokio::time::sleep(wait) => Next::Idle,
+            }
+        })
+    }
+}
+
+/// Runs the scheduling thread until `Msg::Stop` or the channels close.
+pub(crate) fn run(
+    sched: Scheduler,
+    ch: Channels,
+    status: Arc<Status>,
+    leadership: Arc<Leadership>,
+    rt: tokio::runtime::Handle,
+) {
+    let mut l = Loop {
+        sched,
+        ch,
+        status,
+        leadership,
+        rt,
+    };
+    let mut last_gauge = Instant::now();
+    let mut idle = false;
+    loop {
+        let leading = l.leadership.is_leading();
+        // Apply every change that arrived before the next cycle; when idle
+        // (or not leading), sleep until a change or the next backoff expiry.
+        let mut wait = if !leading {
+            Duration::from_millis(200)
+        } else if idle {
+            l.sched
+                .queue
+                .next_backoff_expiry()
+                .map_or(Duration::from_millis(500), |t| {
+                    t.saturating_duration_since(Instant::now())
+                })
+                .clamp(Duration::from_millis(1), Duration::from_millis(500))
+        } else {
+            Duration::ZERO
+        };
+        loop {
+            match l.next(wait) {
+                Next::Msg(m) => {
+                    if !l.handle(m) {
+                        return;
+                    }
+                }
+                Next::Outcome(o) => l.outcome(o),
+                Next::Idle => break,
+                Next::Closed => return,
+            }
+            wait = Duration::ZERO;
+        }
+        if last_gauge.elapsed() > Duration::from_millis(500) {
+            last_gauge = Instant::now();
+            let q = &l.sched.queue;
+            l.status.metrics.set_pending(
+                q.len(Location::Active),
+                q.len(Location::Backoff),
+                q.len(Location::Unschedulable),
+            );
+        }
+        idle = !(l.leadership.is_leading() && l.cycle());
+    }
+}

@@ -1,0 +1,108 @@
+//! The watchers: kube-rs' `watcher` over nodes and pods, with its default
+//! backoff, turned into messages for the scheduling thread. A relist ends
+//! with the set of keys it saw, so the thread can drop what is gone.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event as WatchEvent};
+use tokio::sync::{mpsc, watch};
+
+use crate::daemon::Status;
+use crate::schedule::Msg;
+
+/// How one kind's watch events become messages for the scheduling thread.
+pub(crate) struct Kind<K> {
+    what: &'static str,
+    key: fn(&K) -> String,
+    apply: fn(K) -> Msg,
+    gone: fn(&K) -> Msg,
+    synced: fn(HashSet<String>) -> Msg,
+    synced_flag: fn(&Status) -> &AtomicBool,
+}
+
+/// `namespace/name` of a pod.
+pub(crate) fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        p.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+pub(crate) const NODES: Kind<Node> = Kind {
+    what: "nodes",
+    key: |n| n.metadata.name.clone().unwrap_or_default(),
+    apply: |n| Msg::Node(Box::new(n)),
+    gone: |n| Msg::NodeGone(n.metadata.name.clone().unwrap_or_default()),
+    synced: Msg::NodesSynced,
+    synced_flag: |s| &s.nodes_synced,
+};
+
+pub(crate) const PODS: Kind<Pod> = Kind {
+    what: "pods",
+    key: pod_key,
+    apply: |p| Msg::Pod(Box::new(p)),
+    gone: |p| Msg::PodGone {
+        key: pod_key(p),
+        uid: p.metadata.uid.clone().unwrap_or_default(),
+    },
+    synced: Msg::PodsSynced,
+    synced_flag: |s| &s.pods_synced,
+};
+
+/// Follows every object of one kind until `stop` turns true. Sending waits
+/// when the scheduling thread is behind (the channel is bounded), which
+/// slows the watch instead of growing memory.
+pub(crate) async fn watch_kind<K>(
+    client: kube::Client,
+    kind: Kind<K>,
+    tx: mpsc::Sender<Msg>,
+    status: Arc<Status>,
+    mut stop: watch::Receiver<bool>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::all(client);
+    // kube-rs' backoff: exponential with jitter, reset after a healthy stretch.
+    let mut stream = watcher::watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    let mut init: HashSet<String> = HashSet::new();
+    loop {
+        let ev = tokio::select! {
+            ev = stream.next() => ev,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let Some(ev) = ev else { return };
+        let msg = match ev {
+            Ok(WatchEvent::Init) => {
+                init.clear();
+                continue;
+            }
+            Ok(WatchEvent::InitApply(o)) => {
+                init.insert((kind.key)(&o));
+                (kind.apply)(o)
+            }
+            Ok(WatchEvent::InitDone) => {
+                (kind.synced_flag)(&status).store(true, Ordering::Relaxed);
+                (kind.synced)(std::mem::take(&mut init))
+            }
+            Ok(WatchEvent::Apply(o)) => (kind.apply)(o),
+            Ok(WatchEvent::Delete(o)) => (kind.gone)(&o),
+            Err(e) => {
+                tracing::warn!(resource = kind.what, error = %e, "watch failed; retrying with backoff");
+                continue;
+            }
+        };
+        if tx.send(msg).await.is_err() {
+            return;
+        }
+    }
+}
