@@ -261,3 +261,26 @@ pub async fn run(
         Some(msg) => Err(anyhow::anyhow!("the scheduling thread panicked: {msg}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dead_scheduling_thread_stops_binding_and_fails_health() {
+        let status = Arc::new(Status::new(None));
+        let leadership = Arc::new(Leadership::default());
+        leadership.renewed(std::time::Instant::now(), Duration::from_secs(10));
+        assert!(leadership.is_leading());
+        let (thread, died) = spawn_supervised(status.clone(), leadership.clone(), || {
+            let v: Vec<u64> = Vec::new();
+            let _ = v[3]; // a bug outside any cycle
+        })
+        .unwrap();
+        let msg = died.blocking_recv().expect("the death is reported");
+        thread.join().unwrap();
+        assert!(msg.contains("index out of bounds"), "{msg}");
+        assert!(!status.healthy());
+        assert!(!leadership.is_leading(), "no binding after the thread died");
+    }
+}

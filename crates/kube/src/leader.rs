@@ -325,6 +325,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn leadership_lapses_at_the_renew_deadline_without_the_election_task() {
+        let l = Leadership::default();
+        assert!(!l.is_leading());
+        // a renewal that started 900 ms ago with a 1 s deadline
+        l.renewed(Instant::now() - Duration::from_millis(900), Duration::from_secs(1));
+        assert!(l.is_leading());
+        assert!(l.remaining() <= Duration::from_millis(100));
+        // nobody renews (the request hangs): the validity runs out on its own
+        std::thread::sleep(Duration::from_millis(150));
+        assert!(!l.is_leading());
+        assert_eq!(l.remaining(), Duration::ZERO.max(l.remaining()));
+        l.lead_forever();
+        assert!(l.is_leading());
+        l.step_down();
+        assert!(!l.is_leading());
+    }
+
+    #[test]
     fn go_durations() {
         assert_eq!(parse_duration("15s"), Some(Duration::from_secs(15)));
         assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));

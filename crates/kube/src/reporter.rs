@@ -246,3 +246,98 @@ async fn set_condition(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmsched_apiserver_sim::{ApiServer, Config};
+
+    async fn server_with_pod() -> (ApiServer, Api<Pod>, PodRef, Pod) {
+        let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), Config::default())
+            .await
+            .unwrap();
+        s.create(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+        )
+        .unwrap();
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let pods: Api<Pod> = Api::namespaced(client, "default");
+        let pod = pods.get("p").await.unwrap();
+        let r = PodRef {
+            namespace: "default".into(),
+            name: "p".into(),
+            uid: pod.metadata.uid.clone().unwrap(),
+        };
+        (s, pods, r, pod)
+    }
+
+    fn condition(p: &Pod) -> SeenCondition {
+        SeenCondition::of(p)
+    }
+
+    #[tokio::test]
+    async fn a_late_unschedulable_report_never_marks_a_bound_pod() {
+        let (s, pods, r, seen) = server_with_pod().await;
+        let rv = seen.metadata.resource_version.clone().unwrap();
+        // attempt k failed; before its report lands, attempt k+1 bound the pod
+        s.store()
+            .bind("default", "p", &json!({"target": {"name": "n1"}}))
+            .unwrap();
+        set_condition(
+            &pods,
+            &r,
+            REASON_UNSCHEDULABLE,
+            "0/1 nodes are available",
+            rv,
+            condition(&seen),
+        )
+        .await
+        .unwrap();
+        let now = pods.get("p").await.unwrap();
+        assert_eq!(condition(&now).status.as_deref(), Some("True"), "still scheduled");
+    }
+
+    #[tokio::test]
+    async fn last_transition_time_changes_only_with_the_status() {
+        let (_s, pods, r, seen) = server_with_pod().await;
+        let rv = seen.metadata.resource_version.clone().unwrap();
+        set_condition(&pods, &r, REASON_UNSCHEDULABLE, "first", rv, condition(&seen))
+            .await
+            .unwrap();
+        let p1 = pods.get("p").await.unwrap();
+        let t1 = condition(&p1).last_transition_time.unwrap();
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        let rv = p1.metadata.resource_version.clone().unwrap();
+        set_condition(&pods, &r, REASON_SCHEDULER_ERROR, "second", rv, condition(&p1))
+            .await
+            .unwrap();
+        let p2 = pods.get("p").await.unwrap();
+        let c2 = condition(&p2);
+        assert_eq!(c2.message.as_deref(), Some("second"));
+        assert_eq!(c2.reason.as_deref(), Some(REASON_SCHEDULER_ERROR));
+        assert_eq!(c2.last_transition_time.unwrap(), t1, "the status stayed False");
+        // the same condition again: no request at all
+        let rv2 = p2.metadata.resource_version.clone();
+        set_condition(
+            &pods,
+            &r,
+            REASON_SCHEDULER_ERROR,
+            "second",
+            rv2.clone().unwrap(),
+            condition(&p2),
+        )
+        .await
+        .unwrap();
+        assert_eq!(pods.get("p").await.unwrap().metadata.resource_version, rv2);
+    }
+
+    #[test]
+    fn notes_are_truncated_as_kube_scheduler_does() {
+        let long = "x".repeat(2000);
+        let t = truncate(&long, NOTE_LIMIT);
+        assert_eq!(t.len(), NOTE_LIMIT);
+        assert!(t.ends_with(" ..."));
+        assert_eq!(truncate("short", NOTE_LIMIT), "short");
+    }
+}
