@@ -479,9 +479,11 @@ async fn a_leader_whose_renewals_hang_stops_binding_before_another_takes_over() 
     assert_no_overcommit(&s);
 }
 
-/// Every request of the leader hangs, its bindings too: they time out
-/// (bounded by the lease), the leader steps down, the pods it had placed
-/// are retried, and the other replica binds everything.
+/// The leader's bindings hang (never answered) while its renewals work:
+/// each binding gives up in time and the pod is retried, so nothing waits
+/// forever on a dead connection. Then every request of the leader hangs:
+/// it steps down, the pods it had placed are retried, and the other replica
+/// binds everything.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_and_renewals_that_hang_lose_no_pod() {
     let s = Arc::new(server(60).await);
@@ -491,11 +493,19 @@ async fn bindings_and_renewals_that_hang_lose_no_pod() {
     let _b = daemon(&s, "replica-b", &free_port());
     let creator = create_pods(&s, total, 1000);
     wait_bound_at_least(&s, 300, Duration::from_secs(30)).await;
+    s.faults().hang(Match::path("/binding").from_agent("(replica-a)"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    s.faults().unhang();
+    assert_eq!(
+        lease_holder(&s).as_deref(),
+        Some("replica-a"),
+        "renewals worked throughout"
+    );
+    wait_bound_at_least(&s, 1500, Duration::from_secs(30)).await;
     s.faults().hang(Match::any().from_agent("(replica-a)"));
     wait_leader(&s, "replica-b", Duration::from_secs(20)).await;
     creator.await.unwrap();
     wait_all_bound(&s, total, Duration::from_secs(120)).await;
-    s.faults().unhang();
     assert!(s.faults().held() > 0);
     assert_bindings_sound(&s, Duration::from_millis(250));
     assert_eq!(s.counters().bindings as usize, total);

@@ -221,7 +221,7 @@ fn components_that_import_wasi_or_are_not_components_are_rejected() {
 
 #[test]
 fn compiled_components_are_cached_on_disk() {
-    let cache = temp_dir("cache");
+    let cache = temp_dir("cache").join("compiled");
     let cfg = WasmConfig {
         cache_directory: Some(cache.clone()),
         ..Default::default()
@@ -233,9 +233,67 @@ fn compiled_components_are_cached_on_disk() {
     let l = second.load_file(&guest::node_price(), "{}").unwrap();
     assert!(l.cached);
     assert_eq!(l.score(&pod(json!({})), &refs(&nodes(&[Some("1")]))).unwrap(), [1000]);
-    let entries: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
-    assert_eq!(entries.len(), 1);
-    assert!(entries[0].file_name().to_string_lossy().contains("-wasmtime48.0.8-"));
+    let mut entries: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    entries.sort();
+    assert_eq!(entries.len(), 2, "the artifact and its digest: {entries:?}");
+    assert!(entries[0].contains("-wasmtime48.0.8-") && entries[0].ends_with(".cwasm"));
+    assert!(entries[1].ends_with(".cwasm.sha256"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode & 0o077, 0, "created private: {mode:o}");
+    }
+}
+
+/// A flipped byte in a cached artifact is detected: the component is
+/// compiled again (never run from the tampered file), and the entry rewritten.
+#[test]
+fn a_tampered_cache_entry_is_recompiled() {
+    let cache = temp_dir("tamper").join("compiled");
+    let engine = || WasmEngine::new(Some(cache.clone())).unwrap();
+    let host = PluginHost::new(engine(), WasmConfig::default(), 1);
+    assert!(!host.load_file(&guest::node_price(), "{}").unwrap().cached);
+    let artifact = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .unwrap();
+    let mut bytes = std::fs::read(&artifact).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&artifact, &bytes).unwrap();
+    let host = PluginHost::new(engine(), WasmConfig::default(), 1);
+    let l = host.load_file(&guest::node_price(), "{}").unwrap();
+    assert!(!l.cached, "recompiled, not loaded from the tampered file");
+    assert_eq!(l.score(&pod(json!({})), &refs(&nodes(&[Some("1")]))).unwrap(), [1000]);
+    let host = PluginHost::new(engine(), WasmConfig::default(), 1);
+    assert!(host.load_file(&guest::node_price(), "{}").unwrap().cached, "rewritten");
+}
+
+/// A cache directory others may write (an emptyDir is 0777) is used
+/// through a private subdirectory.
+#[cfg(unix)]
+#[test]
+fn a_shared_cache_directory_gets_a_private_subdirectory() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let shared = temp_dir("shared");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let host = PluginHost::new(WasmEngine::new(Some(shared.clone())).unwrap(), WasmConfig::default(), 1);
+    host.load_file(&guest::node_price(), "{}").unwrap();
+    let private = shared.join("private");
+    assert_eq!(std::fs::metadata(&private).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::read_dir(&private).unwrap().count(), 2);
+    assert_eq!(
+        std::fs::read_dir(&shared).unwrap().count(),
+        1,
+        "nothing but the private directory"
+    );
 }
 
 /// The same component with different bytes (a custom section appended).
@@ -435,4 +493,320 @@ fn the_scheduler_keeps_scheduling_around_a_trapping_plugin() {
             (r, _) => panic!("{policy}: unexpected {r:?}"),
         }
     }
+}
+
+/// Runs `f` and returns how long it took and this process's peak RSS after.
+fn timed<R>(f: impl FnOnce() -> R) -> (R, Duration) {
+    let t = Instant::now();
+    let r = f();
+    (r, t.elapsed())
+}
+
+fn peak_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        >> 10
+}
+
+/// Assembles hand-written WebAssembly text with wasm-tools.
+fn wat(text: &str) -> Vec<u8> {
+    let dir = temp_dir("wat");
+    let src = dir.join("m.wat");
+    let out = dir.join("m.wasm");
+    std::fs::write(&src, text).unwrap();
+    let st = std::process::Command::new("wasm-tools")
+        .arg("parse")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::read(out).unwrap()
+}
+
+/// A store with the host's limiter, as every plugin instance gets.
+fn limited_store(engine: &WasmEngine, cap_mib: usize) -> wasmtime::Store<wasmsched_wasm::limits::Limiter> {
+    let budget = Arc::new(wasmsched_wasm::limits::Budget::new(256 << 20));
+    let mut store = wasmtime::Store::new(
+        engine.engine(),
+        wasmsched_wasm::limits::Limiter::new(cap_mib << 20, budget),
+    );
+    store.limiter(|l| l);
+    store.set_epoch_deadline(10_000);
+    store
+}
+
+/// A table of 10^8 elements (≈ 800 MB of host memory), at start or by
+/// `table.grow` in a call, and twelve 63 MiB memories: refused, and the
+/// process does not grow.
+#[test]
+fn table_bombs_and_many_memories_are_refused_with_bounded_memory() {
+    let engine = WasmEngine::new(None).unwrap();
+    let before = peak_rss_mib();
+    let big_table = wat("(module (table 100000000 funcref))");
+    let m = wasmtime::Module::new(engine.engine(), &big_table).unwrap();
+    let mut store = limited_store(&engine, 64);
+    let e = wasmtime::Instance::new(&mut store, &m, &[]).unwrap_err();
+    assert!(format!("{e:#}").contains("table elements over the limit"), "{e:#}");
+    let grow = wat(r#"(module (table 1 funcref)
+             (func (export "bomb") (result i32) (table.grow 0 (ref.null func) (i32.const 100000000))))"#);
+    let m = wasmtime::Module::new(engine.engine(), &grow).unwrap();
+    let mut store = limited_store(&engine, 64);
+    let i = wasmtime::Instance::new(&mut store, &m, &[]).unwrap();
+    let bomb = i.get_typed_func::<(), i32>(&mut store, "bomb").unwrap();
+    let e = bomb.call(&mut store, ()).unwrap_err();
+    assert!(format!("{e:#}").contains("table elements over the limit"), "{e:#}");
+    // Several memories in one module: the proposal is off.
+    let mems: String = (0..12).map(|_| "(memory 1008)").collect();
+    let many = wat(&format!("(module {mems})"));
+    let e = wasmtime::Module::new(engine.engine(), &many).unwrap_err();
+    assert!(format!("{e:#}").contains("multiple memories"), "{e:#}");
+    // Twelve modules of one 63 MiB memory each in one store: the cap is on
+    // all memories together.
+    let one = wat("(module (memory 1008))");
+    let m = wasmtime::Module::new(engine.engine(), &one).unwrap();
+    let mut store = limited_store(&engine, 64);
+    wasmtime::Instance::new(&mut store, &m, &[]).unwrap();
+    let e = wasmtime::Instance::new(&mut store, &m, &[]).unwrap_err();
+    assert!(format!("{e:#}").contains("out of memory (limit 64 MiB)"), "{e:#}");
+    assert_eq!(store.data().memory_bytes, 63 << 20);
+    // The host's budget caps the total across stores.
+    let budget = Arc::new(wasmsched_wasm::limits::Budget::new(100 << 20));
+    let mut stores = Vec::new();
+    let mut refused = 0;
+    for _ in 0..4 {
+        let mut s = wasmtime::Store::new(
+            engine.engine(),
+            wasmsched_wasm::limits::Limiter::new(64 << 20, budget.clone()),
+        );
+        s.limiter(|l| l);
+        match wasmtime::Instance::new(&mut s, &m, &[]) {
+            Ok(_) => stores.push(s),
+            Err(e) => {
+                assert!(format!("{e:#}").contains("plugin memory budget (100 MiB)"), "{e:#}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((stores.len(), refused), (1, 3));
+    assert_eq!(budget.used(), 63 << 20);
+    drop(stores);
+    assert_eq!(budget.used(), 0, "released with the store");
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 200, "peak RSS grew {grew} MiB");
+}
+
+/// Giant inputs to host functions, floods of host calls and logs, a wrong
+/// rejection index: each is an error of the plugin, in bounded time.
+#[test]
+fn hostile_host_calls_are_bounded_in_time_and_memory() {
+    let ns = nodes(&vec![None; 512]);
+    let p = pod(json!({}));
+    let before = peak_rss_mib();
+    let call = |mode: &str| {
+        // Building a giant input takes the guest a while: those modes get
+        // the time to reach the host.
+        let timeout = if mode.starts_with("giant") { 2000 } else { 20 };
+        let host = host_for(None, json!({"plugins": [{"name": "misbehave", "timeoutMs": timeout}]}));
+        let l = host
+            .load_file(&guest::misbehave(), &format!(r#"{{"mode": "{mode}"}}"#))
+            .unwrap();
+        let (r, took) = timed(|| l.filter(&p, &refs(&ns)));
+        (r, took, l)
+    };
+    let (r, took, l) = call("giant-key");
+    let e = r.unwrap_err().to_string();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(
+        e.contains("longer than") || e.contains("larger than the host takes"),
+        "{e}"
+    );
+    assert_eq!(l.stats().limits.load(Ordering::Relaxed), 1);
+    let (r, took, _) = call("giant-names");
+    let e = r.unwrap_err().to_string();
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(
+        e.contains("image names") || e.contains("larger than the host takes"),
+        "{e}"
+    );
+    let (r, took, l) = call("host-loop");
+    assert_eq!(r.unwrap_err(), CallError::Timeout(Duration::from_millis(20)));
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    assert_eq!(l.stats().timeouts.load(Ordering::Relaxed), 1);
+    let (r, took, l) = call("log-flood");
+    assert!(took < Duration::from_millis(500), "{took:?}");
+    assert!(r.is_err(), "the flood runs past the deadline");
+    assert!(l.stats().logs_dropped.load(Ordering::Relaxed) > 1000);
+    let (r, _, _) = call("bad-index");
+    assert_eq!(
+        r.unwrap_err(),
+        CallError::Plugin("filter returned a rejection for node index 4294966784 of a batch of 512".into())
+    );
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 200, "peak RSS grew {grew} MiB");
+}
+
+/// A plugin whose start is slow and whose every call traps: the start runs
+/// off the scheduling path (or within the call's deadline when it must run
+/// on it), and after three failures in a row the plugin backs off: its
+/// failure policy applies without calling it.
+#[test]
+fn a_plugin_that_keeps_failing_backs_off() {
+    let (_host, slot) = slot(
+        "misbehave",
+        &guest::misbehave(),
+        r#"{"mode": "slow-start"}"#,
+        json!({"plugins": [{"name": "misbehave", "timeoutMs": 20}]}),
+    );
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let state = CycleState::default();
+    let (_, took) = timed(|| {
+        for _ in 0..50 {
+            let mut out = [0; 2];
+            let e = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+            assert!(e.message().starts_with("plugin misbehave: "), "{}", e.message());
+        }
+    });
+    let stats = slot.stats();
+    let called = stats.traps.load(Ordering::Relaxed) + stats.timeouts.load(Ordering::Relaxed);
+    assert!(called <= 4, "{called} calls reached the plugin");
+    assert!(stats.skipped_backing_off.load(Ordering::Relaxed) >= 46);
+    assert!(took < Duration::from_secs(1), "50 attempts took {took:?}");
+}
+
+fn host_dir(dir: &Path, config: serde_json::Value) -> Arc<PluginHost> {
+    host_for(Some(dir), config)
+}
+
+/// Renaming a plugin's file (or ConfigMap key) keeps the plugin loaded.
+#[test]
+fn renaming_a_plugin_file_keeps_it_loaded() {
+    let dir = temp_dir("rename");
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    let host = host_dir(&dir, json!({}));
+    host.scan();
+    let slot = host.slot("node-price", "{}".into()).unwrap();
+    assert!(slot.current().is_some());
+    std::fs::rename(dir.join("node-price.wasm"), dir.join("price-v2.wasm")).unwrap();
+    let report = host.scan();
+    assert!(report.rejected.is_empty(), "{report:?}");
+    assert_eq!(slot.current().unwrap().file, "price-v2.wasm");
+    // A file refused for a clash is retried when the clash goes away.
+    std::fs::copy(guest::node_price(), dir.join("copy.wasm")).unwrap();
+    let report = host.scan();
+    assert_eq!(report.rejected.len(), 1, "{report:?}");
+    std::fs::remove_file(dir.join("price-v2.wasm")).unwrap();
+    host.scan();
+    assert_eq!(slot.current().unwrap().file, "copy.wasm");
+}
+
+/// A plugin the profile enables but that is not loaded: with `fail` every
+/// pod is refused naming the plugin; with `ignore` it is skipped.
+#[test]
+fn a_missing_plugin_refuses_pods_under_fail_and_is_skipped_under_ignore() {
+    let dir = temp_dir("missing");
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let snapshot = wasmsched_core::Snapshot::default();
+    let fail = host_dir(&dir, json!({"plugins": [{"name": "label-gate"}]}));
+    fail.scan();
+    let slot = fail.slot("label-gate", "{}".into()).unwrap();
+    let mut state = CycleState::default();
+    let st = slot.pre_filter(&mut state, &p, &snapshot);
+    assert_eq!(st.code(), wasmsched_core::Code::UnschedulableAndUnresolvable);
+    assert_eq!(
+        st.message(),
+        format!(
+            "plugin label-gate is not loaded: no file in {} provides it",
+            dir.display()
+        )
+    );
+    let ignore = host_dir(
+        &dir,
+        json!({"plugins": [{"name": "label-gate", "failurePolicy": "ignore"}]}),
+    );
+    let slot = ignore.slot("label-gate", "{}".into()).unwrap();
+    assert!(slot.pre_filter(&mut state, &p, &snapshot).is_skip());
+    // A file whose configure fails: not loaded, not fatal, and says why.
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    let host = host_dir(&dir, json!({}));
+    host.scan();
+    let slot = host.slot("misbehave", r#"{"mode": "bad-config"}"#.into()).unwrap();
+    assert!(slot.current().is_none());
+    let st = slot.pre_filter(&mut state, &p, &snapshot);
+    assert!(
+        st.message().starts_with(
+            "plugin misbehave is not loaded: misbehave.wasm was refused: configure failed: mode bad-config"
+        ),
+        "{}",
+        st.message()
+    );
+    let _ = ns;
+}
+
+/// An idle watched directory is not rescanned (the scan's own reads of the
+/// directory must not trigger the next scan).
+#[test]
+fn an_idle_directory_is_not_rescanned() {
+    let dir = temp_dir("idle");
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    let host = host_dir(&dir, json!({}));
+    host.scan();
+    let _w = host
+        .watch(Duration::from_millis(50), Duration::from_secs(3600))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let settled = host.scans();
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(host.scans(), settled, "scans while nothing changed");
+    std::fs::copy(guest::label_gate(), dir.join("label-gate.wasm")).unwrap();
+    wait_for("the new file's scan", || host.scans() > settled);
+}
+
+/// Only regular files inside the directory are read: a link out of it, a
+/// FIFO and a file over the size limit are refused with a message.
+#[cfg(unix)]
+#[test]
+fn links_out_fifos_and_oversized_files_are_refused() {
+    let dir = temp_dir("special");
+    let outside = temp_dir("outside");
+    std::fs::copy(guest::node_price(), outside.join("np.wasm")).unwrap();
+    std::os::unix::fs::symlink(outside.join("np.wasm"), dir.join("linked.wasm")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.wasm")).unwrap();
+    let fifo = dir.join("fifo.wasm");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut big = std::fs::read(guest::label_gate()).unwrap();
+    big.resize(3 << 20, 0);
+    std::fs::write(dir.join("big.wasm"), big).unwrap();
+    let host = host_dir(&dir, json!({"maxFileMib": 2}));
+    let (report, took) = timed(|| host.scan());
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let mut rejected = report.rejected.clone();
+    rejected.sort();
+    let why: Vec<(&str, &str)> = rejected.iter().map(|(f, w)| (f.as_str(), w.as_str())).collect();
+    assert_eq!(why[0].0, "big.wasm");
+    assert_eq!(
+        why[0].1,
+        "refused: it is 3.0 MiB, more than wasmPlugins.maxFileMib (2 MiB)"
+    );
+    assert_eq!(why[1], ("fifo.wasm", "refused: it is not a regular file"));
+    assert_eq!(why[2].0, "linked.wasm");
+    assert!(why[2].1.contains("outside the plugin directory"), "{}", why[2].1);
+    assert_eq!(why[3].0, "zero.wasm");
+    assert!(why[3].1.contains("outside the plugin directory"), "{}", why[3].1);
+    assert!(report.loaded.is_empty());
 }

@@ -98,8 +98,6 @@ struct State {
 pub struct Faults {
     state: Mutex<State>,
     paused: tokio::sync::watch::Sender<bool>,
-    /// Bumped when hang rules are removed: held requests then give up.
-    unhang: tokio::sync::watch::Sender<u64>,
 }
 
 impl Faults {
@@ -114,7 +112,6 @@ impl Faults {
                 injected: 0,
             }),
             paused: tokio::sync::watch::channel(false).0,
-            unhang: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -147,20 +144,19 @@ impl Faults {
         self.lock().rules.push(rule);
     }
 
-    /// Holds every matching request without an answer, as an overloaded
-    /// API server or a dead TCP connection does: the request is neither
-    /// answered nor applied. When the hang rules are removed
-    /// ([`Faults::unhang`] or [`Faults::clear`]) the held requests are
-    /// answered `504 Timeout`, still unapplied (kube-apiserver abandons a
-    /// request whose deadline passed).
+    /// Holds every matching request without an answer, as a dead TCP
+    /// connection or a wedged API server does: the request is neither
+    /// answered nor applied, until the client gives up on it (or the server
+    /// stops). Removing the rule ([`Faults::unhang`], [`Faults::clear`])
+    /// lets new requests through; held ones stay held, as a dead
+    /// connection stays dead.
     pub fn hang(&self, matching: Match) {
         self.lock().hangs.push(matching);
     }
 
-    /// Removes every hang rule; held requests get `504`.
+    /// Removes every hang rule (requests already held stay held).
     pub fn unhang(&self) {
         self.lock().hangs.clear();
-        self.unhang.send_modify(|g| *g += 1);
     }
 
     /// Requests held by a hang rule so far.
@@ -217,7 +213,6 @@ impl Faults {
     pub(crate) async fn before(&self, req: RequestInfo<'_>) -> Option<u16> {
         let mut rx = self.paused.subscribe();
         let _ = rx.wait_for(|p| !*p).await;
-        let mut unhang = self.unhang.subscribe();
         let hung = {
             let mut s = self.lock();
             let hung = s.hangs.iter().any(|m| m.applies(&req));
@@ -227,8 +222,7 @@ impl Faults {
             hung
         };
         if hung {
-            let _ = unhang.changed().await;
-            return Some(504);
+            std::future::pending::<()>().await;
         }
         let (latency, fail) = {
             let mut s = self.lock();

@@ -87,7 +87,11 @@ fn default_cache_dir() -> Option<PathBuf> {
 
 fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
     let cache = config.cache_directory.clone().or_else(default_cache_dir);
-    WasmEngine::new(cache).context("cannot start the WebAssembly engine")
+    let engine = WasmEngine::new(cache).context("cannot start the WebAssembly engine")?;
+    if let Some(mib) = config.memory_budget_mib {
+        engine.budget().set_limit((mib as usize) << 20);
+    }
+    Ok(engine)
 }
 
 /// The registry for `config`: built-ins, plus the plugins of the configured
@@ -139,7 +143,7 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
     }
 }
 
-fn load(file: &Path, args: &str, seed: u64) -> anyhow::Result<(Loaded, f64)> {
+fn load(file: &Path, args: &str, seed: u64) -> anyhow::Result<(Loaded, f64, Arc<PluginHost>)> {
     serde_json::from_str::<serde_json::Value>(args).context("--args is not valid JSON")?;
     let wasm = WasmConfig::default();
     let host = PluginHost::new(engine(&wasm)?, wasm, seed);
@@ -147,21 +151,38 @@ fn load(file: &Path, args: &str, seed: u64) -> anyhow::Result<(Loaded, f64)> {
     let loaded = host
         .load_file(file, args)
         .map_err(|e| anyhow::anyhow!("{} rejected: {e}", file.display()))?;
-    Ok((loaded, t.elapsed().as_secs_f64() * 1000.0))
+    Ok((loaded, t.elapsed().as_secs_f64() * 1000.0, host))
 }
 
 fn check(file: &Path, args: &str) -> anyhow::Result<()> {
-    let (l, ms) = load(file, args, 1)?;
+    let (l, ms, host) = load(file, args, 1)?;
     println!("file:     {}", file.display());
     println!("plugin:   {} {}", l.name, l.version);
     println!("sha256:   {}", l.sha256);
     println!("points:   {}", l.point_names().join(", "));
     println!("contract: wasmsched:plugin@0.1.0");
     println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
     if let Some(b) = l.memory_bytes() {
         // An instance is retired once its memory passes 3/4 of the cap.
-        println!("memory:   {:.1} MiB after configure", b as f64 / (1 << 20) as f64);
+        println!(
+            "memory:   {:.1} MiB after configure, all memories together (cap {:.0} MiB per instance)",
+            mib(b),
+            mib(l.limits().memory_bytes)
+        );
     }
+    if let Some(t) = l.table_elements() {
+        println!(
+            "tables:   {t} elements (cap {} per instance)",
+            wasmsched_wasm::limits::MAX_TABLE_ELEMENTS
+        );
+    }
+    let budget = host.budget();
+    println!(
+        "budget:   {:.1} MiB of {:.0} MiB held by every plugin instance of the host",
+        mib(budget.used()),
+        mib(budget.limit())
+    );
     Ok(())
 }
 
@@ -199,7 +220,7 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
     let snapshot = cache.snapshot();
     let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
     nodes.sort_by(|a, b| a.name().cmp(b.name()));
-    let (l, load_ms) = load(file, args, seed)?;
+    let (l, load_ms, _host) = load(file, args, seed)?;
     let mut log: Vec<String> = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     log.push(format!(

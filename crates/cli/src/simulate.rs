@@ -84,8 +84,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .config
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
-    let (registry, _plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, true)?;
+    let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, true)?;
     let rows = simulate(&config, &registry, &config_name, &objs, args.seed, &explain)?;
+    if let Some(host) = &plugins {
+        let mut seen = BTreeSet::new();
+        for s in host.slots() {
+            if let Some(why) = s.not_loaded()
+                && seen.insert(why.clone())
+            {
+                let effect = match s.failure_policy() {
+                    wasmsched_wasm::FailurePolicy::Fail => "the pods of the profiles that enable it are not placed",
+                    wasmsched_wasm::FailurePolicy::Ignore => "skipped (failurePolicy ignore)",
+                };
+                eprintln!("warning: {why}; {effect}");
+            }
+        }
+    }
     for e in &explain {
         if !rows.iter().any(|r| &r.pod == e) {
             bail!("--explain {e}: no pending pod of that name (use NAMESPACE/NAME)");

@@ -35,10 +35,15 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
             get({
                 let s = status.clone();
                 move || async move {
-                    if s.ready() {
-                        (StatusCode::OK, "ok").into_response()
-                    } else {
+                    let missing = s.missing_plugins();
+                    let lines: String = missing.iter().map(|(why, _)| format!("{why}\n")).collect();
+                    if !s.ready() {
                         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
+                    } else if missing.iter().any(|(_, fail)| *fail) {
+                        // Pods of the profiles that enable them cannot be placed.
+                        (StatusCode::SERVICE_UNAVAILABLE, lines).into_response()
+                    } else {
+                        (StatusCode::OK, format!("ok\n{lines}")).into_response()
                     }
                 }
             }),

@@ -86,6 +86,25 @@ impl Status {
         self.nodes_synced.load(Ordering::Relaxed) && self.pods_synced.load(Ordering::Relaxed)
     }
 
+    /// Plugins the profiles enable that are not loaded, with why, and
+    /// whether their failure policy is `fail` (their pods cannot be placed).
+    pub fn missing_plugins(&self) -> Vec<(String, bool)> {
+        let Some(host) = &self.plugins else {
+            return Vec::new();
+        };
+        let mut out: Vec<(String, bool)> = host
+            .slots()
+            .iter()
+            .filter_map(|s| {
+                s.not_loaded()
+                    .map(|why| (why, s.failure_policy() == wasmsched_wasm::FailurePolicy::Fail))
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Healthy: the scheduling thread is running.
     pub fn healthy(&self) -> bool {
         self.alive.load(Ordering::Relaxed)

@@ -209,6 +209,13 @@ impl Metrics {
 }
 
 fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
+    let budget = host.budget();
+    let _ = writeln!(
+        o,
+        "# HELP wasmsched_plugin_memory_budget_bytes The memory every plugin instance together may hold.\n# TYPE wasmsched_plugin_memory_budget_bytes gauge\nwasmsched_plugin_memory_budget_bytes {}\n# HELP wasmsched_plugin_memory_bytes The memory plugin instances hold now (linear memory and tables).\n# TYPE wasmsched_plugin_memory_bytes gauge\nwasmsched_plugin_memory_bytes {}",
+        budget.limit(),
+        budget.used()
+    );
     let _ = writeln!(
         o,
         "# HELP wasmsched_plugin_file_errors_total Plugin files rejected (not a component, bad import, failing configure).\n# TYPE wasmsched_plugin_file_errors_total counter\nwasmsched_plugin_file_errors_total {}",
@@ -217,7 +224,7 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
     let slots = host.slots();
     let mut seen = std::collections::BTreeSet::new();
     type Counter = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
-    let counters: [(&str, &str, Counter); 7] = [
+    let counters: [(&str, &str, Counter); 10] = [
         ("wasmsched_plugin_loads_total", "Plugin versions loaded.", |s| &s.loads),
         ("wasmsched_plugin_load_errors_total", "Plugin versions rejected.", |s| {
             &s.load_errors
@@ -244,6 +251,21 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
             "wasmsched_plugin_instances_retired_total",
             "Plugin instances retired after a call with their memory past 3/4 of the cap.",
             |s| &s.retired,
+        ),
+        (
+            "wasmsched_plugin_limits_exceeded_total",
+            "Plugin calls stopped by a host limit (table elements, memory budget, host call input size).",
+            |s| &s.limits,
+        ),
+        (
+            "wasmsched_plugin_logs_dropped_total",
+            "Plugin log lines dropped by the rate limit.",
+            |s| &s.logs_dropped,
+        ),
+        (
+            "wasmsched_plugin_backoff_skips_total",
+            "Plugin calls not made while the plugin backed off after repeated failures.",
+            |s| &s.skipped_backing_off,
         ),
     ];
     for (name, help, get) in counters {

@@ -58,6 +58,13 @@ pub struct WasmConfig {
     pub cache_directory: Option<PathBuf>,
     /// Watch the directory and reload changed plugins (default true).
     pub watch: Option<bool>,
+    /// The memory every plugin instance together may hold, in MiB (default:
+    /// half the container's memory limit, else 2048). An instance that would
+    /// pass it fails to grow: an error of that plugin.
+    pub memory_budget_mib: Option<u64>,
+    /// Largest plugin file read, in MiB (default 64): a bigger one is
+    /// refused with a message.
+    pub max_file_mib: Option<u64>,
     /// Defaults for every plugin.
     #[serde(default)]
     pub defaults: Settings,
@@ -79,6 +86,9 @@ impl WasmConfig {
                 format!("wasmPlugins.{path}: {}", e.inner())
             }
         })?;
+        if cfg.memory_budget_mib == Some(0) {
+            return Err("wasmPlugins.memoryBudgetMib: must be positive".into());
+        }
         for (i, p) in cfg.plugins.iter().enumerate() {
             if p.timeout_ms == Some(0) {
                 return Err(format!("wasmPlugins.plugins[{i}].timeoutMs: must be positive"));
@@ -112,7 +122,13 @@ struct FileEntry {
     sha256: String,
     /// The plugin it provides, when accepted.
     plugin: Option<(Arc<Compiled>, PluginMetadata)>,
+    /// Why its current content was refused, if it was: retried when
+    /// anything else in the directory changes (a clash may be gone).
+    rejected: Option<String>,
 }
+
+/// Default of `wasmPlugins.maxFileMib`.
+pub const DEFAULT_MAX_FILE_MIB: u64 = 64;
 
 #[derive(Default)]
 struct Inner {
@@ -139,6 +155,7 @@ pub struct PluginHost {
     seed: u64,
     inner: Mutex<Inner>,
     scan_lock: Mutex<()>,
+    scans: AtomicU64,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
 }
@@ -160,8 +177,14 @@ impl PluginHost {
             seed,
             inner: Mutex::new(Inner::default()),
             scan_lock: Mutex::new(()),
+            scans: AtomicU64::new(0),
             load_errors: AtomicU64::new(0),
         })
+    }
+
+    /// The configuration.
+    pub fn budget(&self) -> &crate::limits::Budget {
+        self.engine.budget()
     }
 
     /// The configuration.
@@ -215,6 +238,7 @@ impl PluginHost {
     /// A slot for `name` configured with `args`, serving the current file's
     /// version if there is one.
     pub fn slot(&self, name: &str, args: String) -> Result<Arc<PluginSlot>, String> {
+        let missing = self.missing_reason(name);
         let limits = self.config.limits(name);
         let mut inner = self.lock();
         let stats = Self::stats_for(&mut inner, name);
@@ -226,7 +250,7 @@ impl PluginHost {
         });
         let initial = match source {
             Some((path, compiled, meta)) => {
-                let loaded = Loaded::new(
+                match Loaded::new(
                     compiled,
                     &meta,
                     file_name(&path),
@@ -234,28 +258,70 @@ impl PluginHost {
                     limits,
                     self.seed,
                     stats.clone(),
-                )
-                .map_err(|e| format!("{}: {e}", file_name(&path)))?;
-                stats.loads.fetch_add(1, Ordering::Relaxed);
-                Some(Arc::new(loaded))
+                ) {
+                    Ok(loaded) => {
+                        stats.loads.fetch_add(1, Ordering::Relaxed);
+                        Some(Arc::new(loaded))
+                    }
+                    Err(e) => {
+                        // Not loaded, not fatal: the failure policy decides
+                        // what the profile's pods get (see `not_loaded`).
+                        stats.load_errors.fetch_add(1, Ordering::Relaxed);
+                        let why = format!("{} was refused: {e}", file_name(&path));
+                        tracing::error!(plugin = name, reason = %why, policy = ?limits.failure_policy, "plugin not loaded");
+                        let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, None, stats));
+                        slot.set_missing(why);
+                        inner.slots.push(slot.clone());
+                        return Ok(slot);
+                    }
+                }
             }
             None => {
                 tracing::warn!(
                     plugin = name,
-                    "no file provides this plugin yet; it passes every node until one does"
+                    policy = ?limits.failure_policy,
+                    "no file provides this plugin yet; until one does, failurePolicy fail makes every pod of the profile unschedulable, ignore skips the plugin"
                 );
                 None
             }
         };
         let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, initial, stats));
+        slot.set_missing(missing);
         inner.slots.push(slot.clone());
         Ok(slot)
+    }
+
+    /// Why no version of `name` is loaded, in the words of the directory.
+    fn missing_reason(&self, name: &str) -> String {
+        let inner = self.lock();
+        let dir = self.config.directory.as_ref().map_or_else(
+            || "no plugin directory is configured".to_owned(),
+            |d| d.display().to_string(),
+        );
+        // A file that names this plugin but was refused says why.
+        let refused = inner.files.iter().find_map(|(p, f)| {
+            let ours = f.plugin.as_ref().is_some_and(|(_, m)| m.name == name) || file_stem(p) == name;
+            f.rejected
+                .as_ref()
+                .filter(|_| ours)
+                .map(|why| format!("{} was refused: {why}", file_name(p)))
+        });
+        refused.unwrap_or_else(|| format!("no file in {dir} provides it"))
+    }
+
+    fn max_file_bytes(&self) -> u64 {
+        self.config.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20
+    }
+
+    /// Scans done so far (each reads the directory and hashes every file).
+    pub fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Relaxed)
     }
 
     /// Loads one file for inspection (`plugin check`, `plugin test`),
     /// configured with `args`.
     pub fn load_file(&self, path: &Path, args: &str) -> Result<Loaded, LoadError> {
-        let bytes = read(path)?;
+        let bytes = read(path, self.max_file_bytes())?;
         let compiled = Arc::new(self.engine.compile(&bytes)?);
         let limits = Limits::default();
         let meta = probe(&compiled, &limits)?;
@@ -276,6 +342,7 @@ impl PluginHost {
     /// that fails leaves the version serving untouched.
     pub fn scan(&self) -> ScanReport {
         let _one_at_a_time = self.scan_lock.lock().unwrap_or_else(|p| p.into_inner());
+        self.scans.fetch_add(1, Ordering::Relaxed);
         let mut report = ScanReport::default();
         let Some(dir) = &self.config.directory else {
             return report;
@@ -289,10 +356,10 @@ impl PluginHost {
                         continue;
                     }
                     let path = e.path();
-                    if path.is_dir() {
+                    if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
                         continue;
                     }
-                    present.insert(path.clone(), read(&path));
+                    present.insert(path.clone(), read_in(dir, &path, self.max_file_bytes()));
                 }
             }
             Err(e) => {
@@ -300,24 +367,72 @@ impl PluginHost {
                 return report;
             }
         }
-        // Changed or new files: compile outside the lock.
-        let known: BTreeMap<PathBuf, String> = self
+        // Removals first: a renamed file (or ConfigMap key) must not clash
+        // with its own old entry.
+        let removed_files: Vec<PathBuf> = self
+            .lock()
+            .files
+            .keys()
+            .filter(|p| !present.contains_key(*p))
+            .cloned()
+            .collect();
+        {
+            let mut inner = self.lock();
+            for path in &removed_files {
+                let Some(entry) = inner.files.remove(path) else {
+                    continue;
+                };
+                let Some((_, meta)) = entry.plugin else { continue };
+                for slot in inner.slots.iter().filter(|s| s.name() == meta.name) {
+                    slot.swap(None);
+                    slot.set_missing(format!("its file {} was removed", file_name(path)));
+                }
+                tracing::info!(file = %file_name(path), plugin = %meta.name, "plugin file removed; plugin unloaded");
+                report.removed.push(meta.name);
+            }
+        }
+        // Changed or new files: compile outside the lock. A refused file is
+        // tried again when anything in the directory changed.
+        let known: BTreeMap<PathBuf, (String, bool)> = self
             .lock()
             .files
             .iter()
-            .map(|(p, f)| (p.clone(), f.sha256.clone()))
+            .map(|(p, f)| (p.clone(), (f.sha256.clone(), f.rejected.is_some())))
             .collect();
+        let hashes: BTreeMap<&PathBuf, String> = present
+            .iter()
+            .filter_map(|(p, b)| b.as_ref().ok().map(|b| (p, crate::sha256_hex(b))))
+            .collect();
+        let dir_changed = !removed_files.is_empty()
+            || hashes
+                .iter()
+                .any(|(p, sha)| known.get(*p).is_none_or(|(k, _)| k != sha));
         let mut changed = Vec::new();
         for (path, bytes) in &present {
             let bytes = match bytes {
                 Ok(b) => b,
                 Err(e) => {
-                    self.reject(&mut report, path, &e.to_string());
+                    if known.get(path).is_none_or(|(_, rejected)| !rejected) {
+                        self.reject(&mut report, path, &e.to_string());
+                    }
+                    let mut inner = self.lock();
+                    let prev = inner.files.remove(path).and_then(|f| f.plugin);
+                    inner.files.insert(
+                        path.clone(),
+                        FileEntry {
+                            sha256: String::new(),
+                            plugin: prev,
+                            rejected: Some(e.to_string()),
+                        },
+                    );
                     continue;
                 }
             };
-            let sha = crate::sha256_hex(bytes);
-            if known.get(path) == Some(&sha) {
+            let sha = hashes[path].clone();
+            if let Some((k, rejected)) = known.get(path)
+                && *k == sha
+                && !(*rejected && dir_changed)
+            {
                 continue;
             }
             let outcome = self
@@ -326,20 +441,21 @@ impl PluginHost {
                 .and_then(|c| probe(&c, &Limits::default()).map(|m| (Arc::new(c), m)));
             changed.push((path.clone(), sha, outcome));
         }
-        let removed_files: Vec<PathBuf> = known.keys().filter(|p| !present.contains_key(*p)).cloned().collect();
         let mut inner = self.lock();
         for (path, sha, outcome) in changed {
             match outcome {
                 Err(e) => {
                     self.reject(&mut report, &path, &e.to_string());
-                    // Remember the hash so an unchanged bad file is not retried;
-                    // the previous version (if any) keeps serving.
+                    // Remember the hash so an unchanged bad file is not retried
+                    // until something changes; the previous version (if any)
+                    // keeps serving.
                     let prev = inner.files.remove(&path).and_then(|f| f.plugin);
                     inner.files.insert(
                         path,
                         FileEntry {
                             sha256: sha,
                             plugin: prev,
+                            rejected: Some(e.to_string()),
                         },
                     );
                 }
@@ -360,6 +476,7 @@ impl PluginHost {
                             FileEntry {
                                 sha256: sha,
                                 plugin: None,
+                                rejected: Some(why),
                             },
                         );
                         continue;
@@ -367,7 +484,7 @@ impl PluginHost {
                     let slots: Vec<Arc<PluginSlot>> =
                         inner.slots.iter().filter(|s| s.name() == meta.name).cloned().collect();
                     let stats = Self::stats_for(&mut inner, &meta.name);
-                    let mut ok = true;
+                    let mut ok: Result<(), String> = Ok(());
                     let mut versions = Vec::new();
                     for slot in &slots {
                         match Loaded::new(
@@ -381,20 +498,26 @@ impl PluginHost {
                         ) {
                             Ok(l) => versions.push(Arc::new(l)),
                             Err(e) => {
-                                ok = false;
+                                ok = Err(e.to_string());
                                 stats.load_errors.fetch_add(1, Ordering::Relaxed);
                                 self.reject(&mut report, &path, &e.to_string());
                                 break;
                             }
                         }
                     }
-                    if !ok {
+                    if let Err(why) = ok {
                         let prev = inner.files.remove(&path).and_then(|f| f.plugin);
+                        if prev.is_none() {
+                            for slot in &slots {
+                                slot.set_missing(format!("{} was refused: {why}", file_name(&path)));
+                            }
+                        }
                         inner.files.insert(
                             path,
                             FileEntry {
                                 sha256: sha,
                                 plugin: prev,
+                                rejected: Some(why),
                             },
                         );
                         continue;
@@ -413,21 +536,11 @@ impl PluginHost {
                         FileEntry {
                             sha256: sha,
                             plugin: Some((compiled, meta)),
+                            rejected: None,
                         },
                     );
                 }
             }
-        }
-        for path in removed_files {
-            let Some(entry) = inner.files.remove(&path) else {
-                continue;
-            };
-            let Some((_, meta)) = entry.plugin else { continue };
-            for slot in inner.slots.iter().filter(|s| s.name() == meta.name) {
-                slot.swap(None);
-            }
-            tracing::info!(file = %file_name(&path), plugin = %meta.name, "plugin file removed; plugin unloaded");
-            report.removed.push(meta.name);
         }
         report
     }
@@ -445,8 +558,26 @@ impl PluginHost {
         let dir = self.config.directory.clone().ok_or("no plugin directory configured")?;
         let (tx, rx) = std::sync::mpsc::channel::<()>();
         let events = tx.clone();
-        let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-            let _ = events.send(());
+        let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            // Only changes count: the scan's own reads of the directory
+            // (open, read, close without write) would otherwise trigger
+            // the next scan, forever.
+            use notify::EventKind as K;
+            use notify::event::{AccessKind, AccessMode, ModifyKind};
+            let change = match res {
+                Ok(ev) => matches!(
+                    ev.kind,
+                    K::Create(_)
+                        | K::Remove(_)
+                        | K::Modify(ModifyKind::Data(_) | ModifyKind::Name(_) | ModifyKind::Any)
+                        | K::Access(AccessKind::Close(AccessMode::Write))
+                        | K::Any
+                ),
+                Err(_) => true,
+            };
+            if change {
+                let _ = events.send(());
+            }
         })
         .map_err(|e| format!("cannot watch {}: {e}", dir.display()))?;
         watcher
@@ -507,6 +638,60 @@ fn file_name(p: &Path) -> String {
         .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, LoadError> {
-    std::fs::read(path).map_err(|e| LoadError::Io(e.to_string()))
+fn file_stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Reads a plugin file given by path (`plugin check`, `plugin test`):
+/// a regular file (links followed) of at most `max` bytes.
+fn read(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    let meta = std::fs::metadata(path).map_err(|e| LoadError::Io(e.to_string()))?;
+    read_regular(path, &meta, max)
+}
+
+/// Reads a file of the plugin directory: a regular file inside `dir`
+/// (ConfigMap volumes link each name into `..data`, which is inside), of at
+/// most `max` bytes. A link out of the directory, a FIFO, a device are refused.
+fn read_in(dir: &Path, path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    let io = |e: std::io::Error| LoadError::Io(e.to_string());
+    let link = std::fs::symlink_metadata(path).map_err(io)?;
+    if link.file_type().is_symlink() {
+        let target = std::fs::canonicalize(path).map_err(io)?;
+        let root = std::fs::canonicalize(dir).map_err(io)?;
+        if !target.starts_with(&root) {
+            return Err(LoadError::Refused(format!(
+                "it is a link to {}, outside the plugin directory",
+                target.display()
+            )));
+        }
+    }
+    let meta = std::fs::metadata(path).map_err(io)?;
+    read_regular(path, &meta, max)
+}
+
+fn read_regular(path: &Path, meta: &std::fs::Metadata, max: u64) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read as _;
+    if !meta.is_file() {
+        return Err(LoadError::Refused("it is not a regular file".into()));
+    }
+    let too_big = |n: u64| {
+        LoadError::Refused(format!(
+            "it is {:.1} MiB, more than wasmPlugins.maxFileMib ({} MiB)",
+            n as f64 / (1 << 20) as f64,
+            max >> 20
+        ))
+    };
+    if meta.len() > max {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+        .map_err(|e| LoadError::Io(e.to_string()))?;
+    if bytes.len() as u64 > max {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
 }

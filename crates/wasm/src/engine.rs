@@ -11,6 +11,7 @@ use wasmtime::{Config, Engine};
 
 use crate::LoadError;
 use crate::host::{HostState, SchedulerPlugin, SchedulerPluginPre};
+use crate::limits::Budget;
 
 /// How often the engine's epoch advances: the granularity of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
@@ -28,6 +29,7 @@ struct Inner {
     engine: Engine,
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
+    budget: Arc<Budget>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -44,6 +46,8 @@ pub(crate) struct Compiled {
     pub sha256: String,
     /// Whether it came from the on-disk cache.
     pub cached: bool,
+    /// The host's memory budget its instances draw from.
+    pub budget: Arc<Budget>,
 }
 
 impl WasmEngine {
@@ -53,6 +57,11 @@ impl WasmEngine {
         cfg.wasm_component_model(true);
         cfg.epoch_interruption(true);
         cfg.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        // Proposals the contract does not need are off: several memories in
+        // one module and 64-bit memories (shared memories need the threads
+        // feature, which is not compiled in).
+        cfg.wasm_multi_memory(false);
+        cfg.wasm_memory64(false);
         let engine = Engine::new(&cfg).map_err(|e| LoadError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
         SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
@@ -70,15 +79,16 @@ impl WasmEngine {
                 }
             })
             .map_err(|e| LoadError::Engine(format!("cannot start the epoch thread: {e}")))?;
-        if let Some(dir) = &cache_dir {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| LoadError::Engine(format!("cache directory {}: {e}", dir.display())))?;
-        }
+        let cache_dir = match cache_dir {
+            Some(dir) => Some(prepare_cache_dir(&dir)?),
+            None => None,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 engine,
                 linker,
                 cache_dir,
+                budget: Arc::new(Budget::new(Budget::default_limit())),
             }),
         })
     }
@@ -86,6 +96,12 @@ impl WasmEngine {
     /// The wasmtime engine.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine
+    }
+
+    /// The total memory every plugin instance together may hold (by default
+    /// half the container's memory limit, else 2 GiB).
+    pub fn budget(&self) -> &Budget {
+        &self.inner.budget
     }
 
     /// Validates and compiles a component (or loads it from the cache):
@@ -119,13 +135,7 @@ impl WasmEngine {
         }
         let component = match component {
             Some(c) => c,
-            None => {
-                let c = Component::new(engine, bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
-                if let Some(path) = &cache_path {
-                    store_cached(&c, path);
-                }
-                c
-            }
+            None => Component::new(engine, bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
         };
         let ty = component.component_type();
         for (name, item) in ty.imports(engine) {
@@ -150,7 +160,19 @@ impl WasmEngine {
                 "it does not export wasmsched:plugin/plugin@0.1.0 as the contract defines it: {e:#}"
             ))
         })?;
-        Ok(Compiled { pre, sha256, cached })
+        // Only a component that passed every check is cached.
+        if !cached && let Some(path) = &cache_path {
+            store_cached(&component, path);
+            if let Some(dir) = &self.inner.cache_dir {
+                prune_cache(dir, CACHE_CAP_BYTES);
+            }
+        }
+        Ok(Compiled {
+            pre,
+            sha256,
+            cached,
+            budget: self.inner.budget.clone(),
+        })
     }
 
     fn cache_path(&self, sha256: &str) -> Option<PathBuf> {
@@ -168,26 +190,138 @@ fn wasmtime_version() -> &'static str {
     "48.0.8"
 }
 
+/// The compiled cache holds native code, so only this process's user may
+/// write where it is kept: the directory is created 0700; one that others may
+/// write (an `emptyDir` is 0777) is used through a private subdirectory,
+/// `private`, created 0700 and owned by this user; anything else is refused.
+/// Returns the directory to use.
+fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, LoadError> {
+    let err = |d: &Path, e: std::io::Error| LoadError::Engine(format!("cache directory {}: {e}", d.display()));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
+        let private = |d: &Path| -> Result<bool, LoadError> {
+            if !d.exists() {
+                std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(d)
+                    .map_err(|e| err(d, e))?;
+            }
+            let m = std::fs::metadata(d).map_err(|e| err(d, e))?;
+            let mine = own_uid().is_none_or(|uid| m.uid() == uid);
+            Ok(m.permissions().mode() & 0o022 == 0 && mine)
+        };
+        if private(dir)? {
+            return Ok(dir.to_owned());
+        }
+        let sub = dir.join("private");
+        if private(&sub)? {
+            return Ok(sub);
+        }
+        Err(LoadError::Engine(format!(
+            "cache directory {}: others may write it, and so may they {}; compiled plugins are native code: give the scheduler a private directory (chmod 700)",
+            dir.display(),
+            sub.display()
+        )))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+        Ok(dir.to_owned())
+    }
+}
+
+/// This process's real user id (Linux), for the cache directory's owner check.
+fn own_uid() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("Uid:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Most bytes the compiled cache keeps; the least recently used entries go first.
+const CACHE_CAP_BYTES: u64 = 1 << 30;
+
+fn digest_path(path: &Path) -> PathBuf {
+    path.with_extension("cwasm.sha256")
+}
+
 #[allow(unsafe_code)]
 fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file was written by `store_cached` from a component this
-    // process compiled, under a name that includes the engine's
-    // compatibility hash; wasmtime also checks its version and settings
-    // header. A file planted by someone who can write the cache directory
-    // could run native code, which is why the directory must be private to
-    // the scheduler (as wasmtime's own cache requires).
-    unsafe { Component::deserialize_file(engine, path) }
+    // The artifact must match the digest written beside it when it was
+    // stored: a flipped byte or a swapped file is recompiled, not run.
+    let bytes = std::fs::read(path)?;
+    let want = std::fs::read_to_string(digest_path(path))?;
+    if hex(&Sha256::digest(&bytes)) != want.trim() {
+        wasmtime::bail!("its sha256 does not match {}", digest_path(path).display());
+    }
+    // Touch it: pruning keeps what is in use.
+    let _ = std::fs::File::options()
+        .append(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    // SAFETY: the bytes are those `store_cached` wrote from a component this
+    // process compiled and validated (the digest beside them matches), under
+    // a name that includes the engine's compatibility hash; wasmtime also
+    // checks its version and settings header. Someone able to write the cache
+    // directory could still plant both, which is why it must be private to
+    // the scheduler (it is created 0700 and refused when others may write it).
+    unsafe { Component::deserialize(engine, &bytes) }
 }
 
 fn store_cached(c: &Component, path: &Path) {
+    use std::io::Write as _;
     let result = c.serialize().map_err(|e| e.to_string()).and_then(|bytes| {
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::rename(&tmp, path))
+        let digest = hex(&Sha256::digest(&bytes));
+        let unique = format!(
+            "tmp-{}-{:x}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos()
+        );
+        let write = |target: &Path, data: &[u8]| -> std::io::Result<()> {
+            let tmp = target.with_extension(&unique);
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(data)?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, target)
+        };
+        write(&digest_path(path), digest.as_bytes())
+            .and_then(|()| write(path, &bytes))
             .map_err(|e| e.to_string())
     });
     if let Err(e) = result {
         tracing::warn!(path = %path.display(), error = %e, "cannot write the compiled-plugin cache");
+    }
+}
+
+/// Removes the least recently used artifacts past `cap` bytes.
+fn prune_cache(dir: &Path, cap: u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    files.sort();
+    for (_, len, path) in files {
+        if total <= cap {
+            break;
+        }
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(digest_path(&path));
+        total = total.saturating_sub(len);
     }
 }
 

@@ -8,7 +8,10 @@ use wasmsched_core::node::TaintEffect;
 use wasmsched_core::resources::Resources;
 use wasmsched_core::{NodeInfo, PodInfo};
 use wasmtime::component::Resource;
-use wasmtime::{ResourceLimiter, StoreLimits, format_err};
+use wasmtime::format_err;
+
+use crate::limits::{Budget, Limiter};
+use crate::plugin::PluginStats;
 
 wasmtime::component::bindgen!({
     world: "scheduler-plugin",
@@ -31,55 +34,58 @@ pub struct PodHandle;
 /// the store's [`HostState`].
 pub struct NodesHandle;
 
-/// The store's limits, plus the linear memory its instance holds (what
-/// the pool looks at to retire an instance before it runs out).
-pub struct Limiter {
-    limits: StoreLimits,
-    /// Size of the instance's largest linear memory, in bytes (the cap
-    /// applies to each memory).
-    pub(crate) memory_bytes: usize,
+/// The call's deadline passed while the guest was in a host function (a
+/// component may call host functions back to back with no guest code in
+/// between, where the epoch never interrupts it).
+#[derive(Debug, thiserror::Error)]
+#[error("deadline exceeded in a host call")]
+pub struct DeadlineExceeded;
+
+/// A host call's input is larger than the contract allows.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct InputTooLarge(pub String);
+
+/// Longest key (label, annotation, resource or image name) a host call takes.
+pub const MAX_KEY_BYTES: usize = 1024;
+/// Most image names one `image-bytes` call takes.
+pub const MAX_IMAGE_NAMES: usize = 64;
+/// Longest log line kept (longer ones are cut).
+pub const MAX_LOG_BYTES: usize = 4096;
+/// Log lines one plugin may write per second (the rest are counted and dropped).
+pub const LOG_LINES_PER_SECOND: u32 = 100;
+
+fn key(what: &str, k: &str) -> wasmtime::Result<()> {
+    if k.len() > MAX_KEY_BYTES {
+        return Err(InputTooLarge(format!(
+            "{what} of {} bytes is longer than the host takes ({MAX_KEY_BYTES})",
+            k.len()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
-impl Limiter {
-    pub(crate) fn new(limits: StoreLimits) -> Self {
-        Self {
-            limits,
-            memory_bytes: 0,
-        }
-    }
+/// A per-plugin log rate limit, shared by the plugin's instances.
+#[derive(Debug, Default)]
+pub struct LogLimit {
+    window: std::sync::Mutex<(Option<std::time::Instant>, u32)>,
 }
 
-impl ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        let ok = self.limits.memory_growing(current, desired, maximum)?;
-        if ok {
-            self.memory_bytes = self.memory_bytes.max(desired);
+impl LogLimit {
+    fn allow(&self) -> bool {
+        let mut w = self.window.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        match w.0 {
+            Some(start) if now.duration_since(start) < std::time::Duration::from_secs(1) => {
+                w.1 += 1;
+                w.1 <= LOG_LINES_PER_SECOND
+            }
+            _ => {
+                *w = (Some(now), 1);
+                true
+            }
         }
-        Ok(ok)
-    }
-
-    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.memory_grow_failed(error)
-    }
-
-    fn table_growing(&mut self, current: usize, desired: usize, maximum: Option<usize>) -> wasmtime::Result<bool> {
-        self.limits.table_growing(current, desired, maximum)
-    }
-
-    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
-        self.limits.table_grow_failed(error)
-    }
-
-    fn instances(&self) -> usize {
-        self.limits.instances()
-    }
-
-    fn tables(&self) -> usize {
-        self.limits.tables()
-    }
-
-    fn memories(&self) -> usize {
-        self.limits.memories()
     }
 }
 
@@ -91,24 +97,51 @@ pub struct HostState {
     pub(crate) seed: u64,
     pub(crate) pod: Option<Arc<PodInfo>>,
     pub(crate) nodes: Vec<Arc<NodeInfo>>,
+    /// When the call in progress must end.
+    pub(crate) deadline: Option<std::time::Instant>,
+    stats: Arc<PluginStats>,
 }
 
 impl HostState {
-    pub(crate) fn new(plugin: Arc<str>, limits: StoreLimits, seed: u64) -> Self {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        memory_cap: usize,
+        budget: Arc<Budget>,
+        seed: u64,
+        stats: Arc<PluginStats>,
+    ) -> Self {
         Self {
-            limits: Limiter::new(limits),
+            limits: Limiter::new(memory_cap, budget),
             plugin,
             seed,
             pod: None,
             nodes: Vec::new(),
+            deadline: None,
+            stats,
+        }
+    }
+
+    /// Fails once the call's deadline has passed: every host function
+    /// checks it, so a guest calling the host in a loop is stopped too.
+    fn check(&self) -> wasmtime::Result<()> {
+        match self.deadline {
+            Some(d) if std::time::Instant::now() > d => Err(DeadlineExceeded.into()),
+            _ => Ok(()),
         }
     }
 
     fn pod(&self) -> wasmtime::Result<&PodInfo> {
+        self.check()?;
         self.pod.as_deref().ok_or_else(|| format_err!("no pod in this call"))
     }
 
+    fn nodes(&self) -> wasmtime::Result<&[Arc<NodeInfo>]> {
+        self.check()?;
+        Ok(&self.nodes)
+    }
+
     fn node(&self, index: u32) -> wasmtime::Result<&NodeInfo> {
+        self.check()?;
         self.nodes
             .get(index as usize)
             .map(|n| &**n)
@@ -207,6 +240,7 @@ impl cluster::HostPod for HostState {
     }
 
     fn label(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
+        self::key("a label key", &key)?;
         Ok(pod_object(self.pod()?)
             .metadata
             .labels
@@ -219,6 +253,7 @@ impl cluster::HostPod for HostState {
     }
 
     fn annotation(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
+        self::key("an annotation key", &key)?;
         Ok(pod_object(self.pod()?)
             .metadata
             .annotations
@@ -231,6 +266,7 @@ impl cluster::HostPod for HostState {
     }
 
     fn request(&mut self, _: Resource<PodHandle>, name: String) -> wasmtime::Result<i64> {
+        self::key("a resource name", &name)?;
         Ok(self.pod()?.requests.requests.get(&name))
     }
 
@@ -292,7 +328,7 @@ impl cluster::HostPod for HostState {
 
 impl cluster::HostNodes for HostState {
     fn len(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<u32> {
-        Ok(self.nodes.len() as u32)
+        Ok(self.nodes()?.len() as u32)
     }
 
     fn name(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
@@ -300,6 +336,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn label(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
+        self::key("a label key", &key)?;
         Ok(self.node(i)?.node.labels.get(&key).cloned())
     }
 
@@ -316,6 +353,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn annotation(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
+        self::key("an annotation key", &key)?;
         Ok(annotation(self.node(i)?, &key).map(str::to_owned))
     }
 
@@ -324,6 +362,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn allocatable(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
+        self::key("a resource name", &name)?;
         Ok(self.node(i)?.node.allocatable.get(&name))
     }
 
@@ -332,6 +371,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn requested(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
+        self::key("a resource name", &name)?;
         Ok(requested(self.node(i)?, &name))
     }
 
@@ -386,6 +426,7 @@ impl cluster::HostNodes for HostState {
     }
 
     fn image_size(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<Option<i64>> {
+        self::key("an image name", &name)?;
         let n = self.node(i)?;
         Ok(n.node
             .images
@@ -421,46 +462,63 @@ impl cluster::HostNodes for HostState {
     }
 
     fn names(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<String>> {
-        Ok(self.nodes.iter().map(|n| n.node.name.clone()).collect())
+        Ok(self.nodes()?.iter().map(|n| n.node.name.clone()).collect())
     }
 
     fn label_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
-        Ok(self.nodes.iter().map(|n| n.node.labels.get(&key).cloned()).collect())
+        self::key("a label key", &key)?;
+        Ok(self.nodes()?.iter().map(|n| n.node.labels.get(&key).cloned()).collect())
     }
 
     fn annotation_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
+        self::key("an annotation key", &key)?;
         Ok(self
-            .nodes
+            .nodes()?
             .iter()
             .map(|n| annotation(n, &key).map(str::to_owned))
             .collect())
     }
 
     fn label_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+        self::key("a label key", &key)?;
         Ok(self
-            .nodes
+            .nodes()?
             .iter()
             .map(|n| n.node.labels.get(&key).and_then(|v| number(v)))
             .collect())
     }
 
     fn annotation_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+        self::key("an annotation key", &key)?;
         Ok(self
-            .nodes
+            .nodes()?
             .iter()
             .map(|n| annotation(n, &key).and_then(number))
             .collect())
     }
 
     fn allocatable_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
-        Ok(self.nodes.iter().map(|n| n.node.allocatable.get(&name)).collect())
+        self::key("a resource name", &name)?;
+        Ok(self.nodes()?.iter().map(|n| n.node.allocatable.get(&name)).collect())
     }
 
     fn requested_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
-        Ok(self.nodes.iter().map(|n| requested(n, &name)).collect())
+        self::key("a resource name", &name)?;
+        Ok(self.nodes()?.iter().map(|n| requested(n, &name)).collect())
     }
 
     fn image_bytes(&mut self, _: Resource<NodesHandle>, names: Vec<String>) -> wasmtime::Result<Vec<i64>> {
+        // The work is names × nodes: both are bounded.
+        if names.len() > MAX_IMAGE_NAMES {
+            return Err(InputTooLarge(format!(
+                "image-bytes takes at most {MAX_IMAGE_NAMES} image names, not {}",
+                names.len()
+            ))
+            .into());
+        }
+        for n in &names {
+            self::key("an image name", n)?;
+        }
         let wanted: Vec<String> = names
             .iter()
             .map(|n| {
@@ -472,7 +530,7 @@ impl cluster::HostNodes for HostState {
             })
             .collect();
         Ok(self
-            .nodes
+            .nodes()?
             .iter()
             .map(|n| wanted.iter().filter_map(|w| n.node.images.get(w)).sum())
             .collect())
@@ -480,7 +538,7 @@ impl cluster::HostNodes for HostState {
 
     fn randoms(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<u64>> {
         let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
-        Ok(self.nodes.iter().map(|n| mix(pod, n.node.name.as_bytes())).collect())
+        Ok(self.nodes()?.iter().map(|n| mix(pod, n.node.name.as_bytes())).collect())
     }
 
     fn drop(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<()> {
@@ -488,8 +546,35 @@ impl cluster::HostNodes for HostState {
     }
 }
 
+/// A guest's log line as the host writes it: at most [`MAX_LOG_BYTES`],
+/// control characters (newlines among them) escaped so that a plugin
+/// cannot forge log lines of its own.
+fn log_line(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(MAX_LOG_BYTES) + 16);
+    for c in message.chars() {
+        if out.len() >= MAX_LOG_BYTES {
+            out.push_str("… (cut)");
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 impl host::Host for HostState {
     fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+        self.check()?;
+        if !self.stats.log_limit.allow() {
+            self.stats
+                .logs_dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return Ok(());
+        }
+        let message = log_line(&message);
         let plugin = &*self.plugin;
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
@@ -499,5 +584,20 @@ impl host::Host for HostState {
             Level::Error => tracing::error!(plugin, "{message}"),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_lines_cannot_forge_lines_or_flood() {
+        assert_eq!(log_line("a\nINFO forged"), "a\\nINFO forged");
+        let long = "x".repeat(100_000);
+        assert!(log_line(&long).len() <= MAX_LOG_BYTES + 16);
+        let limit = LogLimit::default();
+        let allowed = (0..1000).filter(|_| limit.allow()).count();
+        assert_eq!(allowed, LOG_LINES_PER_SECOND as usize);
     }
 }

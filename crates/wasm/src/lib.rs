@@ -20,6 +20,7 @@
 mod dir;
 mod engine;
 mod host;
+pub mod limits;
 mod plugin;
 
 pub use dir::{PluginEntry, PluginHost, ScanReport, Settings, WasmConfig, Watch};
@@ -38,6 +39,10 @@ pub enum LoadError {
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(String),
+    /// The file is not one the host reads: a link out of the directory,
+    /// not a regular file, too large.
+    #[error("refused: {0}")]
+    Refused(String),
     /// Not a component.
     #[error("not a WebAssembly component: {0}")]
     NotAComponent(String),

@@ -8,12 +8,13 @@ use serde::Deserialize;
 use wasmsched_core::framework::{Code, CycleState, Points, Status};
 use wasmsched_core::{NodeInfo, Plugin, PodInfo, Snapshot};
 use wasmtime::component::Resource;
-use wasmtime::{Store, StoreLimitsBuilder, Trap};
+use wasmtime::{Store, Trap};
 
 use crate::LoadError;
 use crate::engine::{Compiled, EPOCH_TICK};
 use crate::host::exports::wasmsched::plugin::plugin as guest;
-use crate::host::{HostState, SchedulerPlugin};
+use crate::host::{DeadlineExceeded, HostState, SchedulerPlugin};
+use crate::limits::{HOSTCALL_FUEL, LimitExceeded};
 
 /// What happens when a plugin call fails (error, trap, timeout, out of memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -65,6 +66,15 @@ pub struct PluginStats {
     pub out_of_memory: AtomicU64,
     /// Calls that returned an error.
     pub errors: AtomicU64,
+    /// Calls stopped by another limit of the host (table elements, memory
+    /// budget, the size of a host call's input).
+    pub limits: AtomicU64,
+    /// Log lines of the plugin dropped by the rate limit.
+    pub logs_dropped: AtomicU64,
+    /// Calls not made because the plugin was backing off after failing
+    /// repeatedly (its failure policy applied).
+    pub skipped_backing_off: AtomicU64,
+    pub(crate) log_limit: crate::host::LogLimit,
     /// Instances retired after a call because their linear memory had
     /// grown past three quarters of the cap (a fresh one serves the next
     /// call, so a guest whose heap only grows never runs out mid-call).
@@ -83,9 +93,39 @@ pub enum CallError {
     /// An instance hit its memory cap.
     #[error("out of memory (limit {0} MiB)")]
     OutOfMemory(usize),
+    /// An instance hit another limit of the host (table elements, the
+    /// host's memory budget, the size of a host call's input).
+    #[error("{0}")]
+    Limit(String),
     /// Any other trap.
     #[error("trapped: {0}")]
     Trap(String),
+    /// Not called: the plugin failed repeatedly and backs off.
+    #[error("not called: backing off for {wait:?} after {failures} consecutive failures (last: {last})")]
+    BackingOff {
+        /// Consecutive failures.
+        failures: u32,
+        /// What is left of the back-off.
+        wait: std::time::Duration,
+        /// The last failure.
+        last: String,
+    },
+}
+
+/// Longest reason of a plugin's verdict kept (it goes into events and the
+/// pod's condition).
+pub const MAX_REASON_BYTES: usize = 256;
+
+fn truncate_reason(mut r: String) -> String {
+    if r.len() > MAX_REASON_BYTES {
+        let mut end = MAX_REASON_BYTES - 4;
+        while !r.is_char_boundary(end) {
+            end -= 1;
+        }
+        r.truncate(end);
+        r.push_str(" ...");
+    }
+    r
 }
 
 /// Most nodes in one Filter or Score call: a call's deadline bounds the work
@@ -96,6 +136,21 @@ struct Instance {
     store: Store<HostState>,
     bindings: SchedulerPlugin,
 }
+
+/// Consecutive failures (traps, timeouts, limits) of a plugin version and
+/// the back-off they earned: from the third in a row, the plugin is not
+/// called for 1 s, doubling to 60 s, and its failure policy applies at once.
+#[derive(Debug, Default)]
+struct Failures {
+    consecutive: u32,
+    until: Option<std::time::Instant>,
+    last: String,
+}
+
+/// Failures in a row before a plugin backs off.
+pub const BACKOFF_AFTER: u32 = 3;
+/// Longest back-off.
+pub const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// One version of a plugin, instantiated with its args. Instances are
 /// pooled: a call takes one, and returns it unless it trapped.
@@ -117,6 +172,10 @@ pub struct Loaded {
     seed: u64,
     pool: Mutex<Vec<Instance>>,
     stats: Arc<PluginStats>,
+    failures: Mutex<Failures>,
+    /// An instance was discarded: make a spare off the scheduling path.
+    needs_spare: std::sync::atomic::AtomicBool,
+    refilling: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -131,49 +190,71 @@ impl std::fmt::Debug for Loaded {
 
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
-    let mut inst = instantiate(compiled, "?".into(), limits, 0).map_err(LoadError::Instantiate)?;
-    init_deadline(&mut inst.store, limits);
+    let mut inst = instantiate(compiled, "?".into(), limits, 0, INIT_DEADLINE, Arc::default())
+        .map_err(|e| LoadError::Instantiate(e.to_string()))?;
+    set_deadline(&mut inst.store, INIT_DEADLINE);
     inst.bindings
         .wasmsched_plugin_plugin()
         .call_metadata(&mut inst.store)
         .map_err(|e| LoadError::Instantiate(classify(e, limits).to_string()))
 }
 
-fn instantiate(compiled: &Compiled, name: Arc<str>, limits: &Limits, seed: u64) -> Result<Instance, String> {
-    let store_limits = StoreLimitsBuilder::new()
-        .memory_size(limits.memory_bytes)
-        .trap_on_grow_failure(true)
-        .build();
-    let mut store = Store::new(compiled.pre.engine(), HostState::new(name, store_limits, seed));
+/// Creates an instance (its start function runs within `within`).
+fn instantiate(
+    compiled: &Compiled,
+    name: Arc<str>,
+    limits: &Limits,
+    seed: u64,
+    within: std::time::Duration,
+    stats: Arc<PluginStats>,
+) -> Result<Instance, CallError> {
+    let state = HostState::new(name, limits.memory_bytes, compiled.budget.clone(), seed, stats);
+    let mut store = Store::new(compiled.pre.engine(), state);
     store.limiter(|s| &mut s.limits);
-    init_deadline(&mut store, limits);
-    let bindings = compiled.pre.instantiate(&mut store).map_err(|e| format!("{e:#}"))?;
+    store.set_hostcall_fuel(HOSTCALL_FUEL);
+    set_deadline(&mut store, within);
+    let bindings = compiled
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| match classify(e, limits) {
+            CallError::Timeout(_) => CallError::Timeout(within),
+            other => other,
+        })?;
     Ok(Instance { store, bindings })
 }
 
-fn deadline(store: &mut Store<HostState>, limits: &Limits) {
-    set_deadline(store, limits.timeout);
-}
-
-/// Instantiating and configuring a plugin happen off the scheduling path
-/// and may take longer than a call (an interpreter's image initializes):
-/// they get this much, at least.
+/// Loading a version (instantiating and configuring it) happens off the
+/// scheduling path and may take longer than a call (an interpreter's image
+/// initializes): it gets this much, at least.
 pub const INIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
-fn init_deadline(store: &mut Store<HostState>, limits: &Limits) {
-    set_deadline(store, limits.timeout.max(INIT_DEADLINE));
-}
-
+/// Sets both clocks of a call: the epoch deadline (guest code) and the
+/// deadline host functions check.
 fn set_deadline(store: &mut Store<HostState>, d: std::time::Duration) {
     let ticks = d.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
     store.set_epoch_deadline(ticks);
+    store.data_mut().deadline = Some(std::time::Instant::now() + d);
 }
 
 fn classify(e: wasmtime::Error, limits: &Limits) -> CallError {
-    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+    if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || e.downcast_ref::<DeadlineExceeded>().is_some() {
         return CallError::Timeout(limits.timeout);
     }
+    match e.downcast_ref::<LimitExceeded>() {
+        Some(LimitExceeded::Memory(mib)) => return CallError::OutOfMemory(*mib),
+        Some(other) => return CallError::Limit(other.to_string()),
+        None => {}
+    }
+    if let Some(crate::host::InputTooLarge(what)) = e.downcast_ref() {
+        return CallError::Limit(what.clone());
+    }
     let text = format!("{e:#}");
+    if text.contains("fuel allocated for hostcalls has been exhausted") {
+        return CallError::Limit(format!(
+            "a host call's input is larger than the host takes ({} KiB)",
+            crate::limits::HOSTCALL_FUEL >> 10
+        ));
+    }
     if text.contains("forcing trap when growing memory") || text.contains("forcing a memory growth failure") {
         return CallError::OutOfMemory(limits.memory_bytes >> 20);
     }
@@ -205,13 +286,22 @@ impl Loaded {
             seed,
             pool: Mutex::new(Vec::new()),
             stats,
+            failures: Mutex::default(),
+            needs_spare: Default::default(),
+            refilling: Default::default(),
         };
-        let inst = loaded.fresh().map_err(|e| match e {
+        let within = loaded.limits.timeout.max(INIT_DEADLINE);
+        let inst = loaded.fresh(within).map_err(|e| match e {
             CallError::Plugin(m) => LoadError::Configure(m),
             other => LoadError::Instantiate(other.to_string()),
         })?;
         loaded.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
         Ok(loaded)
+    }
+
+    /// The limits it runs under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// Whether the guest implements a point.
@@ -224,11 +314,72 @@ impl Loaded {
         &self.stats
     }
 
-    /// Size of the largest linear memory of an idle instance (after
+    /// Linear memory of an idle instance, all memories together (after
     /// `configure` when nothing has run yet), if one is pooled.
     pub fn memory_bytes(&self) -> Option<usize> {
         let pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
         pool.last().map(|i| i.store.data().limits.memory_bytes)
+    }
+
+    /// Table elements of an idle instance, all tables together.
+    pub fn table_elements(&self) -> Option<usize> {
+        let pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+        pool.last().map(|i| i.store.data().limits.table_elements)
+    }
+
+    /// Instances pooled now.
+    pub fn pooled(&self) -> usize {
+        self.pool.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// After an instance was discarded (trap, retirement), makes a spare
+    /// on a thread of its own, so the next call does not instantiate on the
+    /// scheduling path.
+    pub(crate) fn ensure_spare(self: &Arc<Self>) {
+        if !self.needs_spare.swap(false, Ordering::AcqRel) || self.refilling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let me = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("wasm-spare-{}", self.name))
+            .spawn(move || {
+                let within = me.limits.timeout.max(INIT_DEADLINE);
+                match me.fresh(within) {
+                    Ok(inst) => me.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst),
+                    Err(e) => me.failed(&e),
+                }
+                me.refilling.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            self.refilling.store(false, Ordering::Release);
+        }
+    }
+
+    fn failed(&self, e: &CallError) {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        f.consecutive += 1;
+        f.last = e.to_string();
+        if f.consecutive >= BACKOFF_AFTER {
+            let exp = (f.consecutive - BACKOFF_AFTER).min(6);
+            let wait = (std::time::Duration::from_secs(1) * 2u32.pow(exp)).min(MAX_BACKOFF);
+            f.until = Some(std::time::Instant::now() + wait);
+        }
+    }
+
+    fn succeeded(&self) {
+        let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        f.consecutive = 0;
+        f.until = None;
+    }
+
+    fn backing_off(&self) -> Option<CallError> {
+        let f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let wait = f.until?.checked_duration_since(std::time::Instant::now())?;
+        Some(CallError::BackingOff {
+            failures: f.consecutive,
+            wait,
+            last: f.last.clone(),
+        })
     }
 
     /// The points it implements, as names.
@@ -246,14 +397,24 @@ impl Loaded {
         .collect()
     }
 
-    fn fresh(&self) -> Result<Instance, CallError> {
-        let mut inst =
-            instantiate(&self.compiled, self.name.as_str().into(), &self.limits, self.seed).map_err(CallError::Trap)?;
-        deadline(&mut inst.store, &self.limits);
+    /// A new instance, configured; its start and `configure` run within `within`.
+    fn fresh(&self, within: std::time::Duration) -> Result<Instance, CallError> {
+        let mut inst = instantiate(
+            &self.compiled,
+            self.name.as_str().into(),
+            &self.limits,
+            self.seed,
+            within,
+            self.stats.clone(),
+        )?;
+        set_deadline(&mut inst.store, within);
         let plugin = inst.bindings.wasmsched_plugin_plugin();
         plugin
             .call_configure(&mut inst.store, &self.args)
-            .map_err(|e| classify(e, &self.limits))?
+            .map_err(|e| match classify(e, &self.limits) {
+                CallError::Timeout(_) => CallError::Timeout(within),
+                other => other,
+            })?
             .map_err(CallError::Plugin)?;
         Ok(inst)
     }
@@ -267,10 +428,19 @@ impl Loaded {
         nodes: &[&Arc<NodeInfo>],
         f: impl FnOnce(&guest::Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, String>>,
     ) -> Result<R, CallError> {
+        if let Some(e) = self.backing_off() {
+            self.stats.skipped_backing_off.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
         let popped = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut inst = match popped {
             Some(i) => i,
-            None => self.fresh()?,
+            // Every instance is busy (or the spare is not ready): this one
+            // starts within the call's own deadline.
+            None => self.fresh(self.limits.timeout).inspect_err(|e| {
+                self.needs_spare.store(true, Ordering::Release);
+                self.failed(e);
+            })?,
         };
         {
             let data = inst.store.data_mut();
@@ -280,7 +450,7 @@ impl Loaded {
             data.nodes.clear();
             data.nodes.extend(nodes.iter().map(|n| Arc::clone(n)));
         }
-        deadline(&mut inst.store, &self.limits);
+        set_deadline(&mut inst.store, self.limits.timeout);
         let result = f(inst.bindings.wasmsched_plugin_plugin(), &mut inst.store);
         inst.store.data_mut().nodes.clear();
         match result {
@@ -288,8 +458,10 @@ impl Loaded {
                 // Garbage-collected guests (JavaScript, Python) and leaky
                 // allocators only ever grow their memory; an instance near
                 // the cap would fail a later call, so retire it now.
+                self.succeeded();
                 if inst.store.data().limits.memory_bytes > self.limits.memory_bytes / 4 * 3 {
                     self.stats.retired.fetch_add(1, Ordering::Relaxed);
+                    self.needs_spare.store(true, Ordering::Release);
                 } else {
                     self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
                 }
@@ -300,9 +472,12 @@ impl Loaded {
             }
             Err(e) => {
                 let err = classify(e, &self.limits);
+                self.needs_spare.store(true, Ordering::Release);
+                self.failed(&err);
                 let counter = match err {
                     CallError::Timeout(_) => &self.stats.timeouts,
                     CallError::OutOfMemory(_) => &self.stats.out_of_memory,
+                    CallError::Limit(_) => &self.stats.limits,
                     _ => &self.stats.traps,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
@@ -325,10 +500,21 @@ impl Loaded {
             let rs = self.call(pod, chunk, |g, s| {
                 g.call_filter(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
             })?;
-            out.extend(rs.into_iter().map(|mut r| {
+            // Indexes are checked against their own call's batch, before
+            // they are shifted to the whole list (where a wrong one could
+            // name another call's node).
+            for mut r in rs {
+                if r.index as usize >= chunk.len() {
+                    return Err(CallError::Plugin(format!(
+                        "filter returned a rejection for node index {} of a batch of {}",
+                        r.index,
+                        chunk.len()
+                    )));
+                }
                 r.index += (c * MAX_BATCH) as u32;
-                r
-            }));
+                r.reason = truncate_reason(r.reason);
+                out.push(r);
+            }
         }
         Ok(out)
     }
@@ -384,6 +570,8 @@ pub struct PluginSlot {
     pub(crate) limits: Limits,
     points: Points,
     current: RwLock<Option<Arc<Loaded>>>,
+    /// Why no version serves, when none does.
+    missing: RwLock<String>,
     pub(crate) stats: Arc<PluginStats>,
 }
 
@@ -397,6 +585,10 @@ impl std::fmt::Debug for PluginSlot {
 }
 
 fn status_of(s: guest::Status) -> Status {
+    let s = guest::Status {
+        code: s.code,
+        reason: truncate_reason(s.reason),
+    };
     match s.code {
         guest::Code::Success => Status::success(),
         guest::Code::Skip => Status::new(Code::Skip, []),
@@ -435,13 +627,41 @@ impl PluginSlot {
             limits,
             points,
             current: RwLock::new(initial),
+            missing: RwLock::new(String::new()),
             stats,
         }
+    }
+
+    /// Says why no version serves (shown while none does).
+    pub(crate) fn set_missing(&self, why: String) {
+        *self.missing.write().unwrap_or_else(|p| p.into_inner()) = why;
+    }
+
+    /// The failure policy.
+    pub fn failure_policy(&self) -> FailurePolicy {
+        self.limits.failure_policy
+    }
+
+    /// `plugin X is not loaded: <why>`, while no version serves.
+    pub fn not_loaded(&self) -> Option<String> {
+        if self.current().is_some() {
+            return None;
+        }
+        let why = self.missing.read().unwrap_or_else(|p| p.into_inner()).clone();
+        Some(format!("plugin {} is not loaded: {why}", self.name))
     }
 
     /// The version serving now, if any.
     pub fn current(&self) -> Option<Arc<Loaded>> {
         self.current.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The version to call, with a spare instance on its way if the last
+    /// call discarded one.
+    fn serving(&self) -> Option<Arc<Loaded>> {
+        let v = self.current()?;
+        v.ensure_spare();
+        Some(v)
     }
 
     pub(crate) fn swap(&self, new: Option<Arc<Loaded>>) -> Option<Arc<Loaded>> {
@@ -472,8 +692,14 @@ impl Plugin for PluginSlot {
     }
 
     fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
-        let Some(v) = self.current() else {
-            return Status::new(Code::Skip, []);
+        // Honour or refuse: a plugin the profile enables but that is not
+        // loaded makes every pod of the profile unschedulable under
+        // `fail` (the message names the plugin), and is skipped under `ignore`.
+        let Some(v) = self.serving() else {
+            return match (self.limits.failure_policy, self.not_loaded()) {
+                (FailurePolicy::Fail, Some(why)) => Status::unresolvable(why),
+                _ => Status::new(Code::Skip, []),
+            };
         };
         if !v.implements(guest::Points::FILTER) {
             return Status::new(Code::Skip, []);
@@ -509,7 +735,7 @@ impl Plugin for PluginSlot {
         nodes: &[&Arc<NodeInfo>],
         rejected: &mut Vec<(usize, Status)>,
     ) {
-        let Some(v) = self.current() else { return };
+        let Some(v) = self.serving() else { return };
         if !v.implements(guest::Points::FILTER) {
             return;
         }
@@ -540,8 +766,11 @@ impl Plugin for PluginSlot {
     }
 
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Status {
-        let Some(v) = self.current() else {
-            return Status::new(Code::Skip, []);
+        let Some(v) = self.serving() else {
+            return match (self.limits.failure_policy, self.not_loaded()) {
+                (FailurePolicy::Fail, Some(why)) => Status::error(why),
+                _ => Status::new(Code::Skip, []),
+            };
         };
         if !v.implements(guest::Points::SCORE) {
             return Status::new(Code::Skip, []);
@@ -575,7 +804,7 @@ impl Plugin for PluginSlot {
         nodes: &[&Arc<NodeInfo>],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        let Some(v) = self.current() else {
+        let Some(v) = self.serving() else {
             out.fill(0);
             return Ok(());
         };
@@ -610,7 +839,7 @@ impl Plugin for PluginSlot {
     }
 
     fn normalize_scores(&self, _: &CycleState, pod: &PodInfo, scores: &mut [i64]) -> Status {
-        let Some(v) = self.current() else {
+        let Some(v) = self.serving() else {
             return Status::success();
         };
         if !v.implements(guest::Points::NORMALIZE_SCORE) || !v.implements(guest::Points::SCORE) {

@@ -9,7 +9,13 @@
 //! - `leak`: Filter and Score behave but never free 1 MiB each (a guest
 //!   whose heap only grows);
 //! - `range`: Score returns 1000, outside 0..=100 (no NormalizeScore);
-//! - `bad-config`: `configure` fails.
+//! - `bad-config`: `configure` fails;
+//! - `slow-start`: `configure` spins for 2 s, then every call traps;
+//! - `giant-key`: reads a label with a 32 MiB key;
+//! - `giant-names`: asks `image-bytes` for 1.5 million empty names;
+//! - `log-flood`: logs 100 000 lines with forged newlines, and one of 30 MiB;
+//! - `host-loop`: calls a host function in a loop forever;
+//! - `bad-index`: Filter rejects node index 2^32 - 512.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -53,6 +59,16 @@ fn act(nodes: usize) -> Result<(), String> {
             }
         }
         "error" => Err(format!("refusing {nodes} nodes on purpose")),
+        "host-loop" => loop {
+            core::hint::black_box(log(Level::Trace, ""));
+        },
+        "log-flood" => {
+            for i in 0..100_000 {
+                log(Level::Info, &format!("line {i}\n2026-01-01T00:00:00Z INFO forged: all is well"));
+            }
+            log(Level::Info, &"x".repeat(30 << 20));
+            Ok(())
+        }
         "leak" => {
             std::mem::forget(core::hint::black_box(vec![1u8; 1 << 20]));
             Ok(())
@@ -71,12 +87,17 @@ impl Guest for Misbehave {
     }
 
     fn configure(args: String) -> Result<(), String> {
+        if args.contains("slow-start") {
+            let t = spin_counter();
+            core::hint::black_box(t);
+        }
         let mode = args
             .split("\"mode\"")
             .nth(1)
             .and_then(|r| r.split('"').nth(1))
             .unwrap_or("ok")
             .to_owned();
+        let mode = if mode == "slow-start" { "trap".to_owned() } else { mode };
         if mode == "bad-config" {
             return Err("mode bad-config: refusing to start".into());
         }
@@ -90,6 +111,35 @@ impl Guest for Misbehave {
     }
 
     fn filter(_: &Pod, nodes: &Nodes) -> Result<Vec<Rejection>, String> {
+        match MODE.lock().unwrap().0.as_str() {
+            "giant-key" => {
+                let key = "k".repeat(32 << 20);
+                return Ok(nodes
+                    .label_values(&key)
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_some())
+                    .map(|(i, _)| Rejection {
+                        index: i as u32,
+                        code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
+                        reason: String::new(),
+                    })
+                    .collect());
+            }
+            "giant-names" => {
+                let names = vec![String::new(); 1_500_000];
+                core::hint::black_box(nodes.image_bytes(&names));
+                return Ok(Vec::new());
+            }
+            "bad-index" => {
+                return Ok(vec![Rejection {
+                    index: u32::MAX - 511,
+                    code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
+                    reason: "wrong node".into(),
+                }]);
+            }
+            _ => {}
+        }
         act(nodes.len() as usize)?;
         Ok(Vec::new())
     }
@@ -110,3 +160,12 @@ impl Guest for Misbehave {
 }
 
 export!(Misbehave);
+
+/// About two seconds of busy work (no clock in the sandbox).
+fn spin_counter() -> u64 {
+    let mut x: u64 = 1;
+    for _ in 0..2_000_000_000u64 {
+        x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+    }
+    x
+}
