@@ -329,3 +329,58 @@ fn bad_input_is_a_clear_error() {
     let out = wasmsched(&["simulate", "--explain", "nope/nope"]);
     assert!(!out.status.success());
 }
+
+/// A plugin whose `configure` refuses its args is not loaded, and that is
+/// not fatal: `simulate` says so, and places the pods by its failure
+/// policy (`ignore`: as if it were not there; `fail`: not at all, naming it).
+#[test]
+fn a_plugin_that_fails_to_configure_follows_its_failure_policy() {
+    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let dir = std::env::temp_dir().join(format!("wasmsched-sim-configure-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        format!("{repo}/plugins/prebuilt/node-price.wasm"),
+        dir.join("node-price.wasm"),
+    )
+    .unwrap();
+    for (policy, placed) in [("ignore", true), ("fail", false)] {
+        let config = dir.join(format!("{policy}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{{name: node-price}}]\n  pluginConfig:\n  - name: node-price\n    args: {{annotation: \"\"}}\nwasmPlugins:\n  plugins: [{{name: node-price, failurePolicy: {policy}}}]\n"
+            ),
+        )
+        .unwrap();
+        let out = wasmsched(&[
+            "simulate",
+            "--plugins",
+            dir.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "-o",
+            "json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{policy}: {stderr}");
+        assert!(
+            stderr.contains("plugin node-price is not loaded: node-price.wasm was refused: configure failed: args.annotation: must not be empty"),
+            "{policy}: {stderr}"
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let placements = v["placements"].as_array().unwrap();
+        let bound = placements.iter().filter(|p| !p["node"].is_null()).count();
+        if placed {
+            assert!(bound > 0, "{v}");
+        } else {
+            assert_eq!(bound, 0, "{v}");
+            assert!(
+                placements[0]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("plugin node-price is not loaded"),
+                "{v}"
+            );
+        }
+    }
+}

@@ -100,6 +100,11 @@ impl WasmConfig {
         Ok(cfg)
     }
 
+    /// The limits of `defaults` (what a plugin gets before its name is known).
+    pub fn default_limits(&self) -> Limits {
+        self.limits("")
+    }
+
     /// The limits of the plugin `name`.
     pub fn limits(&self, name: &str) -> Limits {
         let d = Limits::default();
@@ -323,8 +328,7 @@ impl PluginHost {
     pub fn load_file(&self, path: &Path, args: &str) -> Result<Loaded, LoadError> {
         let bytes = read(path, self.max_file_bytes())?;
         let compiled = Arc::new(self.engine.compile(&bytes)?);
-        let limits = Limits::default();
-        let meta = probe(&compiled, &limits)?;
+        let meta = probe(&compiled, &self.config.default_limits())?;
         let limits = self.config.limits(&meta.name);
         Loaded::new(
             compiled,
@@ -438,7 +442,7 @@ impl PluginHost {
             let outcome = self
                 .engine
                 .compile(bytes)
-                .and_then(|c| probe(&c, &Limits::default()).map(|m| (Arc::new(c), m)));
+                .and_then(|c| probe(&c, &self.config.default_limits()).map(|m| (Arc::new(c), m)));
             changed.push((path.clone(), sha, outcome));
         }
         let mut inner = self.lock();

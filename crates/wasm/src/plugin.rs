@@ -147,6 +147,12 @@ struct Failures {
     last: String,
 }
 
+/// Instances kept ready per plugin version: as many as calls that may run
+/// at once (one per scheduling worker), at most 4.
+pub fn warm_instances() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4)
+}
+
 /// Failures in a row before a plugin backs off.
 pub const BACKOFF_AFTER: u32 = 3;
 /// Longest back-off.
@@ -190,9 +196,10 @@ impl std::fmt::Debug for Loaded {
 
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
-    let mut inst = instantiate(compiled, "?".into(), limits, 0, INIT_DEADLINE, Arc::default())
+    let within = limits.timeout.max(INIT_DEADLINE);
+    let mut inst = instantiate(compiled, "?".into(), limits, 0, within, Arc::default())
         .map_err(|e| LoadError::Instantiate(e.to_string()))?;
-    set_deadline(&mut inst.store, INIT_DEADLINE);
+    set_deadline(&mut inst.store, within);
     inst.bindings
         .wasmsched_plugin_plugin()
         .call_metadata(&mut inst.store)
@@ -287,7 +294,8 @@ impl Loaded {
             pool: Mutex::new(Vec::new()),
             stats,
             failures: Mutex::default(),
-            needs_spare: Default::default(),
+            // Warm the pool off the scheduling path at first use.
+            needs_spare: std::sync::atomic::AtomicBool::new(true),
             refilling: Default::default(),
         };
         let within = loaded.limits.timeout.max(INIT_DEADLINE);
@@ -332,9 +340,9 @@ impl Loaded {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    /// After an instance was discarded (trap, retirement), makes a spare
-    /// on a thread of its own, so the next call does not instantiate on the
-    /// scheduling path.
+    /// Warms the pool to [`warm_instances`] on a thread of its own at first
+    /// use and after an instance was discarded (trap, retirement), so calls
+    /// do not instantiate on the scheduling path.
     pub(crate) fn ensure_spare(self: &Arc<Self>) {
         if !self.needs_spare.swap(false, Ordering::AcqRel) || self.refilling.swap(true, Ordering::AcqRel) {
             return;
@@ -344,9 +352,14 @@ impl Loaded {
             .name(format!("wasm-spare-{}", self.name))
             .spawn(move || {
                 let within = me.limits.timeout.max(INIT_DEADLINE);
-                match me.fresh(within) {
-                    Ok(inst) => me.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst),
-                    Err(e) => me.failed(&e),
+                while me.pooled() < warm_instances() && me.backing_off().is_none() {
+                    match me.fresh(within) {
+                        Ok(inst) => me.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst),
+                        Err(e) => {
+                            me.failed(&e);
+                            break;
+                        }
+                    }
                 }
                 me.refilling.store(false, Ordering::Release);
             });
