@@ -55,6 +55,11 @@ impl Action {
     /// Anything.
     pub const ALL: Action = Action((1 << 10) - 1);
 
+    /// Combines two actions (in constants, where `|` is not available).
+    pub const fn union(self, other: Action) -> Action {
+        Action(self.0 | other.0)
+    }
+
     /// Whether any bit of `other` is set here.
     pub const fn intersects(self, other: Action) -> bool {
         self.0 & other.0 != 0

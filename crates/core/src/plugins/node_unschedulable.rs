@@ -1,7 +1,7 @@
 //! NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods
 //! that tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
-use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
+use crate::events::{Change, ClusterEvent, QueueingHint};
 use crate::framework::{CycleState, Plugin, Points, Status};
 use crate::node::{NodeInfo, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
 use crate::pod::{PodInfo, tolerated};
@@ -41,16 +41,7 @@ impl Plugin for NodeUnschedulable {
     }
 
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent {
-                resource: Resource::Node,
-                action: Action::ADD | Action::UPDATE_NODE_TAINT,
-            },
-            ClusterEvent {
-                resource: Resource::AssignedPod,
-                action: Action::UPDATE_POD_TOLERATION,
-            },
-        ]
+        super::taint_toleration::TAINT_EVENTS.to_vec()
     }
 
     /// A node that is (or became) schedulable, or the pod now tolerating

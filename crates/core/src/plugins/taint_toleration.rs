@@ -43,16 +43,7 @@ impl Plugin for TaintToleration {
     }
 
     fn events_to_register(&self) -> Vec<ClusterEvent> {
-        vec![
-            ClusterEvent {
-                resource: Resource::Node,
-                action: Action::ADD | Action::UPDATE_NODE_TAINT,
-            },
-            ClusterEvent {
-                resource: Resource::AssignedPod,
-                action: Action::UPDATE_POD_TOLERATION,
-            },
-        ]
+        TAINT_EVENTS.to_vec()
     }
 
     /// A node whose taints the pod now tolerates (and did not before), or
@@ -67,6 +58,20 @@ impl Plugin for TaintToleration {
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
 }
+
+/// What may help a pod rejected for a taint (here or by NodeUnschedulable):
+/// a new node, a node whose taints (or cordon) changed, the pod's own
+/// tolerations changing.
+pub const TAINT_EVENTS: &[ClusterEvent] = &[
+    ClusterEvent {
+        resource: Resource::Node,
+        action: Action::ADD.union(Action::UPDATE_NODE_TAINT),
+    },
+    ClusterEvent {
+        resource: Resource::AssignedPod,
+        action: Action::UPDATE_POD_TOLERATION,
+    },
+];
 
 /// The first NoSchedule/NoExecute taint of the node the pod does not tolerate.
 fn untolerated<'a>(pod: &PodInfo, node: &'a NodeData) -> Option<&'a Taint> {
