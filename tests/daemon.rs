@@ -631,14 +631,15 @@ fn rss_kib(pid: u32) -> u64 {
 
 /// A leader and a standby while pods are created and deleted in waves:
 /// neither grows with the number of pods ever seen. The pod count is
-/// `WASMSCHED_SOAK_PODS` (20 000 by default; `docs/benchmarks.md` has the
-/// figures at 100 000).
+/// `WASMSCHED_SOAK_PODS` (30 000 by default; `docs/benchmarks.md` has the
+/// figures at 100 000). Keeping every event the leader wrote for six minutes
+/// (a recorder cache) grew it by ~20 MiB over 30 000 pods; this allows 12.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak_leader_and_standby_memory_stays_flat() {
     let total: usize = std::env::var("WASMSCHED_SOAK_PODS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+        .unwrap_or(30_000);
     let wave = 2000;
     let s = Arc::new(
         ApiServer::start(
@@ -686,7 +687,7 @@ async fn soak_leader_and_standby_memory_stays_flat() {
     let last = *samples.last().unwrap();
     for (who, mid, end) in [("leader", quarter.1, last.1), ("standby", quarter.2, last.2)] {
         assert!(
-            end <= mid + 24 * 1024,
+            end <= mid + 12 * 1024,
             "{who} grew from {mid} KiB to {end} KiB over {total} pods"
         );
     }

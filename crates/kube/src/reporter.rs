@@ -147,7 +147,17 @@ pub(crate) async fn run(
                     action: "Binding".into(),
                     secondary: None,
                 };
-                publish(&recorder(&profile), &ev, &pod, &status, timeout).await;
+                // A pod is scheduled once: nothing to aggregate, so a
+                // recorder of its own, whose cache goes with it (the shared
+                // one would keep every Scheduled event for six minutes).
+                let once = Recorder::new(
+                    client.clone(),
+                    Reporter {
+                        controller: profile.clone(),
+                        instance: Some(identity.clone()),
+                    },
+                );
+                publish(&once, &ev, &pod, &status, timeout).await;
             }
             Report::Failed {
                 pod,
