@@ -500,7 +500,11 @@ items:
 "#;
 
     fn sched() -> Scheduler {
-        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap();
+        loaded(Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap())
+    }
+
+    /// `s` with the nodes and pods of `CLUSTER`.
+    fn loaded(mut s: Scheduler) -> Scheduler {
         let objs = parse_objects(CLUSTER).unwrap();
         let now = Instant::now();
         for n in &objs.nodes {
@@ -604,16 +608,7 @@ items:
     }
 
     fn own_sched() -> Scheduler {
-        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
-        let objs = parse_objects(CLUSTER).unwrap();
-        let now = Instant::now();
-        for n in &objs.nodes {
-            s.on_node(n, now).unwrap();
-        }
-        for p in &objs.pods {
-            s.on_pod(p, now).unwrap();
-        }
-        s
+        loaded(Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap())
     }
 
     fn used(s: &Scheduler, node: &str) -> i64 {

@@ -121,19 +121,20 @@ pub(crate) async fn run(
     status: Arc<Status>,
     timeout: Duration,
 ) {
+    let new_recorder = |profile: &str| {
+        Recorder::new(
+            client.clone(),
+            Reporter {
+                controller: profile.to_owned(),
+                instance: Some(identity.clone()),
+            },
+        )
+    };
     let mut recorders: HashMap<String, Recorder> = HashMap::new();
     let mut recorder = |profile: &str| {
         recorders
             .entry(profile.to_owned())
-            .or_insert_with(|| {
-                Recorder::new(
-                    client.clone(),
-                    Reporter {
-                        controller: profile.to_owned(),
-                        instance: Some(identity.clone()),
-                    },
-                )
-            })
+            .or_insert_with(|| new_recorder(profile))
             .clone()
     };
     while let Some(r) = rx.recv().await {
@@ -150,14 +151,7 @@ pub(crate) async fn run(
                 // A pod is scheduled once: nothing to aggregate, so a
                 // recorder of its own, whose cache goes with it (the shared
                 // one would keep every Scheduled event for six minutes).
-                let once = Recorder::new(
-                    client.clone(),
-                    Reporter {
-                        controller: profile.clone(),
-                        instance: Some(identity.clone()),
-                    },
-                );
-                publish(&once, &ev, &pod, &status, timeout).await;
+                publish(&new_recorder(&profile), &ev, &pod, &status, timeout).await;
             }
             Report::Failed {
                 pod,
