@@ -140,3 +140,64 @@ async fn a_panic_in_a_cycle_fails_that_pod_and_scheduling_goes_on() {
             .all(|p| p.spec.as_ref().unwrap().node_name.is_none())
     );
 }
+
+/// No cycle runs before the first lists of nodes *and* pods are applied:
+/// a pending pod listed before the bound pods that fill its node must not be
+/// placed on a node that only looks free.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_pod_is_placed_before_the_bound_pods_are_known() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "only"},
+        "status": {"allocatable": {"cpu": "1", "memory": "16Gi", "pods": "200"}}}))
+        .unwrap();
+    let pod = |name: &str, node: Option<&str>| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"schedulerName": "wasm-scheduler", "nodeName": node, "containers": [{"name": "c", "image": "x",
+            "resources": {"requests": {"cpu": "10m"}}}]}})
+    };
+    // Listed first (by name), then 100 bound pods that fill the node.
+    s.create(pod("a-pending", None)).unwrap();
+    for i in 0..100 {
+        s.create(pod(&format!("z-bound-{i:03}"), Some("only"))).unwrap();
+    }
+    let opts = Options {
+        config: Config::default(),
+        registry: Registry::builtin(),
+        plugins: None,
+        seed: 1,
+        identity: "test".into(),
+        leader_election: LeaderElection {
+            enabled: false,
+            ..Default::default()
+        },
+        bind_concurrency: 8,
+        api_timeout: Duration::from_secs(5),
+        admin: None,
+    };
+    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
+        let _ = stopped.await;
+    }));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let cond = loop {
+        let p: Pod = s.get("default", "a-pending").unwrap();
+        if let Some(c) = condition(&p) {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "no verdict for a-pending");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        cond,
+        (
+            "False".to_owned(),
+            "Unschedulable".to_owned(),
+            "0/1 nodes are available: 1 Insufficient cpu.".to_owned()
+        )
+    );
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}

@@ -81,6 +81,11 @@ impl Status {
         }
     }
 
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Self {
+        Self::new(None)
+    }
+
     /// Ready: both caches synced (and plugins loaded, which happens before start).
     pub fn ready(&self) -> bool {
         self.nodes_synced.load(Ordering::Relaxed) && self.pods_synced.load(Ordering::Relaxed)

@@ -63,6 +63,16 @@ struct Loop {
     status: Arc<Status>,
     leadership: Arc<Leadership>,
     rt: tokio::runtime::Handle,
+    /// Whether the first list of nodes, and of pods, has been applied: no
+    /// cycle runs before both (as kube-scheduler waits for its informers),
+    /// or bound pods not listed yet would leave their nodes looking free.
+    synced: (bool, bool),
+}
+
+impl Loop {
+    fn may_schedule(&self) -> bool {
+        self.synced == (true, true) && self.leadership.is_leading()
+    }
 }
 
 impl Loop {
@@ -87,6 +97,7 @@ impl Loop {
             }
             Msg::NodeGone(name) => sched.on_node_deleted(&name),
             Msg::NodesSynced(names) => {
+                self.synced.0 = true;
                 let gone: Vec<String> = sched
                     .cache
                     .node_names()
@@ -106,6 +117,7 @@ impl Loop {
             }
             Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
             Msg::PodsSynced(keys) => {
+                self.synced.1 = true;
                 // A relist: whatever we know that the server no longer has is gone.
                 let mut known: Vec<String> = sched.cache.pod_keys().cloned().collect();
                 known.extend(sched.queue.all_keys());
@@ -291,11 +303,12 @@ pub(crate) fn run(
         status,
         leadership,
         rt,
+        synced: (false, false),
     };
     let mut last_gauge = Instant::now();
     let mut idle = false;
     loop {
-        let leading = l.leadership.is_leading();
+        let leading = l.may_schedule();
         // Apply every change that arrived before the next cycle; when idle
         // (or not leading), sleep until a change or the next backoff expiry.
         let mut wait = if !leading {
@@ -333,6 +346,63 @@ pub(crate) fn run(
                 q.len(Location::Unschedulable),
             );
         }
-        idle = !(l.leadership.is_leading() && l.cycle());
+        idle = !(l.may_schedule() && l.cycle());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmsched_core::config::Config;
+    use wasmsched_core::plugins::Registry;
+    use wasmsched_core::scheduler::Responsibility;
+
+    fn obj<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Box<T> {
+        Box::new(serde_json::from_value(v).unwrap())
+    }
+
+    /// Until the first lists of nodes and pods are applied, nothing is
+    /// placed: bound pods not listed yet would leave their nodes looking free.
+    #[test]
+    fn no_cycle_runs_before_both_lists_are_applied() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (tx, msgs) = mpsc::channel(64);
+        let (_outcome_tx, outcomes) = mpsc::unbounded_channel();
+        let (jobs_tx, mut jobs) = mpsc::channel(8);
+        let (reports_tx, _reports) = mpsc::channel(8);
+        let status = Arc::new(Status::for_tests());
+        let leadership = Arc::new(Leadership::default());
+        leadership.lead_forever();
+        let sched = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
+        let ch = Channels {
+            msgs,
+            outcomes,
+            jobs: jobs_tx,
+            reports: reports_tx,
+        };
+        let handle = rt.handle().clone();
+        let thread = std::thread::spawn(move || run(sched, ch, status, leadership, handle));
+        let node =
+            obj(serde_json::json!({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "1", "pods": "10"}}}));
+        let pod = obj(
+            serde_json::json!({"metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c"}]}}),
+        );
+        rt.block_on(async {
+            tx.send(Msg::Node(node)).await.unwrap();
+            tx.send(Msg::Pod(pod)).await.unwrap();
+            tx.send(Msg::NodesSynced(["n".to_owned()].into())).await.unwrap();
+            // The pods' list is not complete yet: nothing may be placed.
+            let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
+            assert!(early.is_err(), "placed before the pods were listed: {early:?}");
+            tx.send(Msg::PodsSynced(["default/p".to_owned()].into())).await.unwrap();
+            let job = tokio::time::timeout(Duration::from_secs(5), jobs.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!((job.name.as_str(), job.node.as_str()), ("p", "n"));
+            tx.send(Msg::Stop).await.unwrap();
+        });
+        thread.join().unwrap();
     }
 }
