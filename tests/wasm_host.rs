@@ -810,3 +810,88 @@ fn links_out_fifos_and_oversized_files_are_refused() {
     assert!(why[3].1.contains("outside the plugin directory"), "{}", why[3].1);
     assert!(report.loaded.is_empty());
 }
+
+/// The misbehave component, printed as text by wasm-tools, edited by
+/// `edit`, and assembled again: a real toolchain's component with one
+/// hostile change.
+fn hostile_component(tag: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let dir = temp_dir(&format!("hostile-{tag}"));
+    let printed = std::process::Command::new("wasm-tools")
+        .arg("print")
+        .arg(guest::misbehave())
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let text = String::from_utf8(printed.stdout).unwrap();
+    let edited = edit(&text);
+    assert_ne!(edited, text, "{tag}: the edit changed nothing");
+    let src = dir.join(format!("{tag}.wat"));
+    std::fs::write(&src, edited).unwrap();
+    let out = dir.join(format!("{tag}.wasm"));
+    let st = std::process::Command::new("wasm-tools")
+        .arg("parse")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{tag}: wasm-tools parse");
+    out
+}
+
+/// Replaces the first core table (or memory) declaration of the guest
+/// module: `(table (;0;) 19 19 funcref)`, `(memory (;0;) 17)`; it ends at
+/// its second `)`, the first closing `(;0;)`.
+fn first_decl(text: &str, what: &str, new: &str) -> String {
+    let start = text.find(&format!("({what} (;0;) ")).unwrap();
+    let end = start + text[start..].match_indices(')').nth(1).unwrap().0 + 1;
+    format!("{}{new}{}", &text[..start], &text[end..])
+}
+
+/// Real components with one hostile change each: a table of 10^8 elements,
+/// a first memory past the cap, twelve memories. Each is refused at load
+/// with the limit it hit; the process does not grow; the other plugins of
+/// the directory load.
+#[test]
+fn hostile_components_are_refused_at_load_naming_the_limit() {
+    let table = hostile_component("table-bomb", |t| {
+        first_decl(t, "table", "(table (;0;) 100000000 100000000 funcref)")
+    });
+    let memory = hostile_component("memory-bomb", |t| first_decl(t, "memory", "(memory (;0;) 1100)"));
+    let many = hostile_component("many-memories", |t| {
+        let extra: String = (0..11).map(|_| " (memory 1008)").collect();
+        first_decl(t, "memory", &format!("(memory (;0;) 17){extra}"))
+    });
+    let dir = temp_dir("hostile-dir");
+    for (f, name) in [
+        (&table, "table-bomb"),
+        (&memory, "memory-bomb"),
+        (&many, "many-memories"),
+    ] {
+        std::fs::copy(f, dir.join(format!("{name}.wasm"))).unwrap();
+    }
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    let before = peak_rss_mib();
+    let host = host_for(Some(&dir), json!({}));
+    let report = host.scan();
+    let mut rejected = report.rejected.clone();
+    rejected.sort();
+    assert_eq!(rejected.len(), 3, "{report:?}");
+    assert_eq!(rejected[0].0, "many-memories.wasm");
+    assert!(rejected[0].1.contains("multiple memories"), "{}", rejected[0].1);
+    assert_eq!(rejected[1].0, "memory-bomb.wasm");
+    assert!(
+        rejected[1].1.contains("out of memory (limit 64 MiB)"),
+        "{}",
+        rejected[1].1
+    );
+    assert_eq!(rejected[2].0, "table-bomb.wasm");
+    assert!(
+        rejected[2].1.contains("table elements over the limit (1048576)"),
+        "{}",
+        rejected[2].1
+    );
+    assert_eq!(report.loaded.len(), 1, "node-price still loads: {report:?}");
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 200, "peak RSS grew {grew} MiB");
+}
