@@ -895,3 +895,32 @@ fn hostile_components_are_refused_at_load_naming_the_limit() {
     let grew = peak_rss_mib().saturating_sub(before);
     assert!(grew < 200, "peak RSS grew {grew} MiB");
 }
+
+/// A file that takes longer to compile than `compileTimeoutSeconds` is
+/// refused, and the scan goes on (the other plugins load).
+#[test]
+fn a_file_that_compiles_too_long_is_refused() {
+    // One function of a million additions: several seconds of Cranelift
+    // here (1.1 s for 400 000 in a release build).
+    let slow = hostile_component("slow-compile", |t| {
+        let body: String = (0..1_000_000).map(|_| "local.get 0 i32.add ").collect();
+        let func = format!("(func $slow (param i32) (result i32) local.get 0 {body})\n");
+        // After the module's last function, so no index moves.
+        let at = t.find("    (data (;0;)").unwrap();
+        format!("{}{func}{}", &t[..at], &t[at..])
+    });
+    let dir = temp_dir("slow-dir");
+    std::fs::copy(&slow, dir.join("slow.wasm")).unwrap();
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    let host = host_for(Some(&dir), json!({"compileTimeoutSeconds": 1}));
+    let (report, took) = timed(|| host.scan());
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    assert_eq!(
+        report.rejected,
+        [(
+            "slow.wasm".to_owned(),
+            "refused: compiling it took longer than wasmPlugins.compileTimeoutSeconds (1s)".to_owned()
+        )]
+    );
+    assert!(took < Duration::from_secs(4), "{took:?}");
+}

@@ -65,6 +65,10 @@ pub struct WasmConfig {
     /// Largest plugin file read, in MiB (default 64): a bigger one is
     /// refused with a message.
     pub max_file_mib: Option<u64>,
+    /// Longest the compilation of one file may take, in seconds (default
+    /// 60): a file that takes longer is refused and its plugin's previous
+    /// version keeps serving.
+    pub compile_timeout_seconds: Option<u64>,
     /// Defaults for every plugin.
     #[serde(default)]
     pub defaults: Settings,
@@ -86,6 +90,9 @@ impl WasmConfig {
                 format!("wasmPlugins.{path}: {}", e.inner())
             }
         })?;
+        if cfg.compile_timeout_seconds == Some(0) {
+            return Err("wasmPlugins.compileTimeoutSeconds: must be positive".into());
+        }
         if cfg.memory_budget_mib == Some(0) {
             return Err("wasmPlugins.memoryBudgetMib: must be positive".into());
         }
@@ -131,6 +138,9 @@ struct FileEntry {
     /// anything else in the directory changes (a clash may be gone).
     rejected: Option<String>,
 }
+
+/// Default of `wasmPlugins.compileTimeoutSeconds`.
+pub const DEFAULT_COMPILE_TIMEOUT_SECONDS: u64 = 60;
 
 /// Default of `wasmPlugins.maxFileMib`.
 pub const DEFAULT_MAX_FILE_MIB: u64 = 64;
@@ -314,6 +324,39 @@ impl PluginHost {
         refused.unwrap_or_else(|| format!("no file in {dir} provides it"))
     }
 
+    /// Compiles and probes a file on a thread of its own, waiting at most
+    /// `wasmPlugins.compileTimeoutSeconds`: a file that takes longer is
+    /// refused (its compilation finishes in the background and is dropped),
+    /// so one slow file cannot hold the scan of every other plugin.
+    fn compile_within(&self, path: &Path, bytes: Vec<u8>) -> Result<(Arc<Compiled>, PluginMetadata), LoadError> {
+        let limit = Duration::from_secs(
+            self.config
+                .compile_timeout_seconds
+                .unwrap_or(DEFAULT_COMPILE_TIMEOUT_SECONDS),
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        let engine = self.engine.clone();
+        let limits = self.config.default_limits();
+        let spawned = std::thread::Builder::new()
+            .name(format!("wasm-compile-{}", file_name(path)))
+            .spawn(move || {
+                let outcome = engine
+                    .compile(&bytes)
+                    .and_then(|c| probe(&c, &limits).map(|m| (Arc::new(c), m)));
+                let _ = tx.send(outcome);
+            });
+        if let Err(e) = spawned {
+            return Err(LoadError::Engine(format!("cannot start a compile thread: {e}")));
+        }
+        match rx.recv_timeout(limit) {
+            Ok(outcome) => outcome,
+            Err(_) => Err(LoadError::Refused(format!(
+                "compiling it took longer than wasmPlugins.compileTimeoutSeconds ({}s)",
+                limit.as_secs()
+            ))),
+        }
+    }
+
     fn max_file_bytes(&self) -> u64 {
         self.config.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20
     }
@@ -439,11 +482,7 @@ impl PluginHost {
             {
                 continue;
             }
-            let outcome = self
-                .engine
-                .compile(bytes)
-                .and_then(|c| probe(&c, &self.config.default_limits()).map(|m| (Arc::new(c), m)));
-            changed.push((path.clone(), sha, outcome));
+            changed.push((path.clone(), sha, self.compile_within(path, bytes.clone())));
         }
         let mut inner = self.lock();
         for (path, sha, outcome) in changed {
