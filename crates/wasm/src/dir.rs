@@ -171,6 +171,7 @@ pub struct PluginHost {
     inner: Mutex<Inner>,
     scan_lock: Mutex<()>,
     scans: AtomicU64,
+    compiling: Arc<std::sync::atomic::AtomicUsize>,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
 }
@@ -193,6 +194,7 @@ impl PluginHost {
             inner: Mutex::new(Inner::default()),
             scan_lock: Mutex::new(()),
             scans: AtomicU64::new(0),
+            compiling: Arc::default(),
             load_errors: AtomicU64::new(0),
         })
     }
@@ -337,15 +339,19 @@ impl PluginHost {
         let (tx, rx) = std::sync::mpsc::channel();
         let engine = self.engine.clone();
         let limits = self.config.default_limits();
+        let compiling = self.compiling.clone();
+        compiling.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name(format!("wasm-compile-{}", file_name(path)))
             .spawn(move || {
                 let outcome = engine
                     .compile(&bytes)
                     .and_then(|c| probe(&c, &limits).map(|m| (Arc::new(c), m)));
+                compiling.fetch_sub(1, Ordering::Relaxed);
                 let _ = tx.send(outcome);
             });
         if let Err(e) = spawned {
+            self.compiling.fetch_sub(1, Ordering::Relaxed);
             return Err(LoadError::Engine(format!("cannot start a compile thread: {e}")));
         }
         match rx.recv_timeout(limit) {
@@ -359,6 +365,12 @@ impl PluginHost {
 
     fn max_file_bytes(&self) -> u64 {
         self.config.max_file_mib.unwrap_or(DEFAULT_MAX_FILE_MIB) << 20
+    }
+
+    /// Compilations running now, abandoned ones (past their time limit)
+    /// included.
+    pub fn compiling(&self) -> usize {
+        self.compiling.load(Ordering::Relaxed)
     }
 
     /// Scans done so far (each reads the directory and hashes every file).
