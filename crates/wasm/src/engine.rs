@@ -30,6 +30,9 @@ struct Inner {
     linker: Linker<HostState>,
     cache_dir: Option<PathBuf>,
     budget: Arc<Budget>,
+    /// The engine's epoch as the epoch thread advances it, readable by host
+    /// functions (wasmtime does not expose its own counter).
+    epochs: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -48,6 +51,8 @@ pub(crate) struct Compiled {
     pub cached: bool,
     /// The host's memory budget its instances draw from.
     pub budget: Arc<Budget>,
+    /// The engine's epoch counter (see [`WasmEngine`]).
+    pub epochs: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl WasmEngine {
@@ -69,11 +74,14 @@ impl WasmEngine {
         // Deadlines are counted in epochs; one thread advances them for all
         // stores, and stops when the engine is gone.
         let weak = engine.weak();
+        let epochs = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let ticks = epochs.clone();
         std::thread::Builder::new()
             .name("wasm-epoch".into())
             .spawn(move || {
                 while let Some(engine) = weak.upgrade() {
                     engine.increment_epoch();
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     drop(engine);
                     std::thread::sleep(EPOCH_TICK);
                 }
@@ -89,6 +97,7 @@ impl WasmEngine {
                 linker,
                 cache_dir,
                 budget: Arc::new(Budget::new(Budget::default_limit())),
+                epochs,
             }),
         })
     }
@@ -172,6 +181,7 @@ impl WasmEngine {
             sha256,
             cached,
             budget: self.inner.budget.clone(),
+            epochs: self.inner.epochs.clone(),
         })
     }
 

@@ -97,8 +97,11 @@ pub struct HostState {
     pub(crate) seed: u64,
     pub(crate) pod: Option<Arc<PodInfo>>,
     pub(crate) nodes: Vec<Arc<NodeInfo>>,
-    /// When the call in progress must end.
-    pub(crate) deadline: Option<std::time::Instant>,
+    /// The engine's epoch after which the call in progress must end: the
+    /// same clock as wasmtime's epoch interruption, so guest code and host
+    /// functions are held to one deadline.
+    pub(crate) deadline: Option<u64>,
+    pub(crate) epochs: Arc<std::sync::atomic::AtomicU64>,
     /// Host calls since the clock was last read.
     since_check: std::cell::Cell<u32>,
     stats: Arc<PluginStats>,
@@ -111,6 +114,7 @@ impl HostState {
         budget: Arc<Budget>,
         seed: u64,
         stats: Arc<PluginStats>,
+        epochs: Arc<std::sync::atomic::AtomicU64>,
     ) -> Self {
         Self {
             limits: Limiter::new(memory_cap, budget),
@@ -119,6 +123,7 @@ impl HostState {
             pod: None,
             nodes: Vec::new(),
             deadline: None,
+            epochs,
             since_check: std::cell::Cell::new(0),
             stats,
         }
@@ -126,7 +131,7 @@ impl HostState {
 
     /// Fails once the call's deadline has passed: every host function
     /// checks it, so a guest calling the host in a loop is stopped too. The
-    /// clock is read every 16th cheap call (each does bounded work) and on
+    /// epoch is read every 16th cheap call (each does bounded work) and on
     /// every call whose work grows with the batch ([`HostState::check_now`]).
     fn check(&self) -> wasmtime::Result<()> {
         let n = self.since_check.get() + 1;
@@ -140,7 +145,7 @@ impl HostState {
     fn check_now(&self) -> wasmtime::Result<()> {
         self.since_check.set(0);
         match self.deadline {
-            Some(d) if std::time::Instant::now() > d => Err(DeadlineExceeded.into()),
+            Some(d) if self.epochs.load(std::sync::atomic::Ordering::Relaxed) > d => Err(DeadlineExceeded.into()),
             _ => Ok(()),
         }
     }

@@ -215,7 +215,14 @@ fn instantiate(
     within: std::time::Duration,
     stats: Arc<PluginStats>,
 ) -> Result<Instance, CallError> {
-    let state = HostState::new(name, limits.memory_bytes, compiled.budget.clone(), seed, stats);
+    let state = HostState::new(
+        name,
+        limits.memory_bytes,
+        compiled.budget.clone(),
+        seed,
+        stats,
+        compiled.epochs.clone(),
+    );
     let mut store = Store::new(compiled.pre.engine(), state);
     store.limiter(|s| &mut s.limits);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
@@ -240,7 +247,9 @@ pub const INIT_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5)
 fn set_deadline(store: &mut Store<HostState>, d: std::time::Duration) {
     let ticks = d.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64 + 1;
     store.set_epoch_deadline(ticks);
-    store.data_mut().deadline = Some(std::time::Instant::now() + d);
+    let data = store.data_mut();
+    let now = data.epochs.load(Ordering::Relaxed);
+    data.deadline = Some(now + ticks);
 }
 
 fn classify(e: wasmtime::Error, limits: &Limits) -> CallError {
