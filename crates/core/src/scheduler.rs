@@ -143,11 +143,7 @@ impl Scheduler {
     }
 
     fn framework_index(&self, scheduler_name: &str) -> Option<usize> {
-        match self.frameworks.iter().position(|f| f.profile == scheduler_name) {
-            Some(i) => Some(i),
-            None if self.responsibility == Responsibility::AllPods => Some(0),
-            None => None,
-        }
+        profile_index(&self.frameworks, self.responsibility, scheduler_name)
     }
 
     /// Whether a pod with this `schedulerName` is ours.
@@ -159,13 +155,10 @@ impl Scheduler {
     /// plugin that rejected them says the change may help.
     pub fn on_node(&mut self, node: &Node, now: Instant) -> Result<(), ModelError> {
         let data = NodeData::from_node(node)?;
-        let old = self.cache.node(&data.name).map(|n| n.node.clone());
+        let name = data.name.clone();
+        let old = self.cache.node(&name).map(|n| n.node.clone());
         self.cache.upsert_node(data);
-        let new = self
-            .cache
-            .node(&node_name(node))
-            .map(|n| n.node.clone())
-            .expect("just added");
+        let new = self.cache.node(&name).map(|n| n.node.clone()).expect("just added");
         match old {
             None => self.requeue_for(&Change::NodeAdded(&new), now),
             Some(old) => {
@@ -269,16 +262,16 @@ impl Scheduler {
             } else {
                 single_bits(action)
             };
+            let regs = self
+                .framework_index(&info.scheduler_name)
+                .map(|fi| &self.registrations[fi]);
             let worth = actions.into_iter().any(|a| {
-                self.worth_requeuing(
-                    &info,
-                    self.queue.rejectors(&info.key),
-                    &Change::PodUpdated {
-                        old: &old,
-                        new: &info,
-                        action: a,
-                    },
-                )
+                let change = Change::PodUpdated {
+                    old: &old,
+                    new: &info,
+                    action: a,
+                };
+                regs.is_some_and(|r| worth_requeuing(r, &info, self.queue.rejectors(&info.key), &change))
             });
             if worth {
                 self.queue.move_one(&info.key, now);
@@ -299,27 +292,6 @@ impl Scheduler {
         }
     }
 
-    /// Whether any plugin that rejected `pod` (all of them: `rejectors`
-    /// empty) registered for `change` and says it may help.
-    fn worth_requeuing(&self, pod: &PodInfo, rejectors: &[String], change: &Change<'_>) -> bool {
-        let (resource, action) = change.event();
-        let Some(fi) = self.framework_index(&pod.scheduler_name) else {
-            return false;
-        };
-        let regs = &self.registrations[fi];
-        if rejectors.is_empty() {
-            return regs
-                .values()
-                .any(|r| r.events.iter().any(|e| e.matches(resource, action)));
-        }
-        rejectors.iter().any(|name| {
-            regs.get(name).is_none_or(|r| {
-                r.events.iter().any(|e| e.matches(resource, action))
-                    && r.plugin.queueing_hint(pod, change) == QueueingHint::Queue
-            })
-        })
-    }
-
     /// A cluster change: moves the unschedulable pods it may help.
     fn requeue_for(&mut self, change: &Change<'_>, now: Instant) {
         let (resource, action) = change.event();
@@ -331,21 +303,17 @@ impl Scheduler {
         if !interesting {
             return;
         }
-        let Scheduler { queue, .. } = self;
-        let mut moved = Vec::new();
+        let Scheduler {
+            queue,
+            frameworks,
+            registrations,
+            responsibility,
+            ..
+        } = self;
         queue.move_matching(now, |qp, rejectors| {
-            moved.push((qp.pod.clone(), rejectors.to_vec()));
-            false
+            profile_index(frameworks, *responsibility, &qp.pod.scheduler_name)
+                .is_some_and(|fi| worth_requeuing(&registrations[fi], &qp.pod, rejectors, change))
         });
-        // Decide outside the queue's borrow, then move.
-        let worth: Vec<String> = moved
-            .into_iter()
-            .filter(|(pod, rejectors)| self.worth_requeuing(pod, rejectors, change))
-            .map(|(pod, _)| pod.key.clone())
-            .collect();
-        for key in worth {
-            self.queue.move_one(&key, now);
-        }
     }
 
     /// Takes the next pod from the queue through one scheduling cycle. On
@@ -459,8 +427,36 @@ impl Scheduler {
     }
 }
 
-fn node_name(node: &Node) -> String {
-    node.metadata.name.clone().unwrap_or_default()
+/// The profile that schedules pods naming `scheduler_name`.
+fn profile_index(frameworks: &[Framework], responsibility: Responsibility, scheduler_name: &str) -> Option<usize> {
+    match frameworks.iter().position(|f| f.profile == scheduler_name) {
+        Some(i) => Some(i),
+        None if responsibility == Responsibility::AllPods => Some(0),
+        None => None,
+    }
+}
+
+/// Whether any plugin of the pod's profile (`regs`) that rejected `pod`
+/// (all of them: `rejectors` empty) registered for `change` and says it may
+/// help.
+fn worth_requeuing(
+    regs: &HashMap<String, Registration>,
+    pod: &PodInfo,
+    rejectors: &[String],
+    change: &Change<'_>,
+) -> bool {
+    let (resource, action) = change.event();
+    if rejectors.is_empty() {
+        return regs
+            .values()
+            .any(|r| r.events.iter().any(|e| e.matches(resource, action)));
+    }
+    rejectors.iter().any(|name| {
+        regs.get(name).is_none_or(|r| {
+            r.events.iter().any(|e| e.matches(resource, action))
+                && r.plugin.queueing_hint(pod, change) == QueueingHint::Queue
+        })
+    })
 }
 
 /// Each bit of an action on its own.
