@@ -84,7 +84,7 @@ impl Action {
 impl BitOr for Action {
     type Output = Action;
     fn bitor(self, rhs: Action) -> Action {
-        Action(self.0 | rhs.0)
+        self.union(rhs)
     }
 }
 

@@ -188,4 +188,31 @@ mod tests {
         NodeAffinity.normalize_scores(&st, &p, &mut scores);
         assert_eq!(scores, [100, 25, 0]);
     }
+
+    #[test]
+    fn queueing_hint_a_node_that_starts_matching() {
+        let p = pod(json!({"containers": [], "nodeSelector": {"disk": "ssd"}}));
+        let hdd = node("n", json!({"disk": "hdd"}), json!({}), json!({}));
+        let ssd = node("n", json!({"disk": "ssd"}), json!({}), json!({}));
+        let upd = |old: &NodeInfo, new: &NodeInfo| {
+            NodeAffinity.queueing_hint(
+                &p,
+                &Change::NodeUpdated {
+                    old: &old.node,
+                    new: &new.node,
+                    action: Action::UPDATE_NODE_LABEL,
+                },
+            )
+        };
+        assert_eq!(upd(&hdd, &ssd), QueueingHint::Queue);
+        assert_eq!(upd(&ssd, &ssd), QueueingHint::Skip, "it matched before");
+        assert_eq!(
+            NodeAffinity.queueing_hint(&p, &Change::NodeAdded(&hdd.node)),
+            QueueingHint::Skip
+        );
+        assert_eq!(
+            NodeAffinity.queueing_hint(&p, &Change::NodeAdded(&ssd.node)),
+            QueueingHint::Queue
+        );
+    }
 }

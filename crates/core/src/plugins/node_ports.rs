@@ -111,4 +111,19 @@ mod tests {
                 .is_skip()
         );
     }
+
+    #[test]
+    fn queueing_hint_a_pod_leaving_that_held_the_port() {
+        let wants = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}));
+        let holder = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 8080}]}]}));
+        let other = pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 80, "hostPort": 9090}]}]}));
+        assert_eq!(
+            NodePorts.queueing_hint(&wants, &Change::AssignedPodDeleted(&holder)),
+            QueueingHint::Queue
+        );
+        assert_eq!(
+            NodePorts.queueing_hint(&wants, &Change::AssignedPodDeleted(&other)),
+            QueueingHint::Skip
+        );
+    }
 }

@@ -10,7 +10,7 @@ use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
-use crate::resources::{ResourceKey, is_extended_resource_name};
+use crate::resources::{ResourceKey, Resources, is_extended_resource_name};
 
 /// A resource considered in scoring, with its weight.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -274,6 +274,17 @@ impl NodeResourcesFit {
     }
 }
 
+/// Whether `after` has more than `before` of some resource `req` asks for.
+fn more_of_requested(req: &Resources, before: &Resources, after: &Resources) -> bool {
+    (req.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
+        || (req.memory > 0 && after.memory > before.memory)
+        || (req.ephemeral_storage > 0 && after.ephemeral_storage > before.ephemeral_storage)
+        || req
+            .scalar
+            .iter()
+            .any(|(k, v)| *v > 0 && after.scalar_get(k) > before.scalar_get(k))
+}
+
 fn scalar_reasons(pod: &PodInfo) -> Vec<Reason> {
     pod.requests
         .requests
@@ -328,28 +339,14 @@ impl Plugin for NodeResourcesFit {
         let req = &pod.requests.requests;
         let queue = match change {
             Change::AssignedPodDeleted(_) => true,
+            // The pod's usage shrank: room grew by old − new.
             Change::AssignedPodScaledDown { old, new } => {
-                let (o, n) = (&old.requests.requests, &new.requests.requests);
-                (req.milli_cpu > 0 && n.milli_cpu < o.milli_cpu)
-                    || (req.memory > 0 && n.memory < o.memory)
-                    || (req.ephemeral_storage > 0 && n.ephemeral_storage < o.ephemeral_storage)
-                    || req
-                        .scalar
-                        .iter()
-                        .any(|(k, v)| *v > 0 && n.scalar_get(k) < o.scalar_get(k))
+                more_of_requested(req, &new.requests.requests, &old.requests.requests)
             }
             Change::NodeAdded(n) => self.fits_empty(pod, n),
             Change::NodeUpdated { old, new, .. } => {
                 let (o, n) = (&old.allocatable, &new.allocatable);
-                self.fits_empty(pod, new)
-                    && (n.pods > o.pods
-                        || (req.milli_cpu > 0 && n.milli_cpu > o.milli_cpu)
-                        || (req.memory > 0 && n.memory > o.memory)
-                        || (req.ephemeral_storage > 0 && n.ephemeral_storage > o.ephemeral_storage)
-                        || req
-                            .scalar
-                            .iter()
-                            .any(|(k, v)| *v > 0 && n.scalar_get(k) > o.scalar_get(k)))
+                self.fits_empty(pod, new) && (n.pods > o.pods || more_of_requested(req, o, n))
             }
             Change::PodUpdated { .. } => false,
         };
@@ -538,5 +535,44 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e, "scoringStrategy.resources[0].weight: 0 is not in 1..=100");
+    }
+
+    #[test]
+    fn queueing_hints_ask_for_more_of_what_the_pod_requests() {
+        let p = fit(json!({}));
+        let pod = pod_req("2", "1Gi");
+        let small = node_alloc("n", "1", "8Gi");
+        let more_memory = node_alloc("n", "1", "16Gi");
+        let more_cpu = node_alloc("n", "4", "8Gi");
+        let hint = |old: &NodeInfo, new: &NodeInfo| {
+            p.queueing_hint(
+                &pod,
+                &Change::NodeUpdated {
+                    old: &old.node,
+                    new: &new.node,
+                    action: Action::UPDATE_NODE_ALLOCATABLE,
+                },
+            )
+        };
+        assert_eq!(hint(&small, &more_memory), QueueingHint::Skip, "still too little cpu");
+        assert_eq!(hint(&small, &more_cpu), QueueingHint::Queue);
+        assert_eq!(hint(&more_cpu, &small), QueueingHint::Skip, "shrank");
+        let big = Arc::new(pod_req("3", "1Gi"));
+        let smaller_mem = Arc::new(pod_req("3", "512Mi"));
+        let smaller_cpu = Arc::new(pod_req("1", "1Gi"));
+        let scaled = |old: &PodInfo, new: &PodInfo| p.queueing_hint(&pod, &Change::AssignedPodScaledDown { old, new });
+        assert_eq!(scaled(&big, &smaller_cpu), QueueingHint::Queue);
+        let cpu_only = pod_req("1", "0");
+        assert_eq!(
+            p.queueing_hint(
+                &cpu_only,
+                &Change::AssignedPodScaledDown {
+                    old: &big,
+                    new: &smaller_mem
+                }
+            ),
+            QueueingHint::Skip,
+            "freed memory the pod does not ask for"
+        );
     }
 }

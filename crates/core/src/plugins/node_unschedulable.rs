@@ -77,4 +77,28 @@ mod tests {
         assert!(p.filter(&st, &plain, &open).is_success());
         assert!(p.filter(&st, &tolerant, &cordoned).is_success());
     }
+
+    #[test]
+    fn queueing_hint_a_node_uncordoned() {
+        let p = NodeUnschedulable::default();
+        let plain = pod(json!({"containers": []}));
+        let cordoned = node("a", json!({}), json!({"unschedulable": true}), json!({}));
+        let open = node("a", json!({}), json!({}), json!({}));
+        let upd = |old: &NodeInfo, new: &NodeInfo| {
+            p.queueing_hint(
+                &plain,
+                &Change::NodeUpdated {
+                    old: &old.node,
+                    new: &new.node,
+                    action: crate::events::Action::UPDATE_NODE_TAINT,
+                },
+            )
+        };
+        assert_eq!(upd(&cordoned, &open), QueueingHint::Queue);
+        assert_eq!(upd(&open, &cordoned), QueueingHint::Skip);
+        assert_eq!(
+            p.queueing_hint(&plain, &Change::NodeAdded(&cordoned.node)),
+            QueueingHint::Skip
+        );
+    }
 }

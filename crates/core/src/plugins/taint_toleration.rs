@@ -148,4 +148,37 @@ mod tests {
         TaintToleration.normalize_scores(&st, &p, &mut scores);
         assert_eq!(scores, [100, 50, 0]);
     }
+
+    #[test]
+    fn queueing_hint_a_taint_removed() {
+        let p = pod(json!({"containers": []}));
+        let tainted = node(
+            "a",
+            json!({}),
+            json!({"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}),
+            json!({}),
+        );
+        let soft = node(
+            "a",
+            json!({}),
+            json!({"taints": [{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]}),
+            json!({}),
+        );
+        let upd = |old: &NodeInfo, new: &NodeInfo| {
+            TaintToleration.queueing_hint(
+                &p,
+                &Change::NodeUpdated {
+                    old: &old.node,
+                    new: &new.node,
+                    action: Action::UPDATE_NODE_TAINT,
+                },
+            )
+        };
+        assert_eq!(upd(&tainted, &soft), QueueingHint::Queue);
+        assert_eq!(upd(&soft, &tainted), QueueingHint::Skip);
+        assert_eq!(
+            TaintToleration.queueing_hint(&p, &Change::NodeAdded(&tainted.node)),
+            QueueingHint::Skip
+        );
+    }
 }
