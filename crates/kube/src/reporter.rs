@@ -96,6 +96,25 @@ pub(crate) enum Report {
     },
 }
 
+impl Report {
+    /// A failed attempt for `pod` as the attempt saw it: the condition
+    /// patch is conditioned on that version of the pod.
+    pub fn failed(pod: &Pod, profile: &str, reason: &'static str, message: String) -> Self {
+        Report::Failed {
+            pod: PodRef {
+                namespace: pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                name: pod.metadata.name.clone().unwrap_or_default(),
+                uid: pod.metadata.uid.clone().unwrap_or_default(),
+            },
+            profile: profile.to_owned(),
+            reason,
+            message,
+            resource_version: pod.metadata.resource_version.clone().unwrap_or_default(),
+            seen: SeenCondition::of(pod),
+        }
+    }
+}
+
 /// Longest note an event may carry (the API server refuses more).
 const NOTE_LIMIT: usize = 1024;
 

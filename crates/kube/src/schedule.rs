@@ -22,7 +22,7 @@ use wasmsched_core::scheduler::Scheduler;
 use crate::binder::{BindJob, BindOutcome, BindResult};
 use crate::daemon::Status;
 use crate::leader::Leadership;
-use crate::reporter::{PodRef, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report, SeenCondition};
+use crate::reporter::{PodRef, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report};
 
 /// What the scheduling thread is told.
 #[derive(Debug)]
@@ -73,9 +73,7 @@ impl Loop {
     fn may_schedule(&self) -> bool {
         self.synced == (true, true) && self.leadership.is_leading()
     }
-}
 
-impl Loop {
     fn report(&self, r: Report) {
         if self.ch.reports.try_send(r).is_err() {
             self.status.metrics.reports_dropped.fetch_add(1, Ordering::Relaxed);
@@ -142,18 +140,7 @@ impl Loop {
         if !pending || !self.sched.is_responsible(profile) || !self.leadership.is_leading() {
             return;
         }
-        self.report(Report::Failed {
-            pod: PodRef {
-                namespace: p.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-                name: p.metadata.name.clone().unwrap_or_default(),
-                uid: p.metadata.uid.clone().unwrap_or_default(),
-            },
-            profile: profile.to_owned(),
-            reason: REASON_UNSCHEDULABLE,
-            message: error.to_owned(),
-            resource_version: p.metadata.resource_version.clone().unwrap_or_default(),
-            seen: SeenCondition::of(p),
-        });
+        self.report(Report::failed(p, profile, REASON_UNSCHEDULABLE, error.to_owned()));
     }
 
     fn outcome(&mut self, BindOutcome { job, result }: BindOutcome) {
@@ -180,23 +167,18 @@ impl Loop {
             BindResult::Failed(why) => {
                 tracing::warn!(pod = %key, error = %why, "binding failed; the pod is retried after backoff");
                 self.sched.binding_finished(&key, &job.uid, false, now);
+                // (The queue may already hold another pod of that name.)
                 if self.leadership.is_leading()
-                    && let Some(q) = self.sched.queue.get(&key)
+                    && let Some(q) = self.sched.queue.get(&key).filter(|q| q.pod.uid == job.uid)
                 {
                     // kube-scheduler reports a failed binding as a SchedulerError.
-                    let pod = q.pod.clone();
-                    self.report(Report::Failed {
-                        pod: PodRef {
-                            namespace: job.namespace,
-                            name: job.name,
-                            uid: job.uid,
-                        },
-                        profile: job.profile,
-                        reason: REASON_SCHEDULER_ERROR,
-                        message: format!("running Bind plugin \"DefaultBinder\": {why}"),
-                        resource_version: pod.object.metadata.resource_version.clone().unwrap_or_default(),
-                        seen: SeenCondition::of(&pod.object),
-                    });
+                    let report = Report::failed(
+                        &q.pod.object,
+                        &job.profile,
+                        REASON_SCHEDULER_ERROR,
+                        format!("running Bind plugin \"DefaultBinder\": {why}"),
+                    );
+                    self.report(report);
                 }
             }
         }
@@ -246,18 +228,7 @@ impl Loop {
                     tracing::warn!(pod = %pod.key, error = %msg, "error scheduling pod; retrying");
                 }
                 self.status.metrics.attempt(&attempt.profile, result, took);
-                self.report(Report::Failed {
-                    pod: PodRef {
-                        namespace: pod.namespace.clone(),
-                        name: pod.name.clone(),
-                        uid: pod.uid.clone(),
-                    },
-                    profile: attempt.profile.clone(),
-                    reason,
-                    message: e.to_string(),
-                    resource_version: pod.object.metadata.resource_version.clone().unwrap_or_default(),
-                    seen: SeenCondition::of(&pod.object),
-                });
+                self.report(Report::failed(&pod.object, &attempt.profile, reason, e.to_string()));
             }
         }
         true
