@@ -464,7 +464,8 @@ fn single_bits(action: Action) -> Vec<Action> {
     action.each().collect()
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+/// The message of a caught panic (`panic!` with a literal or a format).
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<&str>()
         .map(|s| (*s).to_owned())
         .or_else(|| p.downcast_ref::<String>().cloned())

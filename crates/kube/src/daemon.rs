@@ -139,11 +139,7 @@ pub(crate) fn spawn_supervised(
         if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
             leadership.step_down();
             status.alive.store(false, Ordering::Relaxed);
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".into());
+            let msg = wasmsched_core::scheduler::panic_message(&*panic);
             tracing::error!(error = %msg, "the scheduling thread died");
             let _ = died_tx.send(msg);
         }
