@@ -71,7 +71,7 @@ pub struct Status {
 }
 
 impl Status {
-    fn new(plugins: Option<Arc<wasmsched_wasm::PluginHost>>) -> Self {
+    pub(crate) fn new(plugins: Option<Arc<wasmsched_wasm::PluginHost>>) -> Self {
         Self {
             metrics: Metrics::default(),
             nodes_synced: AtomicBool::new(false),
@@ -79,11 +79,6 @@ impl Status {
             alive: AtomicBool::new(true),
             plugins,
         }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn for_tests() -> Self {
-        Self::new(None)
     }
 
     /// Ready: both caches synced (and plugins loaded, which happens before start).

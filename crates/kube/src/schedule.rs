@@ -341,7 +341,7 @@ mod tests {
         let (_outcome_tx, outcomes) = mpsc::unbounded_channel();
         let (jobs_tx, mut jobs) = mpsc::channel(8);
         let (reports_tx, _reports) = mpsc::channel(8);
-        let status = Arc::new(Status::for_tests());
+        let status = Arc::new(Status::new(None));
         let leadership = Arc::new(Leadership::default());
         leadership.lead_forever();
         let sched = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
