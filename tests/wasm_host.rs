@@ -666,6 +666,15 @@ fn hostile_host_calls_are_bounded_in_time_and_memory() {
     assert!(took < Duration::from_millis(500), "{took:?}");
     assert!(r.is_err(), "the flood runs past the deadline");
     assert!(l.stats().logs_dropped.load(Ordering::Relaxed) > 1000);
+    // A reason goes into events and the pod's condition: it is cut.
+    let (r, _, _) = call("long-reason");
+    let rs = r.unwrap();
+    assert_eq!(rs.len(), 1);
+    assert!(
+        rs[0].reason.len() <= 256 && rs[0].reason.ends_with(" ..."),
+        "{} bytes",
+        rs[0].reason.len()
+    );
     let (r, _, _) = call("bad-index");
     assert_eq!(
         r.unwrap_err(),

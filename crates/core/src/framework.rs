@@ -7,7 +7,7 @@ mod cycle;
 mod status;
 
 pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
-pub use status::{Code, Reason, Status};
+pub use status::{Code, Reason, Status, truncate_message};
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -19,6 +19,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::daemon::Status;
+use wasmsched_core::framework::truncate_message;
 
 /// kube-scheduler's condition reasons.
 pub(crate) const REASON_UNSCHEDULABLE: &str = "Unschedulable";
@@ -118,18 +119,6 @@ impl Report {
 /// Longest note an event may carry (the API server refuses more).
 const NOTE_LIMIT: usize = 1024;
 
-/// kube-scheduler's `truncateMessage`: the first `max - 4` bytes and " ...".
-fn truncate(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_owned();
-    }
-    let mut end = max.saturating_sub(4);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{} ...", &s[..end])
-}
-
 /// Writes reports until the channel closes. API calls are bounded by
 /// `timeout`; a failed write is logged and dropped (the next attempt
 /// reports again).
@@ -163,7 +152,7 @@ pub(crate) async fn run(
                 let ev = Event {
                     type_: EventType::Normal,
                     reason: "Scheduled".into(),
-                    note: Some(truncate(&note, NOTE_LIMIT)),
+                    note: Some(truncate_message(note, NOTE_LIMIT)),
                     action: "Binding".into(),
                     secondary: None,
                 };
@@ -183,7 +172,7 @@ pub(crate) async fn run(
                 let ev = Event {
                     type_: EventType::Warning,
                     reason: "FailedScheduling".into(),
-                    note: Some(truncate(&message, NOTE_LIMIT)),
+                    note: Some(truncate_message(message.clone(), NOTE_LIMIT)),
                     action: "Scheduling".into(),
                     secondary: None,
                 };
@@ -358,9 +347,9 @@ mod tests {
     #[test]
     fn notes_are_truncated_as_kube_scheduler_does() {
         let long = "x".repeat(2000);
-        let t = truncate(&long, NOTE_LIMIT);
+        let t = truncate_message(long, NOTE_LIMIT);
         assert_eq!(t.len(), NOTE_LIMIT);
         assert!(t.ends_with(" ..."));
-        assert_eq!(truncate("short", NOTE_LIMIT), "short");
+        assert_eq!(truncate_message("short".into(), NOTE_LIMIT), "short");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Deserialize;
-use wasmsched_core::framework::{Code, CycleState, Points, Status};
+use wasmsched_core::framework::{Code, CycleState, Points, Status, truncate_message};
 use wasmsched_core::{NodeInfo, Plugin, PodInfo, Snapshot};
 use wasmtime::component::Resource;
 use wasmtime::{Store, Trap};
@@ -39,6 +39,14 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Failure policy.
     pub failure_policy: FailurePolicy,
+}
+
+impl Limits {
+    /// How long loading an instance (start and `configure`) may take off
+    /// the scheduling path: [`INIT_DEADLINE`], or the call deadline if longer.
+    pub fn load_deadline(&self) -> std::time::Duration {
+        self.timeout.max(INIT_DEADLINE)
+    }
 }
 
 impl Default for Limits {
@@ -116,16 +124,8 @@ pub enum CallError {
 /// pod's condition).
 pub const MAX_REASON_BYTES: usize = 256;
 
-fn truncate_reason(mut r: String) -> String {
-    if r.len() > MAX_REASON_BYTES {
-        let mut end = MAX_REASON_BYTES - 4;
-        while !r.is_char_boundary(end) {
-            end -= 1;
-        }
-        r.truncate(end);
-        r.push_str(" ...");
-    }
-    r
+fn truncate_reason(r: String) -> String {
+    truncate_message(r, MAX_REASON_BYTES)
 }
 
 /// Most nodes in one Filter or Score call: a call's deadline bounds the work
@@ -196,14 +196,14 @@ impl std::fmt::Debug for Loaded {
 
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
-    let within = limits.timeout.max(INIT_DEADLINE);
+    let within = limits.load_deadline();
     let mut inst = instantiate(compiled, "?".into(), limits, 0, within, Arc::default())
         .map_err(|e| LoadError::Instantiate(e.to_string()))?;
     set_deadline(&mut inst.store, within);
     inst.bindings
         .wasmsched_plugin_plugin()
         .call_metadata(&mut inst.store)
-        .map_err(|e| LoadError::Instantiate(classify(e, limits).to_string()))
+        .map_err(|e| LoadError::Instantiate(classify(e, limits, within).to_string()))
 }
 
 /// Creates an instance (its start function runs within `within`).
@@ -230,10 +230,7 @@ fn instantiate(
     let bindings = compiled
         .pre
         .instantiate(&mut store)
-        .map_err(|e| match classify(e, limits) {
-            CallError::Timeout(_) => CallError::Timeout(within),
-            other => other,
-        })?;
+        .map_err(|e| classify(e, limits, within))?;
     Ok(Instance { store, bindings })
 }
 
@@ -252,9 +249,10 @@ fn set_deadline(store: &mut Store<HostState>, d: std::time::Duration) {
     data.deadline = Some(now + ticks);
 }
 
-fn classify(e: wasmtime::Error, limits: &Limits) -> CallError {
+/// What went wrong in a call that had `within` to run.
+fn classify(e: wasmtime::Error, limits: &Limits, within: std::time::Duration) -> CallError {
     if e.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || e.downcast_ref::<DeadlineExceeded>().is_some() {
-        return CallError::Timeout(limits.timeout);
+        return CallError::Timeout(within);
     }
     match e.downcast_ref::<LimitExceeded>() {
         Some(LimitExceeded::Memory(mib)) => return CallError::OutOfMemory(*mib),
@@ -307,7 +305,7 @@ impl Loaded {
             needs_spare: std::sync::atomic::AtomicBool::new(true),
             refilling: Default::default(),
         };
-        let within = loaded.limits.timeout.max(INIT_DEADLINE);
+        let within = loaded.limits.load_deadline();
         let inst = loaded.fresh(within).map_err(|e| match e {
             CallError::Plugin(m) => LoadError::Configure(m),
             other => LoadError::Instantiate(other.to_string()),
@@ -360,7 +358,7 @@ impl Loaded {
         let spawned = std::thread::Builder::new()
             .name(format!("wasm-spare-{}", self.name))
             .spawn(move || {
-                let within = me.limits.timeout.max(INIT_DEADLINE);
+                let within = me.limits.load_deadline();
                 while me.pooled() < warm_instances() && me.backing_off().is_none() {
                     match me.fresh(within) {
                         Ok(inst) => me.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst),
@@ -433,10 +431,7 @@ impl Loaded {
         let plugin = inst.bindings.wasmsched_plugin_plugin();
         plugin
             .call_configure(&mut inst.store, &self.args)
-            .map_err(|e| match classify(e, &self.limits) {
-                CallError::Timeout(_) => CallError::Timeout(within),
-                other => other,
-            })?
+            .map_err(|e| classify(e, &self.limits, within))?
             .map_err(CallError::Plugin)?;
         Ok(inst)
     }
@@ -493,7 +488,7 @@ impl Loaded {
                 })
             }
             Err(e) => {
-                let err = classify(e, &self.limits);
+                let err = classify(e, &self.limits, self.limits.timeout);
                 self.needs_spare.store(true, Ordering::Release);
                 self.failed(&err);
                 let counter = match err {

@@ -4,6 +4,22 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+/// Cuts a message to at most `max` bytes the way kube-scheduler's
+/// `truncateMessage` does: the first `max - 4` bytes (on a character
+/// boundary) and ` ...`. Shorter messages are returned as they are.
+pub fn truncate_message(mut s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max.saturating_sub(4);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push_str(" ...");
+    s
+}
+
 /// One reason of a status: a static string, or a shared one (cloning is a
 /// reference count, never a copy), so rejecting a node allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,7 +15,8 @@
 //! - `giant-names`: asks `image-bytes` for 1.5 million empty names;
 //! - `log-flood`: logs 100 000 lines with forged newlines, and one of 30 MiB;
 //! - `host-loop`: calls a host function in a loop forever;
-//! - `bad-index`: Filter rejects node index 2^32 - 512.
+//! - `bad-index`: Filter rejects node index 2^32 - 512;
+//! - `long-reason`: Filter rejects node 0 with a reason of 100 000 bytes.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -130,6 +131,13 @@ impl Guest for Misbehave {
                 let names = vec![String::new(); 1_500_000];
                 core::hint::black_box(nodes.image_bytes(&names));
                 return Ok(Vec::new());
+            }
+            "long-reason" => {
+                return Ok(vec![Rejection {
+                    index: 0,
+                    code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
+                    reason: "é".repeat(50_000),
+                }]);
             }
             "bad-index" => {
                 return Ok(vec![Rejection {
