@@ -458,43 +458,33 @@ impl PluginHost {
             .iter()
             .map(|(p, f)| (p.clone(), (f.sha256.clone(), f.rejected.is_some())))
             .collect();
-        let hashes: BTreeMap<&PathBuf, String> = present
+        let hashes: BTreeMap<PathBuf, String> = present
             .iter()
-            .filter_map(|(p, b)| b.as_ref().ok().map(|b| (p, crate::sha256_hex(b))))
+            .filter_map(|(p, b)| b.as_ref().ok().map(|b| (p.clone(), crate::sha256_hex(b))))
             .collect();
-        let dir_changed = !removed_files.is_empty()
-            || hashes
-                .iter()
-                .any(|(p, sha)| known.get(*p).is_none_or(|(k, _)| k != sha));
+        let dir_changed =
+            !removed_files.is_empty() || hashes.iter().any(|(p, sha)| known.get(p).is_none_or(|(k, _)| k != sha));
         let mut changed = Vec::new();
-        for (path, bytes) in &present {
+        for (path, bytes) in present {
             let bytes = match bytes {
                 Ok(b) => b,
                 Err(e) => {
-                    if known.get(path).is_none_or(|(_, rejected)| !rejected) {
-                        self.reject(&mut report, path, &e.to_string());
+                    if known.get(&path).is_none_or(|(_, rejected)| !rejected) {
+                        self.reject(&mut report, &path, &e.to_string());
                     }
-                    let mut inner = self.lock();
-                    let prev = inner.files.remove(path).and_then(|f| f.plugin);
-                    inner.files.insert(
-                        path.clone(),
-                        FileEntry {
-                            sha256: String::new(),
-                            plugin: prev,
-                            rejected: Some(e.to_string()),
-                        },
-                    );
+                    Self::refused(&mut self.lock(), path, String::new(), e.to_string());
                     continue;
                 }
             };
-            let sha = hashes[path].clone();
-            if let Some((k, rejected)) = known.get(path)
+            let sha = hashes[&path].clone();
+            if let Some((k, rejected)) = known.get(&path)
                 && *k == sha
                 && !(*rejected && dir_changed)
             {
                 continue;
             }
-            changed.push((path.clone(), sha, self.compile_within(path, bytes.clone())));
+            let outcome = self.compile_within(&path, bytes);
+            changed.push((path, sha, outcome));
         }
         let mut inner = self.lock();
         for (path, sha, outcome) in changed {
@@ -504,15 +494,7 @@ impl PluginHost {
                     // Remember the hash so an unchanged bad file is not retried
                     // until something changes; the previous version (if any)
                     // keeps serving.
-                    let prev = inner.files.remove(&path).and_then(|f| f.plugin);
-                    inner.files.insert(
-                        path,
-                        FileEntry {
-                            sha256: sha,
-                            plugin: prev,
-                            rejected: Some(e.to_string()),
-                        },
-                    );
+                    Self::refused(&mut inner, path, sha, e.to_string());
                 }
                 Ok((compiled, meta)) => {
                     let clash = inner
@@ -561,20 +543,11 @@ impl PluginHost {
                         }
                     }
                     if let Err(why) = ok {
-                        let prev = inner.files.remove(&path).and_then(|f| f.plugin);
-                        if prev.is_none() {
+                        if !Self::refused(&mut inner, path.clone(), sha, why.clone()) {
                             for slot in &slots {
                                 slot.set_missing(format!("{} was refused: {why}", file_name(&path)));
                             }
                         }
-                        inner.files.insert(
-                            path,
-                            FileEntry {
-                                sha256: sha,
-                                plugin: prev,
-                                rejected: Some(why),
-                            },
-                        );
                         continue;
                     }
                     // Every slot accepted the new version: swap them all.
@@ -598,6 +571,23 @@ impl PluginHost {
             }
         }
         report
+    }
+
+    /// Records that the content `sha` of `path` was refused, keeping the
+    /// plugin version the file provided before (it keeps serving); true when
+    /// there was one.
+    fn refused(inner: &mut Inner, path: PathBuf, sha: String, why: String) -> bool {
+        let prev = inner.files.remove(&path).and_then(|f| f.plugin);
+        let had = prev.is_some();
+        inner.files.insert(
+            path,
+            FileEntry {
+                sha256: sha,
+                plugin: prev,
+                rejected: Some(why),
+            },
+        );
+        had
     }
 
     fn reject(&self, report: &mut ScanReport, path: &Path, why: &str) {
