@@ -36,6 +36,33 @@ impl Plugin for Panicky {
     }
 }
 
+type Daemon = tokio::task::JoinHandle<anyhow::Result<Arc<wasmsched_kube::Status>>>;
+
+/// Runs the daemon in process against `s`, one replica (no election),
+/// until the returned sender is used.
+fn start(s: &ApiServer, config: Config, registry: Registry) -> (tokio::sync::oneshot::Sender<()>, Daemon) {
+    let opts = Options {
+        config,
+        registry,
+        plugins: None,
+        seed: 1,
+        identity: "test".into(),
+        leader_election: LeaderElection {
+            enabled: false,
+            ..Default::default()
+        },
+        bind_concurrency: 8,
+        api_timeout: Duration::from_secs(5),
+        admin: None,
+    };
+    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
+        let _ = stopped.await;
+    }));
+    (stop, daemon)
+}
+
 fn condition(p: &Pod) -> Option<(String, String, String)> {
     let c = p
         .status
@@ -77,25 +104,7 @@ async fn a_panic_in_a_cycle_fails_that_pod_and_scheduling_goes_on() {
         "percentageOfNodesToScore: 100\nprofiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    filter:\n      enabled: [{name: Panicky}]\n",
     )
     .unwrap();
-    let opts = Options {
-        config,
-        registry,
-        plugins: None,
-        seed: 1,
-        identity: "test".into(),
-        leader_election: LeaderElection {
-            enabled: false,
-            ..Default::default()
-        },
-        bind_concurrency: 8,
-        api_timeout: Duration::from_secs(5),
-        admin: None,
-    };
-    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
-        let _ = stopped.await;
-    }));
+    let (stop, daemon) = start(&s, config, registry);
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let pods = s.list::<Pod>();
@@ -162,25 +171,7 @@ async fn no_pod_is_placed_before_the_bound_pods_are_known() {
     for i in 0..100 {
         s.create(pod(&format!("z-bound-{i:03}"), Some("only"))).unwrap();
     }
-    let opts = Options {
-        config: Config::default(),
-        registry: Registry::builtin(),
-        plugins: None,
-        seed: 1,
-        identity: "test".into(),
-        leader_election: LeaderElection {
-            enabled: false,
-            ..Default::default()
-        },
-        bind_concurrency: 8,
-        api_timeout: Duration::from_secs(5),
-        admin: None,
-    };
-    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
-        let _ = stopped.await;
-    }));
+    let (stop, daemon) = start(&s, Config::default(), Registry::builtin());
     let deadline = Instant::now() + Duration::from_secs(20);
     let cond = loop {
         let p: Pod = s.get("default", "a-pending").unwrap();

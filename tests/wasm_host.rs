@@ -431,18 +431,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
         "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
     );
     // A component of another world: valid, but it does not export the plugin interface.
-    let dir = temp_dir("world");
-    let wat = dir.join("empty.wat");
-    std::fs::write(&wat, "(component)").unwrap();
-    let other = dir.join("other-world.wasm");
-    let st = std::process::Command::new("wasm-tools")
-        .arg("parse")
-        .arg(&wat)
-        .arg("-o")
-        .arg(&other)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let other = assemble("other-world", "(component)");
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.1.0"), "{m}"),
@@ -534,11 +523,12 @@ fn status_mib(field: &str) -> u64 {
         >> 10
 }
 
-/// Assembles hand-written WebAssembly text with wasm-tools.
-fn wat(text: &str) -> Vec<u8> {
-    let dir = temp_dir("wat");
-    let src = dir.join("m.wat");
-    let out = dir.join("m.wasm");
+/// Assembles WebAssembly text with wasm-tools into a file of a new
+/// directory tagged `tag`.
+fn assemble(tag: &str, text: &str) -> PathBuf {
+    let dir = temp_dir(tag);
+    let src = dir.join(format!("{tag}.wat"));
+    let out = dir.join(format!("{tag}.wasm"));
     std::fs::write(&src, text).unwrap();
     let st = std::process::Command::new("wasm-tools")
         .arg("parse")
@@ -547,8 +537,13 @@ fn wat(text: &str) -> Vec<u8> {
         .arg(&out)
         .status()
         .unwrap();
-    assert!(st.success());
-    std::fs::read(out).unwrap()
+    assert!(st.success(), "{tag}: wasm-tools parse");
+    out
+}
+
+/// Assembles hand-written WebAssembly text.
+fn wat(text: &str) -> Vec<u8> {
+    std::fs::read(assemble("wat", text)).unwrap()
 }
 
 /// A store with the host's limiter, as every plugin instance gets.
@@ -846,7 +841,6 @@ fn links_out_fifos_and_oversized_files_are_refused() {
 /// `edit`, and assembled again: a real toolchain's component with one
 /// hostile change.
 fn hostile_component(tag: &str, edit: impl Fn(&str) -> String) -> PathBuf {
-    let dir = temp_dir(&format!("hostile-{tag}"));
     let printed = std::process::Command::new("wasm-tools")
         .arg("print")
         .arg(guest::misbehave())
@@ -856,18 +850,7 @@ fn hostile_component(tag: &str, edit: impl Fn(&str) -> String) -> PathBuf {
     let text = String::from_utf8(printed.stdout).unwrap();
     let edited = edit(&text);
     assert_ne!(edited, text, "{tag}: the edit changed nothing");
-    let src = dir.join(format!("{tag}.wat"));
-    std::fs::write(&src, edited).unwrap();
-    let out = dir.join(format!("{tag}.wasm"));
-    let st = std::process::Command::new("wasm-tools")
-        .arg("parse")
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success(), "{tag}: wasm-tools parse");
-    out
+    assemble(tag, &edited)
 }
 
 /// Replaces the first core table (or memory) declaration of the guest
