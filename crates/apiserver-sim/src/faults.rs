@@ -166,12 +166,10 @@ impl Faults {
 
     /// Removes every failure and hang rule and the latency.
     pub fn clear(&self) {
-        {
-            let mut s = self.lock();
-            s.rules.clear();
-            s.latency = Duration::ZERO;
-        }
-        self.unhang();
+        let mut s = self.lock();
+        s.rules.clear();
+        s.hangs.clear();
+        s.latency = Duration::ZERO;
     }
 
     /// Delays every request by `latency`.
@@ -213,48 +211,52 @@ impl Faults {
     pub(crate) async fn before(&self, req: RequestInfo<'_>) -> Option<u16> {
         let mut rx = self.paused.subscribe();
         let _ = rx.wait_for(|p| !*p).await;
-        let hung = {
+        let verdict = {
             let mut s = self.lock();
-            let hung = s.hangs.iter().any(|m| m.applies(&req));
-            if hung {
+            if s.hangs.iter().any(|m| m.applies(&req)) {
                 s.held += 1;
+                None
+            } else {
+                Some(Self::fail_or_pass(&mut s, &req))
             }
-            hung
         };
-        if hung {
-            std::future::pending::<()>().await;
-        }
-        let (latency, fail) = {
-            let mut s = self.lock();
-            let mut fail = None;
-            let State { rules, rng, .. } = &mut *s;
-            for rule in rules.iter_mut() {
-                if !rule.matching.applies(&req) {
-                    continue;
-                }
-                if let Some(n) = &mut rule.count {
-                    if *n > 0 {
-                        *n -= 1;
-                        fail = Some(rule.code);
-                        break;
-                    }
-                } else if let Some(f) = rule.fraction
-                    && (rng.next_u64() as f64 / u64::MAX as f64) < f
-                {
-                    fail = Some(rule.code);
-                    break;
-                }
-            }
-            s.rules.retain(|r| r.count != Some(0));
-            if fail.is_some() {
-                s.injected += 1;
-            }
-            (s.latency, fail)
+        // A hung request is never answered: the client gives up, or the
+        // server stops.
+        let Some((latency, fail)) = verdict else {
+            return std::future::pending().await;
         };
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
         fail
+    }
+
+    /// The latency and the failure code (if any) the rules give `req`.
+    fn fail_or_pass(s: &mut State, req: &RequestInfo<'_>) -> (Duration, Option<u16>) {
+        let mut fail = None;
+        let State { rules, rng, .. } = &mut *s;
+        for rule in rules.iter_mut() {
+            if !rule.matching.applies(req) {
+                continue;
+            }
+            if let Some(n) = &mut rule.count {
+                if *n > 0 {
+                    *n -= 1;
+                    fail = Some(rule.code);
+                    break;
+                }
+            } else if let Some(f) = rule.fraction
+                && (rng.next_u64() as f64 / u64::MAX as f64) < f
+            {
+                fail = Some(rule.code);
+                break;
+            }
+        }
+        s.rules.retain(|r| r.count != Some(0));
+        if fail.is_some() {
+            s.injected += 1;
+        }
+        (s.latency, fail)
     }
 }
 
