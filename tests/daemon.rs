@@ -727,3 +727,79 @@ async fn a_failed_binding_gets_an_event_and_the_pod_is_retried() {
     assert_eq!(c.status, "True", "bound in the end");
     assert_eq!(s.binding_log().len(), 1);
 }
+
+/// A gated pod is neither bound nor reported while it has gates, and is
+/// bound once the last one is removed; a pod using a field the engine does
+/// not implement is refused with the field's name, never placed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
+    let s = server(3).await;
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "gated", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler", "schedulingGates": [{"name": "example.com/quota"}, {"name": "example.com/data"}],
+                 "containers": [{"name": "c", "image": "nginx"}]}
+    }))
+    .unwrap();
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "claims", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler",
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                 "containers": [{"name": "c", "image": "nginx"}]}
+    }))
+    .unwrap();
+    add_pod(&s, "plain", "wasm-scheduler", "100m");
+    let _d = daemon(&s, "replica-a", &free_port());
+    wait_all_bound(&s, 1, Duration::from_secs(30)).await;
+    // The refused pod gets its condition; the gated one nothing at all.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let p: Pod = s.get("default", "claims").unwrap();
+        let cond = p
+            .status
+            .and_then(|st| st.conditions)
+            .and_then(|cs| cs.into_iter().find(|c| c.type_ == "PodScheduled"));
+        if let Some(c) = cond {
+            assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
+            assert_eq!(
+                c.message.as_deref(),
+                Some(
+                    "0/3 nodes are available: pod uses spec.volumes[0].persistentVolumeClaim, which wasm-scheduler does not support."
+                )
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no condition on the refused pod");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let gated: Pod = s.get("default", "gated").unwrap();
+    assert!(!bound(&gated));
+    assert!(gated.status.and_then(|st| st.conditions).is_none());
+    let about_gated = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("gated"))
+        .count();
+    assert_eq!(about_gated, 0, "a gated pod gets no event");
+    // Removing one gate leaves it waiting; removing the last binds it.
+    let ungate = |gates: serde_json::Value| {
+        s.store()
+            .patch(
+                wasmsched_apiserver_sim::resources::PODS,
+                "default",
+                "gated",
+                None,
+                "application/merge-patch+json",
+                &json!({"spec": {"schedulingGates": gates}}),
+            )
+            .unwrap();
+    };
+    ungate(json!([{"name": "example.com/data"}]));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!bound(&s.get::<Pod>("default", "gated").unwrap()));
+    ungate(json!(null));
+    wait_all_bound(&s, 2, Duration::from_secs(10)).await;
+    assert!(bound(&s.get::<Pod>("default", "gated").unwrap()));
+    assert!(!bound(&s.get::<Pod>("default", "claims").unwrap()));
+}

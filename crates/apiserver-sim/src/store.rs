@@ -661,6 +661,16 @@ impl Store {
             self.counters.binding_conflicts += 1;
             return Err(conflict(format!("pod {name} is already assigned to node {node:?}")));
         }
+        // The API server refuses to bind a pod that still has scheduling gates.
+        if old
+            .value
+            .pointer("/spec/schedulingGates")
+            .and_then(Value::as_array)
+            .is_some_and(|g| !g.is_empty())
+        {
+            self.counters.binding_conflicts += 1;
+            return Err(conflict(format!("pod {name} has non-empty .spec.schedulingGates")));
+        }
         let mut pod = (*old.value).clone();
         pod["spec"]["nodeName"] = json!(target);
         if let Some(Value::Object(ann)) = binding.pointer("/metadata/annotations") {

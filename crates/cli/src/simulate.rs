@@ -61,6 +61,8 @@ struct Row {
     feasible: usize,
     evaluated: usize,
     explanation: Option<Explanation>,
+    /// Not attempted: waiting for its scheduling gates.
+    gated: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -141,6 +143,7 @@ fn simulate(
                 feasible: 0,
                 evaluated: 0,
                 explanation: None,
+                gated: false,
             });
         }
     }
@@ -172,6 +175,7 @@ fn simulate(
                     feasible: r.feasible_nodes,
                     evaluated: r.evaluated_nodes,
                     explanation: r.explanation.filter(|_| want_explain),
+                    gated: false,
                 }
             }
             Err(e) => {
@@ -187,10 +191,36 @@ fn simulate(
                     feasible: 0,
                     evaluated: sched.cache.node_count(),
                     explanation: explanation.filter(|_| want_explain),
+                    gated: false,
                 }
             }
         };
         rows.push(row);
+    }
+    // Gated pods are not attempted; say what they wait for, in
+    // kube-scheduler's words.
+    for p in &objs.pods {
+        let Some(spec) = &p.spec else { continue };
+        let gates: Vec<&str> = spec
+            .scheduling_gates
+            .iter()
+            .flatten()
+            .map(|g| g.name.as_str())
+            .collect();
+        if gates.is_empty() || spec.node_name.as_deref().is_some_and(|n| !n.is_empty()) {
+            continue;
+        }
+        let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+        rows.push(Row {
+            pod: format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or_default()),
+            node: None,
+            reason: format!("waiting for scheduling gates: [{}]", gates.join(" ")),
+            score: None,
+            feasible: 0,
+            evaluated: 0,
+            explanation: None,
+            gated: true,
+        });
     }
     let over = sched.cache.overcommitted_nodes();
     if !over.is_empty() {
@@ -219,12 +249,17 @@ fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Resu
         }
     }
     let placed = rows.iter().filter(|r| r.node.is_some()).count();
-    writeln!(
+    let gated = rows.iter().filter(|r| r.gated).count();
+    write!(
         out,
-        "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable.",
+        "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable",
         rows.len(),
-        rows.len() - placed
+        rows.len() - placed - gated
     )?;
+    if gated > 0 {
+        write!(out, ", {gated} gated")?;
+    }
+    writeln!(out, ".")?;
     for r in rows {
         if let Some(x) = &r.explanation {
             writeln!(out)?;
@@ -296,6 +331,7 @@ fn explanation_json(x: &Explanation) -> Value {
 }
 
 fn to_json(rows: &[Row]) -> Value {
+    let gated = rows.iter().filter(|r| r.gated).count();
     let placed = rows.iter().filter(|r| r.node.is_some()).count();
     json!({
         "placements": rows.iter().map(|r| {
@@ -310,6 +346,6 @@ fn to_json(rows: &[Row]) -> Value {
             if let Some(x) = &r.explanation { v["explain"] = explanation_json(x); }
             v
         }).collect::<Vec<_>>(),
-        "summary": {"pods": rows.len(), "scheduled": placed, "unschedulable": rows.len() - placed},
+        "summary": {"pods": rows.len(), "scheduled": placed, "unschedulable": rows.len() - placed - gated, "gated": gated},
     })
 }

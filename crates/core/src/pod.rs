@@ -130,6 +130,14 @@ pub struct PodInfo {
     pub images: Vec<String>,
     /// Number of init and app containers.
     pub containers: usize,
+    /// `spec.schedulingGates`, by name: while any remains the pod is not
+    /// scheduled.
+    pub scheduling_gates: Vec<String>,
+    /// The first field of the spec that constrains placement in a way the
+    /// engine does not implement (`spec.resourceClaims`,
+    /// `spec.volumes[0].persistentVolumeClaim`, ...): such a pod is refused,
+    /// never placed as if the field were absent.
+    pub unsupported: Option<String>,
     /// The object as received.
     pub object: Arc<Pod>,
 }
@@ -272,9 +280,62 @@ impl PodInfo {
             host_ports,
             images,
             containers: containers.count(),
+            scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
+            unsupported: unsupported_field(spec),
             object: Arc::new(pod.clone()),
         })
     }
+}
+
+/// Volume sources that put no constraint on where a pod runs: everything
+/// they need is on every node (or reached over the network).
+const PLACEMENT_FREE_VOLUMES: &[&str] = &[
+    "emptyDir",
+    "configMap",
+    "secret",
+    "projected",
+    "downwardAPI",
+    "hostPath",
+    "image",
+    "nfs",
+    "gitRepo",
+];
+
+/// The first field of `spec` that kube-scheduler would act on and this
+/// engine does not implement: dynamic resource claims, gang scheduling
+/// groups, and every volume source that binds, attaches or counts against
+/// a node's limits (persistent volume claims, generic ephemeral volumes,
+/// inline CSI and the in-tree cloud disks). Volume sources are checked by
+/// name, so a source this version does not know is refused too.
+fn unsupported_field(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> {
+    if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
+        return Some("spec.resourceClaims".into());
+    }
+    if spec.scheduling_group.is_some() {
+        return Some("spec.schedulingGroup".into());
+    }
+    let affinity = spec.affinity.as_ref();
+    if affinity.is_some_and(|a| a.pod_affinity.is_some()) {
+        return Some("spec.affinity.podAffinity".into());
+    }
+    if affinity.is_some_and(|a| a.pod_anti_affinity.is_some()) {
+        return Some("spec.affinity.podAntiAffinity".into());
+    }
+    if spec.topology_spread_constraints.as_ref().is_some_and(|c| !c.is_empty()) {
+        return Some("spec.topologySpreadConstraints".into());
+    }
+    for (i, v) in spec.volumes.iter().flatten().enumerate() {
+        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(v) else {
+            continue;
+        };
+        if let Some(source) = fields
+            .keys()
+            .find(|k| *k != "name" && !PLACEMENT_FREE_VOLUMES.contains(&k.as_str()))
+        {
+            return Some(format!("spec.volumes[{i}].{source}"));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -77,6 +77,8 @@ pub struct Scheduler {
     panics: u64,
     /// Per profile: plugin name → what it registered.
     registrations: Vec<HashMap<String, Registration>>,
+    /// Pending pods of ours held back by `spec.schedulingGates`.
+    gated: std::collections::HashSet<crate::pod::PodKey>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -123,6 +125,7 @@ impl Scheduler {
             cycles: 0,
             panics: 0,
             responsibility,
+            gated: Default::default(),
         })
     }
 
@@ -217,6 +220,7 @@ impl Scheduler {
     /// [`Scheduler::on_pod`] for an already parsed pod.
     pub fn on_pod_info(&mut self, info: Arc<PodInfo>, now: Instant) {
         let cached = self.cache.pod(&info.key).map(|c| c.pod.clone());
+        self.gated.remove(&info.key);
         if info.node_name.is_some() || info.terminal {
             self.queue.delete(&info.key, "");
             self.cache.upsert_pod(info.clone());
@@ -251,6 +255,14 @@ impl Scheduler {
             self.queue.delete(&info.key, "");
             return;
         }
+        if !info.scheduling_gates.is_empty() {
+            // kube-scheduler's SchedulingGates (PreEnqueue): a gated pod is
+            // not queued, holds nothing and gets no event; the update that
+            // removes its last gate queues it.
+            self.queue.delete(&info.key, "");
+            self.gated.insert(info.key.clone());
+            return;
+        }
         let change = match self.queue.get(&info.key) {
             Some(q) if q.pod.uid == info.uid => events::pod_change(&q.pod, &info).map(|a| (q.pod.clone(), a)),
             _ => None,
@@ -283,6 +295,7 @@ impl Scheduler {
     /// used a node, unschedulable pods it may make room for are retried.
     pub fn on_pod_deleted(&mut self, key: &str, uid: &str, now: Instant) {
         self.queue.delete(key, uid);
+        self.gated.remove(key);
         let Some(old) = self.cache.pod(key).map(|c| c.pod.clone()) else {
             return;
         };
@@ -419,6 +432,12 @@ impl Scheduler {
             // kube-scheduler's AssignedPodDelete after a failed binding.
             self.requeue_for(&Change::AssignedPodDeleted(&old), now);
         }
+    }
+
+    /// Pending pods of ours waiting for their scheduling gates to be
+    /// removed (kube-scheduler's `gated` pending pods).
+    pub fn gated_pods(&self) -> usize {
+        self.gated.len()
     }
 
     /// Scheduling cycles that panicked so far (each failed its pod only).
@@ -820,5 +839,104 @@ items:
         );
         assert!(results.iter().find(|r| r.0 == "fine").unwrap().1.is_ok());
         assert_eq!(s.queue.location("default/boom"), Some(Location::Backoff));
+    }
+}
+
+#[cfg(test)]
+mod gate_and_refusal_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sched() -> Scheduler {
+        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
+        let n: Node = serde_json::from_value(
+            json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}),
+        )
+        .unwrap();
+        s.on_node(&n, Instant::now()).unwrap();
+        s
+    }
+
+    fn pod(spec: serde_json::Value) -> Pod {
+        let mut spec = spec;
+        spec["schedulerName"] = json!("wasm-scheduler");
+        spec["containers"] = json!([{"name": "c", "resources": {"requests": {"cpu": "1"}}}]);
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "default", "uid": "u1"}, "spec": spec}))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_gated_pod_waits_holding_nothing_until_its_last_gate_is_removed() {
+        let mut s = sched();
+        let now = Instant::now();
+        s.on_pod(&pod(json!({"schedulingGates": [{"name": "a"}, {"name": "b"}]})), now)
+            .unwrap();
+        assert!(s.schedule_one(now, false).is_none(), "a gated pod is not scheduled");
+        assert_eq!(s.gated_pods(), 1);
+        s.on_pod(&pod(json!({"schedulingGates": [{"name": "b"}]})), now)
+            .unwrap();
+        assert!(s.schedule_one(now, false).is_none(), "one gate left");
+        assert_eq!(s.cache.node("n1").unwrap().usage.pods, 0, "it holds nothing");
+        s.on_pod(&pod(json!({})), now).unwrap();
+        assert_eq!(s.gated_pods(), 0);
+        let a = s.schedule_one(now, false).expect("queued once ungated");
+        assert_eq!(a.result.unwrap().node, "n1");
+    }
+
+    #[test]
+    fn a_gated_pod_deleted_is_forgotten() {
+        let mut s = sched();
+        let now = Instant::now();
+        s.on_pod(&pod(json!({"schedulingGates": [{"name": "a"}]})), now)
+            .unwrap();
+        s.on_pod_deleted("default/p", "u1", now);
+        assert_eq!(s.gated_pods(), 0);
+    }
+
+    #[test]
+    fn fields_the_engine_does_not_implement_are_refused_by_name() {
+        let cases = [
+            (
+                json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}),
+                "spec.resourceClaims",
+            ),
+            (
+                json!({"volumes": [{"name": "cfg", "configMap": {"name": "x"}}, {"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]}),
+                "spec.volumes[1].persistentVolumeClaim",
+            ),
+            (
+                json!({"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}),
+                "spec.volumes[0].ephemeral",
+            ),
+            (
+                json!({"volumes": [{"name": "c", "csi": {"driver": "d"}}]}),
+                "spec.volumes[0].csi",
+            ),
+            (
+                json!({"schedulingGroup": {"podGroupName": "g"}}),
+                "spec.schedulingGroup",
+            ),
+        ];
+        for (spec, field) in cases {
+            let mut s = sched();
+            let now = Instant::now();
+            s.on_pod(&pod(spec.clone()), now).unwrap();
+            let a = s.schedule_one(now, false).unwrap();
+            assert_eq!(
+                a.result.unwrap_err().to_string(),
+                format!("0/1 nodes are available: pod uses {field}, which wasm-scheduler does not support."),
+                "{spec}"
+            );
+            assert_eq!(s.cache.node("n1").unwrap().usage.pods, 0);
+        }
+        // Volumes that put no constraint on placement are fine.
+        let mut s = sched();
+        let now = Instant::now();
+        let spec = json!({"volumes": [
+            {"name": "a", "emptyDir": {}}, {"name": "b", "secret": {"secretName": "s"}},
+            {"name": "c", "projected": {"sources": []}}, {"name": "d", "hostPath": {"path": "/x"}},
+            {"name": "e", "downwardAPI": {}}]});
+        s.on_pod(&pod(spec), now).unwrap();
+        assert_eq!(s.schedule_one(now, false).unwrap().result.unwrap().node, "n1");
     }
 }

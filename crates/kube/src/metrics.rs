@@ -77,7 +77,7 @@ pub struct Metrics {
     attempts: Mutex<BTreeMap<(String, &'static str), u64>>,
     attempt_duration: Mutex<BTreeMap<(String, &'static str), Histogram>>,
     e2e_duration: Mutex<BTreeMap<String, Histogram>>,
-    pending: Mutex<[u64; 3]>,
+    pending: Mutex<[u64; 4]>,
     bindings: Mutex<BTreeMap<&'static str, u64>>,
     plugins: Mutex<BTreeMap<(String, &'static str, &'static str), Histogram>>,
     /// 1 while this replica leads.
@@ -123,9 +123,9 @@ impl Metrics {
         *lock(&self.bindings).entry(result).or_default() += 1;
     }
 
-    /// Pending pods per queue: active, backoff, unschedulable.
-    pub fn set_pending(&self, active: usize, backoff: usize, unschedulable: usize) {
-        *lock(&self.pending) = [active as u64, backoff as u64, unschedulable as u64];
+    /// Pending pods per queue: active, backoff, unschedulable, gated.
+    pub fn set_pending(&self, active: usize, backoff: usize, unschedulable: usize, gated: usize) {
+        *lock(&self.pending) = [active as u64, backoff as u64, unschedulable as u64, gated as u64];
     }
 
     /// The text exposition, with the plugins' own counters appended.
@@ -167,7 +167,7 @@ impl Metrics {
         }
         o.push_str("# HELP scheduler_pending_pods Number of pending pods, by the queue type.\n# TYPE scheduler_pending_pods gauge\n");
         let p = *lock(&self.pending);
-        for (q, n) in ["active", "backoff", "unschedulable"].iter().zip(p) {
+        for (q, n) in ["active", "backoff", "unschedulable", "gated"].iter().zip(p) {
             let _ = writeln!(o, "scheduler_pending_pods{{queue=\"{q}\"}} {n}");
         }
         o.push_str(

@@ -315,6 +315,7 @@ pub(crate) fn run(
                 q.len(Location::Active),
                 q.len(Location::Backoff),
                 q.len(Location::Unschedulable),
+                l.sched.gated_pods(),
             );
         }
         idle = !(l.may_schedule() && l.cycle());

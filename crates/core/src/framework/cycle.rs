@@ -188,6 +188,21 @@ impl Framework {
         state.skip_filter = vec![false; self.filter.len()];
         state.skip_score = vec![false; self.score.len()];
 
+        // Honour or refuse: a field the engine does not implement makes the
+        // pod unschedulable, as a PreFilter rejection would.
+        if let Some(field) = &pod.unsupported {
+            return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                num_all_nodes: all,
+                diagnosis: Diagnosis {
+                    node_statuses: Vec::new(),
+                    pre_filter_msg: Some(format!("pod uses {field}, which {} does not support", self.profile)),
+                    post_filter_msg: None,
+                    unschedulable_plugins: Vec::new(),
+                },
+                explanation: None,
+            })));
+        }
+
         // PreFilter
         for e in &self.pre_filter {
             let name = e.plugin.name();
