@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
     let objects = Objects {
         nodes: synthetic::nodes(n_nodes, 1),
         pods: synthetic::pods(n_pods, "wasm-scheduler", 1),
-        ignored: Vec::new(),
+        ..Default::default()
     };
     server.load(&objects)?;
     let client = kube::Client::try_from(kube::Config::new(server.url().parse()?))?;

@@ -243,6 +243,14 @@ impl ApiServer {
     pub fn load(&self, objects: &wasmsched_core::fixture::Objects) -> Result<usize, LoadError> {
         let mut store = self.shared.lock();
         let mut created = 0;
+        for ns in &objects.namespaces {
+            let name = ns.metadata.name.clone().unwrap_or_default();
+            if store.get(resources::NAMESPACES, "", &name).is_err() {
+                let v = serde_json::to_value(ns).expect("namespaces serialize");
+                refused("Namespace", &name, store.create(resources::NAMESPACES, None, v))?;
+                created += 1;
+            }
+        }
         let mut namespaces: Vec<String> = vec!["default".into(), "kube-system".into()];
         for pod in &objects.pods {
             if let Some(ns) = &pod.metadata.namespace

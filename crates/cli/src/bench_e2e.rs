@@ -26,7 +26,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let server = ApiServer::start("127.0.0.1:0".parse()?, SimConfig::default()).await?;
-        server.load(&Objects { nodes: synthetic::nodes(e.nodes, e.seed), pods: Vec::new(), ignored: Vec::new() })?;
+        server.load(&Objects { nodes: synthetic::nodes(e.nodes, e.seed), ..Default::default() })?;
         let pods = synthetic::pods(e.pods, "wasm-scheduler", e.seed);
         let mut child = Command::new(std::env::current_exe()?)
             .args(["run", "--master", &server.url(), "--identity", "bench", "--admin-address", "127.0.0.1:0"])

@@ -129,6 +129,9 @@ fn simulate(
     for n in &objs.nodes {
         sched.on_node(n, now)?;
     }
+    for ns in &objs.namespaces {
+        sched.on_namespace(ns, now);
+    }
     let mut rows = Vec::new();
     for p in &objs.pods {
         if let Err(e) = sched.on_pod(p, now) {

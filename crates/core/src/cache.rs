@@ -9,9 +9,11 @@
 //! is shared, so a cycle over 5000 nodes costs no copying.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use crate::node::{NodeData, NodeInfo, Usage};
+use rustc_hash::FxHashMap;
+
+use crate::node::{Labels, NodeData, NodeInfo, Usage};
 use crate::pod::{PodInfo, PodKey};
 
 /// A pod the cache accounts on a node.
@@ -35,6 +37,14 @@ pub struct Cache {
     pods: HashMap<PodKey, CachedPod>,
     /// Image name → number of nodes holding it.
     image_nodes: Arc<HashMap<String, usize>>,
+    /// Namespace name → its labels (for namespace selectors).
+    namespaces: Arc<FxHashMap<String, Labels>>,
+    /// Accounted pods with pod (anti-)affinity terms, and with required
+    /// anti-affinity terms: plugins skip whole scans when there are none.
+    with_affinity: usize,
+    with_required_anti_affinity: usize,
+    /// Bumped when a node's labels change: topology indexes are rebuilt.
+    labels_generation: u64,
     /// Bumped when the node set (or a node's zone) changes: snapshots rebuild.
     structure_generation: u64,
     /// Nodes whose info changed since the last snapshot update.
@@ -51,10 +61,63 @@ pub struct Snapshot {
     pub nodes: Vec<Arc<NodeInfo>>,
     /// Image name → number of nodes holding it.
     pub image_nodes: Arc<HashMap<String, usize>>,
+    /// Namespace name → labels.
+    pub namespaces: Arc<FxHashMap<String, Labels>>,
+    /// Pods on these nodes with pod (anti-)affinity terms.
+    pub pods_with_affinity: usize,
+    /// Pods on these nodes with required anti-affinity terms.
+    pub pods_with_required_anti_affinity: usize,
+    /// Topology domains by key, computed on first use.
+    topology: Arc<TopologyIndex>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
     structure_generation: u64,
+    labels_generation: u64,
     built: bool,
+}
+
+/// The values one topology key takes over the nodes of a snapshot, each
+/// with a small integer id, so plugins count per domain in a vector
+/// rather than a map of strings.
+#[derive(Debug, Default)]
+pub struct Domains {
+    /// Label value → domain id.
+    pub ids: FxHashMap<String, u32>,
+    /// Snapshot position → domain id, [`Domains::NONE`] when the node
+    /// lacks the key.
+    pub of_node: Vec<u32>,
+}
+
+impl Domains {
+    /// A node without the key.
+    pub const NONE: u32 = u32::MAX;
+
+    /// Number of domains.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no node has the key.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// The domain of a node, by its labels.
+    #[inline]
+    pub fn of_labels(&self, key: &str, labels: &Labels) -> u32 {
+        labels
+            .get(key)
+            .and_then(|v| self.ids.get(v))
+            .copied()
+            .unwrap_or(Self::NONE)
+    }
+}
+
+/// Per topology key, its [`Domains`]; valid while the node set and node
+/// labels stay the same.
+#[derive(Debug, Default)]
+struct TopologyIndex {
+    by_key: Mutex<FxHashMap<String, Arc<Domains>>>,
 }
 
 impl Snapshot {
@@ -67,16 +130,64 @@ impl Snapshot {
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }
+
+    /// The domains of topology key `key` (computed once per key while
+    /// nodes and their labels stay the same).
+    pub fn domains(&self, key: &str) -> Arc<Domains> {
+        let mut map = self.topology.by_key.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(d) = map.get(key) {
+            return d.clone();
+        }
+        let mut d = Domains {
+            ids: FxHashMap::default(),
+            of_node: Vec::with_capacity(self.nodes.len()),
+        };
+        for n in &self.nodes {
+            let id = match n.node.labels.get(key) {
+                Some(v) => {
+                    let next = d.ids.len() as u32;
+                    *d.ids.entry(v.clone()).or_insert(next)
+                }
+                None => Domains::NONE,
+            };
+            d.of_node.push(id);
+        }
+        let d = Arc::new(d);
+        map.insert(key.to_owned(), d.clone());
+        d
+    }
+
+    /// The labels of namespace `ns` (empty when unknown, as kube-scheduler
+    /// reads a namespace it has not seen).
+    pub fn namespace_labels(&self, ns: &str) -> &Labels {
+        static EMPTY: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
+        self.namespaces
+            .get(ns)
+            .unwrap_or_else(|| EMPTY.get_or_init(Labels::default))
+    }
 }
 
-fn apply(usage: &mut Usage, pod: &PodInfo, add: bool) {
+/// Whether a pod carries pod (anti-)affinity terms, and required
+/// anti-affinity terms.
+fn affinity_kinds(pod: &PodInfo) -> (bool, bool) {
+    match &pod.pod_affinity {
+        Some(a) => (true, !a.required_anti_affinity.is_empty()),
+        None => (false, false),
+    }
+}
+
+fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, add: bool) {
     let r = &pod.requests;
+    let (aff, anti) = affinity_kinds(pod);
     if add {
         usage.requested.add(&r.requests);
         usage.non_zero_milli_cpu += r.non_zero_milli_cpu;
         usage.non_zero_memory += r.non_zero_memory;
         usage.pods += 1;
         usage.ports.extend(pod.host_ports.iter().cloned());
+        usage.pod_list.push(pod.clone());
+        usage.with_affinity += u32::from(aff);
+        usage.with_required_anti_affinity += u32::from(anti);
     } else {
         usage.requested.sub(&r.requests);
         usage.non_zero_milli_cpu -= r.non_zero_milli_cpu;
@@ -87,6 +198,11 @@ fn apply(usage: &mut Usage, pod: &PodInfo, add: bool) {
                 usage.ports.swap_remove(i);
             }
         }
+        if let Some(i) = usage.pod_list.iter().position(|q| q.key == pod.key) {
+            usage.pod_list.swap_remove(i);
+        }
+        usage.with_affinity -= u32::from(aff);
+        usage.with_required_anti_affinity -= u32::from(anti);
     }
 }
 
@@ -173,6 +289,9 @@ impl Cache {
             if old.zone != data.zone {
                 self.structure_generation += 1;
             }
+            if old.labels != data.labels {
+                self.labels_generation += 1;
+            }
             Arc::make_mut(&mut self.nodes[i]).node = data;
             self.mark_dirty(i);
         } else {
@@ -203,7 +322,15 @@ impl Cache {
         true
     }
 
-    fn account(&mut self, node: &str, pod: &PodInfo, add: bool) {
+    fn account(&mut self, node: &str, pod: &Arc<PodInfo>, add: bool) {
+        let (aff, anti) = affinity_kinds(pod);
+        if add {
+            self.with_affinity += usize::from(aff);
+            self.with_required_anti_affinity += usize::from(anti);
+        } else {
+            self.with_affinity -= usize::from(aff);
+            self.with_required_anti_affinity -= usize::from(anti);
+        }
         if let Some(&i) = self.index.get(node) {
             apply(&mut Arc::make_mut(&mut self.nodes[i]).usage, pod, add);
             self.mark_dirty(i);
@@ -229,7 +356,13 @@ impl Cache {
         };
         if let Some(old) = self.pods.get(&pod.key) {
             let (old_pod, old_node) = (old.pod.clone(), old.node.clone());
-            if old_node == node && old_pod.requests == pod.requests && old_pod.host_ports == pod.host_ports {
+            if old_node == node
+                && old_pod.requests == pod.requests
+                && old_pod.host_ports == pod.host_ports
+                && old_pod.labels == pod.labels
+                && old_pod.pod_affinity == pod.pod_affinity
+                && old_pod.deleting == pod.deleting
+            {
                 let e = self.pods.get_mut(&pod.key).expect("present");
                 e.pod = pod;
                 e.assumed = false;
@@ -325,6 +458,41 @@ impl Cache {
         if !Arc::ptr_eq(&snap.image_nodes, &self.image_nodes) {
             snap.image_nodes = self.image_nodes.clone();
         }
+        if !Arc::ptr_eq(&snap.namespaces, &self.namespaces) {
+            snap.namespaces = self.namespaces.clone();
+        }
+        if snap.labels_generation != self.labels_generation {
+            snap.labels_generation = self.labels_generation;
+            snap.topology = Arc::default();
+        }
+        snap.pods_with_affinity = self.with_affinity;
+        snap.pods_with_required_anti_affinity = self.with_required_anti_affinity;
+    }
+
+    /// Adds or updates a namespace's labels.
+    pub fn upsert_namespace(&mut self, name: &str, labels: Labels) {
+        if self.namespaces.get(name) != Some(&labels) {
+            Arc::make_mut(&mut self.namespaces).insert(name.to_owned(), labels);
+        }
+    }
+
+    /// Removes a namespace.
+    pub fn remove_namespace(&mut self, name: &str) -> Option<Labels> {
+        if self.namespaces.contains_key(name) {
+            Arc::make_mut(&mut self.namespaces).remove(name)
+        } else {
+            None
+        }
+    }
+
+    /// Names of the namespaces the cache knows.
+    pub fn namespace_names(&self) -> Vec<String> {
+        self.namespaces.keys().cloned().collect()
+    }
+
+    /// Labels of a namespace the cache knows.
+    pub fn namespace(&self, name: &str) -> Option<&Labels> {
+        self.namespaces.get(name)
     }
 
     /// A fresh snapshot.
@@ -359,6 +527,7 @@ impl Cache {
             }
         }
         snap.structure_generation = self.structure_generation;
+        snap.topology = Arc::default();
         snap.built = true;
     }
 

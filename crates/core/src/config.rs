@@ -600,7 +600,9 @@ mod tests {
                 "TaintToleration:3",
                 "NodeAffinity:2",
                 "NodePorts:1",
-                "NodeResourcesFit:1"
+                "NodeResourcesFit:1",
+                "PodTopologySpread:2",
+                "InterPodAffinity:2"
             ]
         );
         assert_eq!(
@@ -609,11 +611,21 @@ mod tests {
                 "TaintToleration:3",
                 "NodeAffinity:2",
                 "NodeResourcesFit:1",
+                "PodTopologySpread:2",
+                "InterPodAffinity:2",
                 "NodeResourcesBalancedAllocation:1",
                 "ImageLocality:1"
             ]
         );
-        assert_eq!(names(&fw.pre_filter), ["NodeAffinity:2", "NodePorts:1"]);
+        assert_eq!(
+            names(&fw.pre_filter),
+            [
+                "NodeAffinity:2",
+                "NodePorts:1",
+                "PodTopologySpread:2",
+                "InterPodAffinity:2"
+            ]
+        );
         assert_eq!(fw.percentage_of_nodes_to_score, 0);
     }
 
@@ -642,7 +654,13 @@ profiles:
         .unwrap();
         assert_eq!(
             names(&fws[0].score),
-            ["NodeResourcesFit:5", "TaintToleration:3", "NodeAffinity:2"]
+            [
+                "NodeResourcesFit:5",
+                "TaintToleration:3",
+                "NodeAffinity:2",
+                "PodTopologySpread:2",
+                "InterPodAffinity:2"
+            ]
         );
         assert_eq!(names(&fws[0].filter), ["NodeResourcesFit:1", "TaintToleration:3"]);
         assert_eq!(fws[0].percentage_of_nodes_to_score, 50);
@@ -675,8 +693,8 @@ profiles:
                 "profiles[0].plugins.score.enabled[0].name: plugin \"NodeName\" does not extend score",
             ),
             (
-                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: PodTopologySpread}]}}}]",
-                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"PodTopologySpread\" is a kube-scheduler plugin that wasmsched does not implement",
+                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: VolumeBinding}]}}}]",
+                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"VolumeBinding\" is a kube-scheduler plugin that wasmsched does not implement",
             ),
             (
                 "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Fastest}}}]}]",
@@ -700,7 +718,6 @@ profiles:
             assert!(e.starts_with(want), "{yaml}\n got: {e}\nwant: {want}");
         }
         // disabling kube-scheduler plugins we do not implement is fine
-        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: PodTopologySpread}]}}}]")
-            .unwrap();
+        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: VolumeBinding}]}}}]").unwrap();
     }
 }

@@ -21,6 +21,8 @@ pub enum Resource {
     AssignedPod,
     /// A pending pod (the one being considered, for its own updates).
     UnscheduledPod,
+    /// A namespace (its labels matter to namespace selectors).
+    Namespace,
 }
 
 /// How it changed: kube-scheduler's `ActionType` bits.
@@ -135,9 +137,25 @@ pub enum Change<'a> {
         /// What changed.
         action: Action,
     },
+    /// A pod started using a node (bound by another actor, or assumed by
+    /// this scheduler).
+    AssignedPodAdded(&'a PodInfo),
     /// A bound or assumed pod stopped using its node (deleted, terminated,
     /// its binding failed).
     AssignedPodDeleted(&'a PodInfo),
+    /// A bound pod's labels changed.
+    AssignedPodRelabelled {
+        /// Before.
+        old: &'a PodInfo,
+        /// After.
+        new: &'a PodInfo,
+    },
+    /// A namespace appeared or its labels changed (an update of the
+    /// namespace, whichever it was).
+    NamespaceChanged {
+        /// Its name.
+        name: &'a str,
+    },
     /// A bound pod now requests less.
     AssignedPodScaledDown {
         /// Before.
@@ -162,7 +180,10 @@ impl Change<'_> {
         match self {
             Change::NodeAdded(_) => (Resource::Node, Action::ADD),
             Change::NodeUpdated { action, .. } => (Resource::Node, *action),
+            Change::AssignedPodAdded(_) => (Resource::AssignedPod, Action::ADD),
             Change::AssignedPodDeleted(_) => (Resource::AssignedPod, Action::DELETE),
+            Change::AssignedPodRelabelled { .. } => (Resource::AssignedPod, Action::UPDATE_POD_LABEL),
+            Change::NamespaceChanged { .. } => (Resource::Namespace, Action::UPDATE),
             Change::AssignedPodScaledDown { .. } => (Resource::AssignedPod, Action::UPDATE_POD_SCALE_DOWN),
             Change::PodUpdated { action, .. } => (Resource::UnscheduledPod, *action),
         }

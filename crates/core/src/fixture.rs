@@ -1,4 +1,4 @@
-//! Reading nodes and pods from YAML or JSON text.
+//! Reading nodes, pods and namespaces from YAML or JSON text.
 //!
 //! Accepts what people have at hand: one object per document
 //! (multi-document YAML separated by `---`), a `List` as
@@ -7,7 +7,7 @@
 //! Objects of other kinds are reported in [`Objects::ignored`], never dropped
 //! silently.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -18,6 +18,8 @@ pub struct Objects {
     pub nodes: Vec<Node>,
     /// Every `Pod` found; pods without a namespace get `default`.
     pub pods: Vec<Pod>,
+    /// Every `Namespace` found (their labels matter to namespace selectors).
+    pub namespaces: Vec<Namespace>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -27,6 +29,7 @@ impl Objects {
     pub fn extend(&mut self, other: Objects) {
         self.nodes.extend(other.nodes);
         self.pods.extend(other.pods);
+        self.namespaces.extend(other.namespaces);
         self.ignored.extend(other.ignored);
     }
 }
@@ -119,7 +122,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
     if kind.is_empty() {
         return Err(format!("object {name:?} has no `kind`"));
     }
-    if kind != "Node" && kind != "Pod" {
+    if kind != "Node" && kind != "Pod" && kind != "Namespace" {
         out.ignored.push(format!("{kind}/{name}"));
         return Ok(());
     }
@@ -134,6 +137,9 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
     if kind == "Node" {
         let node: Node = from_value(value).map_err(|e| format!("Node {name}: {e}"))?;
         out.nodes.push(node);
+    } else if kind == "Namespace" {
+        let ns: Namespace = from_value(value).map_err(|e| format!("Namespace {name}: {e}"))?;
+        out.namespaces.push(ns);
     } else {
         let mut pod: Pod = from_value(value).map_err(|e| format!("Pod {name}: {e}"))?;
         pod.metadata.namespace.get_or_insert_with(|| "default".to_owned());

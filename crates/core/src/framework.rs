@@ -222,7 +222,13 @@ pub trait Plugin: Send + Sync {
 
     /// PreScore: once per cycle with the feasible nodes. `Skip` skips this
     /// plugin's Score for the cycle.
-    fn pre_score(&self, _state: &mut CycleState, _pod: &PodInfo, _nodes: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _snapshot: &Snapshot,
+        _nodes: &[&Arc<NodeInfo>],
+    ) -> Status {
         Status::success()
     }
 

@@ -11,6 +11,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod constraints;
 pub mod events;
 pub mod fixture;
 pub mod framework;

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use rustc_hash::FxHashMap;
 
 use crate::ModelError;
-use crate::pod::HostPort;
+use crate::pod::{HostPort, PodInfo};
 use crate::resources::Resources;
 
 /// The effect of a taint.
@@ -51,21 +51,15 @@ pub struct Taint {
     pub value: String,
     /// Effect.
     pub effect: TaintEffect,
-    /// `node(s) had untolerated taint {key: value}`, built once so that
-    /// rejecting a node for it allocates nothing.
-    pub untolerated: Arc<str>,
 }
 
 impl Taint {
     /// A taint.
     pub fn new(key: impl Into<String>, value: impl Into<String>, effect: TaintEffect) -> Self {
-        let (key, value) = (key.into(), value.into());
-        let untolerated = format!("node(s) had untolerated taint {{{key}: {value}}}").into();
         Taint {
-            key,
-            value,
+            key: key.into(),
+            value: value.into(),
             effect,
-            untolerated,
         }
     }
 }
@@ -163,7 +157,7 @@ impl NodeData {
 }
 
 /// What the pods on a node use.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Usage {
     /// Sum of the pods' requests.
     pub requested: Resources,
@@ -175,6 +169,13 @@ pub struct Usage {
     pub pods: i64,
     /// Host ports in use.
     pub ports: Vec<HostPort>,
+    /// The pods themselves (shared with the cache), for plugins that look
+    /// at the pods around a node (inter-pod affinity, topology spread).
+    pub pod_list: Vec<Arc<PodInfo>>,
+    /// How many of them carry pod affinity or anti-affinity terms.
+    pub with_affinity: u32,
+    /// How many carry required anti-affinity terms.
+    pub with_required_anti_affinity: u32,
 }
 
 /// A node and the usage of its pods, as one scheduling cycle sees it.

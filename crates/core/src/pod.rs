@@ -6,6 +6,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::ModelError;
+use crate::constraints::{PodAffinity, SpreadConstraint};
 use crate::node::{Taint, TaintEffect};
 use crate::resources::{PodRequests, pod_requests};
 use crate::selector::Term;
@@ -130,6 +131,16 @@ pub struct PodInfo {
     pub images: Vec<String>,
     /// Number of init and app containers.
     pub containers: usize,
+    /// `metadata.labels`.
+    pub labels: crate::node::Labels,
+    /// `spec.affinity.podAffinity` and `podAntiAffinity`, if any term.
+    pub pod_affinity: Option<Box<PodAffinity>>,
+    /// `spec.topologySpreadConstraints`.
+    pub spread_constraints: Vec<SpreadConstraint>,
+    /// The selector of the workloads that select this pod (its Services
+    /// and controller), for PodTopologySpread's default constraints;
+    /// `None` while unknown, and then no default spreading applies.
+    pub default_spread_selector: Option<crate::selector::LabelSelector>,
     /// `spec.schedulingGates`, by name: while any remains the pod is not
     /// scheduled.
     pub scheduling_gates: Vec<String>,
@@ -254,6 +265,15 @@ impl PodInfo {
             .map(normalized_image_name)
             .collect();
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        let labels: crate::node::Labels = pod
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let pod_affinity = PodAffinity::parse(spec, &namespace, &labels, &object)?.map(Box::new);
+        let spread_constraints = SpreadConstraint::parse_all(spec, &labels, &object)?;
         Ok(PodInfo {
             key: format!("{namespace}/{name}"),
             namespace,
@@ -280,6 +300,10 @@ impl PodInfo {
             host_ports,
             images,
             containers: containers.count(),
+            labels,
+            pod_affinity,
+            spread_constraints,
+            default_spread_selector: None,
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec),
             object: Arc::new(pod.clone()),
@@ -313,16 +337,6 @@ fn unsupported_field(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<Strin
     }
     if spec.scheduling_group.is_some() {
         return Some("spec.schedulingGroup".into());
-    }
-    let affinity = spec.affinity.as_ref();
-    if affinity.is_some_and(|a| a.pod_affinity.is_some()) {
-        return Some("spec.affinity.podAffinity".into());
-    }
-    if affinity.is_some_and(|a| a.pod_anti_affinity.is_some()) {
-        return Some("spec.affinity.podAntiAffinity".into());
-    }
-    if spec.topology_spread_constraints.as_ref().is_some_and(|c| !c.is_empty()) {
-        return Some("spec.topologySpreadConstraints".into());
     }
     for (i, v) in spec.volumes.iter().flatten().enumerate() {
         let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(v) else {

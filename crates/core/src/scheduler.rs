@@ -187,6 +187,36 @@ impl Scheduler {
         self.cache.remove_node(name);
     }
 
+    /// A namespace was added or changed: its labels matter to namespace
+    /// selectors of pod affinity terms.
+    pub fn on_namespace(&mut self, ns: &k8s_openapi::api::core::v1::Namespace, now: Instant) {
+        let Some(name) = ns.metadata.name.as_deref() else {
+            return;
+        };
+        let labels: crate::node::Labels = ns
+            .metadata
+            .labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if self.cache.namespace(name) == Some(&labels) {
+            return;
+        }
+        self.cache.upsert_namespace(name, labels);
+        self.requeue_for(&Change::NamespaceChanged { name }, now);
+    }
+
+    /// A namespace was deleted.
+    pub fn on_namespace_deleted(&mut self, name: &str) {
+        self.cache.remove_namespace(name);
+    }
+
+    /// Names of the namespaces the cache knows.
+    pub fn namespace_names(&self) -> Vec<String> {
+        self.cache.namespace_names()
+    }
+
     /// A pod was added or changed. Bound pods count as usage (and leave the
     /// queue); pending pods of ours are queued; terminal pods free their
     /// node. A malformed pod is an error naming the field; if it was
@@ -224,12 +254,25 @@ impl Scheduler {
         if info.node_name.is_some() || info.terminal {
             self.queue.delete(&info.key, "");
             self.cache.upsert_pod(info.clone());
-            let Some(old) = cached else { return };
+            let Some(old) = cached else {
+                if !info.terminal {
+                    self.requeue_for(&Change::AssignedPodAdded(&info), now);
+                }
+                return;
+            };
             if old.uid != info.uid || info.terminal {
                 // The pod that used the node is gone (replaced, or finished).
                 self.requeue_for(&Change::AssignedPodDeleted(&old), now);
-            } else if events::scaled_down(&old, &info) {
+                if !info.terminal {
+                    self.requeue_for(&Change::AssignedPodAdded(&info), now);
+                }
+                return;
+            }
+            if events::scaled_down(&old, &info) {
                 self.requeue_for(&Change::AssignedPodScaledDown { old: &old, new: &info }, now);
+            }
+            if old.labels != info.labels {
+                self.requeue_for(&Change::AssignedPodRelabelled { old: &old, new: &info }, now);
             }
             return;
         }
@@ -384,6 +427,8 @@ impl Scheduler {
                         self.queue.done(&key, uid);
                         continue;
                     }
+                    // Pods waiting for this one (pod affinity) may fit now.
+                    self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
                 }
                 Err(ScheduleError::Unschedulable(fit)) => {
                     let rejectors = fit.diagnosis.unschedulable_plugins.clone();
@@ -394,7 +439,7 @@ impl Scheduler {
             }
             return Some(Attempt {
                 pod: qp.pod,
-                profile: fw.profile.clone(),
+                profile: self.frameworks[fi].profile.clone(),
                 attempts: qp.attempts,
                 queued_at: qp.initial,
                 result,
@@ -565,7 +610,7 @@ items:
         );
         assert_eq!(
             placed[2].1,
-            "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu."
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
         );
         assert!(s.cache.overcommitted_nodes().is_empty());
         // a node is added: the unschedulable pod is retried and placed

@@ -1,7 +1,9 @@
-//! Node selector terms (`nodeAffinity`), parsed once and matched against a
-//! node's labels and fields.
+//! Node selector terms (`nodeAffinity`) and label selectors (pod affinity,
+//! topology spread, namespace selectors), parsed once and matched against
+//! labels (and a node's name).
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 
 use crate::ModelError;
 use crate::node::Labels;
@@ -171,6 +173,110 @@ impl Term {
     }
 }
 
+/// A `metav1.LabelSelector`, parsed: all requirements must hold. As
+/// `LabelSelectorAsSelector` reads it, an absent selector selects nothing
+/// and an empty one everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelSelector {
+    /// `None`: selects nothing.
+    requirements: Option<Vec<Requirement>>,
+}
+
+impl LabelSelector {
+    /// The selector that selects nothing (an absent one).
+    pub fn nothing() -> Self {
+        LabelSelector { requirements: None }
+    }
+
+    /// The selector that selects everything (an empty one).
+    pub fn everything() -> Self {
+        LabelSelector {
+            requirements: Some(Vec::new()),
+        }
+    }
+
+    /// Parses an optional selector; `field` names it in errors.
+    pub fn parse(s: Option<&meta::LabelSelector>, object: &str, field: &str) -> Result<Self, ModelError> {
+        let Some(s) = s else {
+            return Ok(Self::nothing());
+        };
+        let mut reqs = Vec::new();
+        for (k, v) in s.match_labels.iter().flatten() {
+            reqs.push(Requirement::equals(k, v));
+        }
+        for (i, e) in s.match_expressions.iter().flatten().enumerate() {
+            let f = format!("{field}.matchExpressions[{i}]");
+            if !matches!(e.operator.as_str(), "In" | "NotIn" | "Exists" | "DoesNotExist") {
+                return Err(ModelError::new(
+                    object,
+                    format!("{f}.operator"),
+                    format!("{:?} is not a valid label selector operator", e.operator),
+                ));
+            }
+            let r = NodeSelectorRequirement {
+                key: e.key.clone(),
+                operator: e.operator.clone(),
+                values: e.values.clone(),
+            };
+            reqs.push(Requirement::parse(&r, object, &f)?);
+        }
+        Ok(LabelSelector {
+            requirements: Some(reqs),
+        })
+    }
+
+    /// Adds a requirement (`matchLabelKeys`: `key In (value)`,
+    /// `mismatchLabelKeys`: `key NotIn (value)`). Nothing stays nothing.
+    pub fn add(&mut self, r: Requirement) {
+        if let Some(reqs) = &mut self.requirements
+            && !reqs.contains(&r)
+        {
+            reqs.push(r);
+        }
+    }
+
+    /// Whether it selects nothing.
+    pub fn is_nothing(&self) -> bool {
+        self.requirements.is_none()
+    }
+
+    /// Whether it selects everything.
+    pub fn is_everything(&self) -> bool {
+        self.requirements.as_ref().is_some_and(Vec::is_empty)
+    }
+
+    /// Whether labels match.
+    #[inline]
+    pub fn matches(&self, labels: &Labels) -> bool {
+        match &self.requirements {
+            None => false,
+            Some(reqs) => reqs.iter().all(|r| r.matches(labels.get(&r.key).map(String::as_str))),
+        }
+    }
+}
+
+impl Requirement {
+    /// `key In (value)`.
+    pub fn equals(key: &str, value: &str) -> Self {
+        Requirement {
+            key: key.to_owned(),
+            op: Operator::In,
+            values: vec![value.to_owned()],
+            bound: 0,
+        }
+    }
+
+    /// `key NotIn (value)`.
+    pub fn differs(key: &str, value: &str) -> Self {
+        Requirement {
+            key: key.to_owned(),
+            op: Operator::NotIn,
+            values: vec![value.to_owned()],
+            bound: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +318,37 @@ mod tests {
         assert!(t.matches(&labels(&[]), "n1"));
         assert!(!t.matches(&labels(&[]), "n2"));
         assert!(!term(json!({})).unwrap().matches(&labels(&[("a", "b")]), "n1"));
+    }
+
+    #[test]
+    fn label_selectors_absent_empty_and_merged() {
+        let parse = |v: serde_json::Value| {
+            LabelSelector::parse(Some(&serde_json::from_value(v).unwrap()), "Pod p", "s").unwrap()
+        };
+        let l = labels(&[("app", "web"), ("tier", "front")]);
+        assert!(!LabelSelector::parse(None, "Pod p", "s").unwrap().matches(&l));
+        assert!(parse(json!({})).matches(&l));
+        assert!(parse(json!({"matchLabels": {"app": "web"}})).matches(&l));
+        assert!(!parse(json!({"matchLabels": {"app": "db"}})).matches(&l));
+        assert!(
+            parse(json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["back"]}]})).matches(&l)
+        );
+        let mut s = parse(json!({"matchLabels": {"app": "web"}}));
+        s.add(Requirement::differs("tier", "front"));
+        assert!(!s.matches(&l));
+        let e = LabelSelector::parse(
+            Some(
+                &serde_json::from_value(json!({"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}))
+                    .unwrap(),
+            ),
+            "Pod p",
+            "s",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "Pod p: s.matchExpressions[0].operator: \"Gt\" is not a valid label selector operator"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::binder::{self, BinderSettings};
 use crate::leader::{self, LeaderElection, Leadership};
 use crate::metrics::Metrics;
 use crate::schedule::{self, Channels, Msg};
-use crate::watch::{NODES, PODS, watch_kind};
+use crate::watch::{NAMESPACES, NODES, PODS, watch_kind};
 
 /// Messages from the watchers the scheduling thread may fall behind by.
 const MSG_CAPACITY: usize = 4096;
@@ -65,6 +65,7 @@ pub struct Status {
     pub metrics: Metrics,
     pub(crate) nodes_synced: AtomicBool,
     pub(crate) pods_synced: AtomicBool,
+    pub(crate) namespaces_synced: AtomicBool,
     /// False once the scheduling thread died.
     alive: AtomicBool,
     plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
@@ -76,14 +77,17 @@ impl Status {
             metrics: Metrics::default(),
             nodes_synced: AtomicBool::new(false),
             pods_synced: AtomicBool::new(false),
+            namespaces_synced: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             plugins,
         }
     }
 
-    /// Ready: both caches synced (and plugins loaded, which happens before start).
+    /// Ready: every cache synced (and plugins loaded, which happens before start).
     pub fn ready(&self) -> bool {
-        self.nodes_synced.load(Ordering::Relaxed) && self.pods_synced.load(Ordering::Relaxed)
+        self.nodes_synced.load(Ordering::Relaxed)
+            && self.pods_synced.load(Ordering::Relaxed)
+            && self.namespaces_synced.load(Ordering::Relaxed)
     }
 
     /// Plugins the profiles enable that are not loaded, with why, and
@@ -179,6 +183,13 @@ pub async fn run(
         tokio::spawn(watch_kind(
             client.clone(),
             PODS,
+            tx.clone(),
+            status.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(watch_kind(
+            client.clone(),
+            NAMESPACES,
             tx.clone(),
             status.clone(),
             stop_rx.clone(),

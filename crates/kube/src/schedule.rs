@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use tokio::sync::mpsc;
 use wasmsched_core::framework::ScheduleError;
 use wasmsched_core::queue::Location;
@@ -36,6 +36,9 @@ pub(crate) enum Msg {
         uid: String,
     },
     PodsSynced(HashSet<String>),
+    Namespace(Box<Namespace>),
+    NamespaceGone(String),
+    NamespacesSynced(HashSet<String>),
     /// Leadership changed (wakes the thread; the flag itself is read from
     /// [`Leadership`]).
     Leader,
@@ -63,15 +66,16 @@ struct Loop {
     status: Arc<Status>,
     leadership: Arc<Leadership>,
     rt: tokio::runtime::Handle,
-    /// Whether the first list of nodes, and of pods, has been applied: no
-    /// cycle runs before both (as kube-scheduler waits for its informers),
-    /// or bound pods not listed yet would leave their nodes looking free.
-    synced: (bool, bool),
+    /// Whether the first list of nodes, of pods, and of namespaces has
+    /// been applied: no cycle runs before all three (as kube-scheduler
+    /// waits for its informers), or bound pods not listed yet would leave
+    /// their nodes looking free, and namespace selectors select nothing.
+    synced: (bool, bool, bool),
 }
 
 impl Loop {
     fn may_schedule(&self) -> bool {
-        self.synced == (true, true) && self.leadership.is_leading()
+        self.synced == (true, true, true) && self.leadership.is_leading()
     }
 
     fn report(&self, r: Report) {
@@ -114,6 +118,16 @@ impl Loop {
                 }
             }
             Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
+            Msg::Namespace(ns) => sched.on_namespace(&ns, now),
+            Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
+            Msg::NamespacesSynced(names) => {
+                self.synced.2 = true;
+                for n in sched.namespace_names() {
+                    if !names.contains(&n) {
+                        sched.on_namespace_deleted(&n);
+                    }
+                }
+            }
             Msg::PodsSynced(keys) => {
                 self.synced.1 = true;
                 // A relist: whatever we know that the server no longer has is gone.
@@ -274,7 +288,7 @@ pub(crate) fn run(
         status,
         leadership,
         rt,
-        synced: (false, false),
+        synced: (false, false, false),
     };
     let mut last_gauge = Instant::now();
     let mut idle = false;
@@ -368,6 +382,12 @@ mod tests {
             let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
             assert!(early.is_err(), "placed before the pods were listed: {early:?}");
             tx.send(Msg::PodsSynced(["default/p".to_owned()].into())).await.unwrap();
+            // Nor before the namespaces' (namespace selectors read them).
+            let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
+            assert!(early.is_err(), "placed before the namespaces were listed: {early:?}");
+            tx.send(Msg::NamespacesSynced(["default".to_owned()].into()))
+                .await
+                .unwrap();
             let job = tokio::time::timeout(Duration::from_secs(5), jobs.recv())
                 .await
                 .unwrap()

@@ -1,4 +1,5 @@
-//! The watchers: kube-rs' `watcher` over nodes and pods, with its default
+//! The watchers: kube-rs' `watcher` over nodes, pods and namespaces (whose
+//! labels namespace selectors of pod affinity read), with its default
 //! backoff, turned into messages for the scheduling thread. A relist ends
 //! with the set of keys it saw, so the thread can drop what is gone.
 
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -54,6 +55,15 @@ pub(crate) const PODS: Kind<Pod> = Kind {
     },
     synced: Msg::PodsSynced,
     synced_flag: |s| &s.pods_synced,
+};
+
+pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
+    what: "namespaces",
+    key: |n| n.metadata.name.clone().unwrap_or_default(),
+    apply: |n| Msg::Namespace(Box::new(n)),
+    gone: |n| Msg::NamespaceGone(n.metadata.name.clone().unwrap_or_default()),
+    synced: Msg::NamespacesSynced,
+    synced_flag: |s| &s.namespaces_synced,
 };
 
 /// Follows every object of one kind until `stop` turns true. Sending waits

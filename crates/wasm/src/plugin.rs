@@ -782,7 +782,13 @@ impl Plugin for PluginSlot {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(
+        &self,
+        _: &mut CycleState,
+        pod: &PodInfo,
+        _: &wasmsched_core::Snapshot,
+        nodes: &[&Arc<NodeInfo>],
+    ) -> Status {
         let Some(v) = self.serving() else {
             return match (self.limits.failure_policy, self.not_loaded()) {
                 (FailurePolicy::Fail, Some(why)) => Status::error(why),

@@ -89,7 +89,7 @@ impl FitError {
 
 impl fmt::Display for FitError {
     /// kube-scheduler's wording: `0/5 nodes are available: 2 Insufficient
-    /// cpu, 3 node(s) had untolerated taint {dedicated: gpu}.`
+    /// cpu, 3 node(s) had untolerated taint(s).`
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
@@ -338,7 +338,7 @@ impl Framework {
         for e in &self.pre_score {
             let name = e.plugin.name();
             let t = state.clock();
-            let st = e.plugin.pre_score(state, pod, &nodes);
+            let st = e.plugin.pre_score(state, pod, snapshot, &nodes);
             state.record(&*e.plugin, "PreScore", st.code(), t);
             match st.code() {
                 Code::Success => {}

@@ -2,12 +2,14 @@
 //! semantics, and the [`Registry`] that names every plugin a profile can use.
 
 pub mod image_locality;
+pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 
 use std::collections::BTreeMap;
@@ -35,6 +37,10 @@ pub mod names {
     pub const NODE_PORTS: &str = "NodePorts";
     /// ImageLocality.
     pub const IMAGE_LOCALITY: &str = "ImageLocality";
+    /// InterPodAffinity.
+    pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
+    /// PodTopologySpread.
+    pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
 }
 
 /// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
@@ -47,6 +53,8 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (names::NODE_AFFINITY, 2),
     (names::NODE_PORTS, 0),
     (names::NODE_RESOURCES_FIT, 1),
+    (names::POD_TOPOLOGY_SPREAD, 2),
+    (names::INTER_POD_AFFINITY, 2),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names::IMAGE_LOCALITY, 1),
 ];
@@ -62,8 +70,6 @@ pub const KNOWN_UNSUPPORTED: &[&str] = &[
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "PodTopologySpread",
-    "InterPodAffinity",
     "DefaultPreemption",
     "DefaultBinder",
     "DynamicResources",
@@ -129,6 +135,14 @@ impl Registry {
         r.register(
             names::NODE_AFFINITY,
             Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::POD_TOPOLOGY_SPREAD,
+            Arc::new(|a| Ok(Arc::new(pod_topology_spread::PodTopologySpread::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::INTER_POD_AFFINITY,
+            Arc::new(|a| Ok(Arc::new(inter_pod_affinity::InterPodAffinity::new(parse_args(a)?)?) as _)),
         );
         r.register(
             names::NODE_RESOURCES_FIT,
@@ -208,6 +222,46 @@ pub(crate) mod testutil {
         )
     }
 
+    /// A pod `name` in `ns` with `labels`, bound to `node` (empty:
+    /// pending), one container, and the fields of `spec` added to its spec.
+    pub fn spec_pod(name: &str, ns: &str, labels: Value, node: &str, spec: Value) -> Pod {
+        let mut s = json!({"containers": [{"name": "c"}]});
+        if !node.is_empty() {
+            s["nodeName"] = json!(node);
+        }
+        if let Value::Object(m) = spec {
+            for (k, v) in m {
+                s[k] = v;
+            }
+        }
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": ns, "uid": name, "labels": labels}, "spec": s}),
+        )
+        .unwrap()
+    }
+
+    /// A snapshot of nodes (`name`, labels, spec) with `pods` on them and
+    /// namespaces with their labels, built through the cache.
+    pub fn cluster(
+        nodes: &[(&str, Value, Value)],
+        pods: &[Pod],
+        namespaces: &[(&str, Value)],
+    ) -> crate::cache::Snapshot {
+        let mut c = crate::cache::Cache::new();
+        for (name, labels, spec) in nodes {
+            let n: Node =
+                serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": spec})).unwrap();
+            c.upsert_node(NodeData::from_node(&n).unwrap());
+        }
+        for p in pods {
+            c.upsert_pod(Arc::new(PodInfo::from_pod(p).unwrap()));
+        }
+        for (ns, labels) in namespaces {
+            c.upsert_namespace(ns, serde_json::from_value(labels.clone()).unwrap());
+        }
+        c.snapshot()
+    }
+
     /// Accounts `pod` on `node` as the cache would.
     pub fn with_pod(mut node: NodeInfo, pod: &PodInfo) -> NodeInfo {
         let u = &mut node.usage;
@@ -216,6 +270,7 @@ pub(crate) mod testutil {
         u.non_zero_memory += pod.requests.non_zero_memory;
         u.pods += 1;
         u.ports.extend(pod.host_ports.iter().cloned());
+        u.pod_list.push(Arc::new(pod.clone()));
         node
     }
 }

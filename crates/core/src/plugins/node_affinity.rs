@@ -37,10 +37,11 @@ impl NodeAffinity {
 
     /// Whether the node satisfies the pod's node selector and required affinity.
     pub fn matches(pod: &PodInfo, node: &NodeInfo) -> bool {
-        Self::matches_data(pod, &node.node)
+        Self::matches_node(pod, &node.node)
     }
 
-    fn matches_data(pod: &PodInfo, node: &NodeData) -> bool {
+    /// [`NodeAffinity::matches`] for a node's data.
+    pub fn matches_node(pod: &PodInfo, node: &NodeData) -> bool {
         let labels = &node.labels;
         pod.node_selector.iter().all(|(k, v)| labels.get(k) == Some(v))
             && pod
@@ -65,8 +66,8 @@ impl Plugin for NodeAffinity {
     /// A node that matches now and did not before.
     fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
         let queue = match change {
-            Change::NodeAdded(n) => Self::matches_data(pod, n),
-            Change::NodeUpdated { old, new, .. } => !Self::matches_data(pod, old) && Self::matches_data(pod, new),
+            Change::NodeAdded(n) => Self::matches_node(pod, n),
+            Change::NodeUpdated { old, new, .. } => !Self::matches_node(pod, old) && Self::matches_node(pod, new),
             _ => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
@@ -92,7 +93,7 @@ impl Plugin for NodeAffinity {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
         if pod.preferred_affinity.is_empty() {
             Status::skip()
         } else {

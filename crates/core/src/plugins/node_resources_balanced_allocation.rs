@@ -6,6 +6,7 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 use super::node_resources_fit::{ResourceSpec, default_resources, validate_resources};
+use crate::cache::Snapshot;
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
@@ -52,7 +53,7 @@ impl Plugin for BalancedAllocation {
         Points::PRE_SCORE | Points::SCORE
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
         // Best-effort pods (no request of any balanced resource): skip.
         if self.resources.iter().all(|k| pod.requests.requests.get_key(k) == 0) {
             Status::skip()
@@ -108,6 +109,9 @@ mod tests {
         let busy = with_pod(node_alloc("b", "4", "8Gi"), &pod_req("4", "0"));
         assert_eq!(p.score(&st, &pod_req("1", "8Gi"), &busy).unwrap(), 100);
         let be = pod(json!({"containers": [{"name": "c"}]}));
-        assert!(p.pre_score(&mut CycleState::default(), &be, &[]).is_skip());
+        assert!(
+            p.pre_score(&mut CycleState::default(), &be, &Snapshot::default(), &[])
+                .is_skip()
+        );
     }
 }

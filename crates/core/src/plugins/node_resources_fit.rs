@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use std::sync::Arc;
 
+use crate::cache::Snapshot;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::{NodeData, NodeInfo};
@@ -348,7 +349,10 @@ impl Plugin for NodeResourcesFit {
                 let (o, n) = (&old.allocatable, &new.allocatable);
                 self.fits_empty(pod, new) && (n.pods > o.pods || more_of_requested(req, o, n))
             }
-            Change::PodUpdated { .. } => false,
+            Change::PodUpdated { .. }
+            | Change::AssignedPodAdded(_)
+            | Change::AssignedPodRelabelled { .. }
+            | Change::NamespaceChanged { .. } => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
@@ -373,7 +377,7 @@ impl Plugin for NodeResourcesFit {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
         let requests_any = self.resources.iter().any(|(k, _)| match k {
             ResourceKey::Cpu => pod.requests.non_zero_milli_cpu != 0,
             ResourceKey::Memory => pod.requests.non_zero_memory != 0,
