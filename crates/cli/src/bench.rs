@@ -14,9 +14,16 @@ pub struct Args {
     /// Nodes in the synthetic cluster.
     #[arg(long, default_value_t = 5000)]
     nodes: usize,
-    /// Pods to schedule.
+    /// Pods to schedule (and measure).
     #[arg(long, default_value_t = 10000)]
     pods: usize,
+    /// Kind of pods (scheduler_perf's workloads of the same names).
+    #[arg(long, default_value = "plain", value_parser = parse_workload)]
+    workload: synthetic::Workload,
+    /// Pods of the workload scheduled first, unmeasured (scheduler_perf's
+    /// `initPods`): the cluster the measured pods meet.
+    #[arg(long, default_value_t = 0)]
+    init_pods: usize,
     /// percentageOfNodesToScore (0 = kube-scheduler's adaptive default).
     #[arg(long)]
     percentage: Option<u32>,
@@ -43,6 +50,17 @@ pub struct Args {
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
     wasm: Option<PathBuf>,
+}
+
+fn parse_workload(s: &str) -> Result<synthetic::Workload, String> {
+    synthetic::Workload::ALL
+        .iter()
+        .find(|(n, _)| *n == s)
+        .map(|(_, w)| *w)
+        .ok_or_else(|| {
+            let names: Vec<&str> = synthetic::Workload::ALL.iter().map(|(n, _)| *n).collect();
+            format!("unknown workload {s:?} (one of: {})", names.join(", "))
+        })
 }
 
 /// Peak resident memory of this process in MiB (Linux `VmHWM`).
@@ -99,7 +117,21 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in synthetic::nodes(args.nodes, args.seed) {
         sched.on_node(&n, now)?;
     }
-    for p in synthetic::pods(args.pods, &profile, args.seed) {
+    // The initial pods are scheduled first, unmeasured.
+    for p in synthetic::workload_pods(args.workload, 0, args.init_pods, &profile, args.seed) {
+        sched.on_pod(&p, now)?;
+    }
+    let init_scheduled = sched.with_pool(|sched| {
+        let mut n = 0;
+        while let Some(a) = sched.schedule_one(now, false) {
+            if a.result.is_ok() {
+                sched.binding_finished(&a.pod.key, &a.pod.uid, true, now);
+                n += 1;
+            }
+        }
+        n
+    });
+    for p in synthetic::workload_pods(args.workload, args.init_pods, args.pods, &profile, args.seed) {
         sched.on_pod(&p, now)?;
     }
     let setup = setup.elapsed();
@@ -140,8 +172,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         config.parallelism()
     );
+    let workload = synthetic::Workload::ALL
+        .iter()
+        .find(|(_, w)| *w == args.workload)
+        .map_or("plain", |(n, _)| n);
     println!(
-        "setup (parse nodes and pods, fill cache and queue): {:.2} s",
+        "workload {workload}, {init_scheduled} of {} initial pods placed",
+        args.init_pods
+    );
+    println!(
+        "setup (parse nodes and pods, schedule the initial ones, fill cache and queue): {:.2} s",
         setup.as_secs_f64()
     );
     println!(
@@ -158,6 +198,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             json!({
                 "nodes": args.nodes,
                 "pods": args.pods,
+                "workload": workload,
+                "init_pods": args.init_pods,
                 "scheduled": scheduled,
                 "unschedulable": unschedulable,
                 "percentage": pct,

@@ -105,6 +105,103 @@ pub fn pods(n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
         .collect()
 }
 
+/// Pods that state inter-pod or spreading constraints, shaped like
+/// kube-scheduler's scheduler_perf workloads of the same names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Workload {
+    /// `pods`: varied requests, node selectors, affinities, tolerations.
+    Plain,
+    /// SchedulingPodAntiAffinity: required anti-affinity to each other by
+    /// hostname (one per node).
+    PodAntiAffinity,
+    /// SchedulingPodAffinity: required affinity to each other by zone.
+    PodAffinity,
+    /// SchedulingPreferredPodAffinity: preferred affinity by zone.
+    PreferredPodAffinity,
+    /// SchedulingPreferredPodAntiAffinity: preferred anti-affinity by hostname.
+    PreferredPodAntiAffinity,
+    /// TopologySpreading: `DoNotSchedule`, zone, maxSkew 5.
+    TopologySpreading,
+    /// PreferredTopologySpreading: `ScheduleAnyway`, zone, maxSkew 5.
+    PreferredTopologySpreading,
+}
+
+impl Workload {
+    /// Every workload with its command-line name.
+    pub const ALL: &'static [(&'static str, Workload)] = &[
+        ("plain", Workload::Plain),
+        ("pod-anti-affinity", Workload::PodAntiAffinity),
+        ("pod-affinity", Workload::PodAffinity),
+        ("preferred-pod-affinity", Workload::PreferredPodAffinity),
+        ("preferred-pod-anti-affinity", Workload::PreferredPodAntiAffinity),
+        ("topology-spreading", Workload::TopologySpreading),
+        ("preferred-topology-spreading", Workload::PreferredTopologySpreading),
+    ];
+}
+
+/// `n` pending pods of `workload` for `scheduler_name`, named from
+/// `first` on (so an initial batch and a measured one do not collide).
+pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
+    if workload == Workload::Plain {
+        let mut pods = pods(first + n, scheduler_name, seed);
+        return pods.split_off(first);
+    }
+    let term = |key: &str, value: &str, topology: &str| json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
+    const HOST: &str = "kubernetes.io/hostname";
+    const ZONE: &str = "topology.kubernetes.io/zone";
+    let (labels, extra) = match workload {
+        Workload::Plain => unreachable!(),
+        Workload::PodAntiAffinity => (
+            json!({"color": "green"}),
+            json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("color", "green", HOST)]}}}),
+        ),
+        Workload::PodAffinity => (
+            json!({"foo": "bar"}),
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("foo", "bar", ZONE)]}}}),
+        ),
+        Workload::PreferredPodAffinity => (
+            json!({"foo": "bar"}),
+            json!({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": term("foo", "bar", ZONE)}]}}}),
+        ),
+        Workload::PreferredPodAntiAffinity => (
+            json!({"color": "green"}),
+            json!({"affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": term("color", "green", HOST)}]}}}),
+        ),
+        Workload::TopologySpreading | Workload::PreferredTopologySpreading => {
+            let when = if workload == Workload::TopologySpreading {
+                "DoNotSchedule"
+            } else {
+                "ScheduleAnyway"
+            };
+            (
+                json!({"app": "spread"}),
+                json!({"topologySpreadConstraints": [{"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": when,
+                    "labelSelector": {"matchLabels": {"app": "spread"}}}]}),
+            )
+        }
+    };
+    (first..first + n)
+        .map(|i| {
+            let mut spec = json!({"schedulerName": scheduler_name, "containers": [{"name": "main", "image": "registry.local/web:1.4",
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]});
+            if let Value::Object(m) = &extra {
+                for (k, v) in m {
+                    spec[k] = v.clone();
+                }
+            }
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}"), "labels": labels},
+                "spec": spec,
+                "status": {"phase": "Pending"}
+            }))
+            .expect("synthetic pod is valid")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +218,11 @@ mod tests {
         );
         let p = pods(100, "s", 3);
         assert!(p.iter().all(|p| PodInfo::from_pod(p).is_ok()));
+        for (name, w) in Workload::ALL {
+            let p = workload_pods(*w, 10, 20, "s", 3);
+            assert_eq!(p.len(), 20, "{name}");
+            assert_eq!(p[0].metadata.name.as_deref(), Some("pod-000010"));
+            assert!(p.iter().all(|p| PodInfo::from_pod(p).is_ok()), "{name}");
+        }
     }
 }
