@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 
 use crate::node::{Labels, NodeData, NodeInfo, Usage};
 use crate::pod::{PodInfo, PodKey};
+use crate::shapes::{ShapeEntry, ShapeTable, count_on_node};
 
 /// A pod the cache accounts on a node.
 #[derive(Debug, Clone)]
@@ -39,6 +40,8 @@ pub struct Cache {
     image_nodes: Arc<HashMap<String, usize>>,
     /// Namespace name → its labels (for namespace selectors).
     namespaces: Arc<FxHashMap<String, Labels>>,
+    /// The accounted pods by shape.
+    shapes: ShapeTable,
     /// Accounted pods with pod (anti-)affinity terms, and with required
     /// anti-affinity terms: plugins skip whole scans when there are none.
     with_affinity: usize,
@@ -69,6 +72,8 @@ pub struct Snapshot {
     pub pods_with_required_anti_affinity: usize,
     /// Topology domains by key, computed on first use.
     topology: Arc<TopologyIndex>,
+    /// The pods on these nodes by shape.
+    shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
     structure_generation: u64,
@@ -157,6 +162,28 @@ impl Snapshot {
         d
     }
 
+    /// Every shape of the pods on these nodes (with its id), and where its
+    /// pods are ([`Snapshot::positions`]).
+    pub fn shapes(&self) -> impl Iterator<Item = (u32, &ShapeEntry)> {
+        self.shapes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_deref().map(|e| (i as u32, e)))
+    }
+
+    /// Number of shape ids (for per-shape tables indexed by id).
+    pub fn shape_ids(&self) -> usize {
+        self.shapes.len()
+    }
+
+    /// The nodes (snapshot positions) holding pods of a shape, with how many.
+    pub fn positions<'a>(&'a self, shape: &'a ShapeEntry) -> impl Iterator<Item = (usize, i64)> + 'a {
+        shape
+            .nodes
+            .iter()
+            .map(|&(idx, c)| (self.pos[idx as usize], i64::from(c)))
+    }
+
     /// The labels of namespace `ns` (empty when unknown, as kube-scheduler
     /// reads a namespace it has not seen).
     pub fn namespace_labels(&self, ns: &str) -> &Labels {
@@ -176,9 +203,9 @@ fn affinity_kinds(pod: &PodInfo) -> (bool, bool) {
     }
 }
 
-fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, add: bool) {
+fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, shape: u32, add: bool) {
+    count_on_node(&mut usage.shapes, shape, if add { 1 } else { -1 });
     let r = &pod.requests;
-    let (aff, anti) = affinity_kinds(pod);
     if add {
         usage.requested.add(&r.requests);
         usage.non_zero_milli_cpu += r.non_zero_milli_cpu;
@@ -186,8 +213,6 @@ fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, add: bool) {
         usage.pods += 1;
         usage.ports.extend(pod.host_ports.iter().cloned());
         usage.pod_list.push(pod.clone());
-        usage.with_affinity += u32::from(aff);
-        usage.with_required_anti_affinity += u32::from(anti);
     } else {
         usage.requested.sub(&r.requests);
         usage.non_zero_milli_cpu -= r.non_zero_milli_cpu;
@@ -201,8 +226,6 @@ fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, add: bool) {
         if let Some(i) = usage.pod_list.iter().position(|q| q.key == pod.key) {
             usage.pod_list.swap_remove(i);
         }
-        usage.with_affinity -= u32::from(aff);
-        usage.with_required_anti_affinity -= u32::from(anti);
     }
 }
 
@@ -297,6 +320,9 @@ impl Cache {
         } else {
             self.count_images(&data, true);
             let usage = self.orphan_usage.remove(&data.name).unwrap_or_default();
+            for &(id, c) in &usage.shapes {
+                self.shapes.place(id, self.nodes.len(), i64::from(c));
+            }
             self.index.insert(data.name.clone(), self.nodes.len());
             self.nodes.push(Arc::new(NodeInfo { node: data, usage }));
             self.structure_generation += 1;
@@ -310,9 +336,16 @@ impl Cache {
             return false;
         };
         let info = self.nodes.swap_remove(i);
+        for &(id, c) in &info.usage.shapes {
+            self.shapes.place(id, i, -i64::from(c));
+        }
         if i < self.nodes.len() {
             let moved = self.nodes[i].name().to_owned();
             self.index.insert(moved, i);
+            let from = self.nodes.len();
+            for &(id, _) in &self.nodes[i].usage.shapes {
+                self.shapes.move_node(id, from, i);
+            }
         }
         self.count_images(&info.node, false);
         if info.usage.pods != 0 {
@@ -331,15 +364,24 @@ impl Cache {
             self.with_affinity -= usize::from(aff);
             self.with_required_anti_affinity -= usize::from(anti);
         }
+        let shape = if add {
+            self.shapes.acquire(pod)
+        } else {
+            self.shapes.id(pod).expect("an accounted pod has a shape")
+        };
         if let Some(&i) = self.index.get(node) {
-            apply(&mut Arc::make_mut(&mut self.nodes[i]).usage, pod, add);
+            apply(&mut Arc::make_mut(&mut self.nodes[i]).usage, pod, shape, add);
+            self.shapes.place(shape, i, if add { 1 } else { -1 });
             self.mark_dirty(i);
         } else {
             let u = self.orphan_usage.entry(node.to_owned()).or_default();
-            apply(u, pod, add);
+            apply(u, pod, shape, add);
             if u.pods == 0 {
                 self.orphan_usage.remove(node);
             }
+        }
+        if !add {
+            self.shapes.release(shape);
         }
     }
 
@@ -458,6 +500,9 @@ impl Cache {
         if !Arc::ptr_eq(&snap.image_nodes, &self.image_nodes) {
             snap.image_nodes = self.image_nodes.clone();
         }
+        if !Arc::ptr_eq(&snap.shapes, &self.shapes.entries) {
+            snap.shapes = self.shapes.entries.clone();
+        }
         if !Arc::ptr_eq(&snap.namespaces, &self.namespaces) {
             snap.namespaces = self.namespaces.clone();
         }
@@ -572,6 +617,72 @@ mod tests {
         }))
         .unwrap();
         Arc::new(PodInfo::from_pod(&p).unwrap())
+    }
+
+    /// Per shape and node, the counts the snapshot's shape index gives
+    /// equal those of the pods on each node, through node removals (pods
+    /// left on unknown nodes), re-additions, relabels and deletions.
+    #[test]
+    fn shape_index_follows_pods_and_nodes() {
+        let labelled = |name: &str, node: &str, app: &str| {
+            let p: Pod = serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+                "spec": {"nodeName": node, "containers": [{"name": "c"}]}
+            }))
+            .unwrap();
+            Arc::new(PodInfo::from_pod(&p).unwrap())
+        };
+        let check = |c: &mut Cache| {
+            let snap = c.snapshot();
+            let mut from_index: Vec<(String, String, i64)> = Vec::new();
+            for (_, shape) in snap.shapes() {
+                for (pos, n) in snap.positions(shape) {
+                    from_index.push((snap.nodes[pos].name().to_owned(), shape.rep.labels["app"].clone(), n));
+                }
+            }
+            let mut from_pods: Vec<(String, String, i64)> = Vec::new();
+            for n in &snap.nodes {
+                let mut per: std::collections::BTreeMap<String, i64> = Default::default();
+                for p in &n.usage.pod_list {
+                    *per.entry(p.labels["app"].clone()).or_default() += 1;
+                }
+                from_pods.extend(per.into_iter().map(|(a, k)| (n.name().to_owned(), a, k)));
+            }
+            from_index.sort();
+            from_pods.sort();
+            assert_eq!(from_index, from_pods);
+        };
+        let mut rng = crate::rng::Rng::new(7);
+        let mut c = Cache::new();
+        let names = ["a", "b", "c", "d"];
+        for n in names {
+            c.upsert_node(node(n, "z"));
+        }
+        for step in 0..400 {
+            let node_name = names[rng.below(4) as usize];
+            let pod_name = format!("p{}", rng.below(30));
+            let app = ["web", "db", "cache"][rng.below(3) as usize];
+            match rng.below(10) {
+                0 => {
+                    c.remove_node(node_name);
+                }
+                1 => c.upsert_node(node(node_name, "z")),
+                2 | 3 => {
+                    c.remove_pod(&format!("default/{pod_name}"));
+                }
+                4 => {
+                    c.assume_pod(labelled(&pod_name, node_name, app), node_name);
+                }
+                _ => c.upsert_pod(labelled(&pod_name, node_name, app)),
+            }
+            if step % 7 == 0 {
+                check(&mut c);
+            }
+        }
+        for n in names {
+            c.upsert_node(node(n, "z"));
+        }
+        check(&mut c);
     }
 
     #[test]

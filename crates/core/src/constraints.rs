@@ -10,7 +10,7 @@ use crate::pod::PodInfo;
 use crate::selector::{LabelSelector, Requirement};
 
 /// One pod (anti-)affinity term (kube-scheduler's `AffinityTerm`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AffinityTerm {
     /// The pods it selects, with the label keys merged in.
     pub selector: LabelSelector,
@@ -80,7 +80,7 @@ impl AffinityTerm {
 }
 
 /// A preferred term and its weight.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WeightedTerm {
     /// 1–100.
     pub weight: i64,
@@ -89,7 +89,7 @@ pub struct WeightedTerm {
 }
 
 /// A pod's `podAffinity` and `podAntiAffinity`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct PodAffinity {
     /// `podAffinity.requiredDuringSchedulingIgnoredDuringExecution`.
     pub required_affinity: Vec<AffinityTerm>,

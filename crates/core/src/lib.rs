@@ -24,6 +24,7 @@ pub mod resources;
 pub mod rng;
 pub mod scheduler;
 pub mod selector;
+pub mod shapes;
 pub mod synthetic;
 
 pub use cache::{Cache, Snapshot};

@@ -172,10 +172,8 @@ pub struct Usage {
     /// The pods themselves (shared with the cache), for plugins that look
     /// at the pods around a node (inter-pod affinity, topology spread).
     pub pod_list: Vec<Arc<PodInfo>>,
-    /// How many of them carry pod affinity or anti-affinity terms.
-    pub with_affinity: u32,
-    /// How many carry required anti-affinity terms.
-    pub with_required_anti_affinity: u32,
+    /// (shape id, pods of that shape here): see [`crate::shapes`].
+    pub shapes: Vec<(u32, u32)>,
 }
 
 /// A node and the usage of its pods, as one scheduling cycle sees it.

@@ -9,7 +9,7 @@ use crate::ModelError;
 use crate::node::Labels;
 
 /// A selector operator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operator {
     /// The value is one of the listed values.
     In,
@@ -26,7 +26,7 @@ pub enum Operator {
 }
 
 /// One parsed requirement.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Requirement {
     /// Label key (or field name for `matchFields`).
     pub key: String,
@@ -176,7 +176,7 @@ impl Term {
 /// A `metav1.LabelSelector`, parsed: all requirements must hold. As
 /// `LabelSelectorAsSelector` reads it, an absent selector selects nothing
 /// and an empty one everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct LabelSelector {
     /// `None`: selects nothing.
     requirements: Option<Vec<Requirement>>,

@@ -19,6 +19,7 @@ use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::{Labels, NodeInfo};
 use crate::pod::PodInfo;
 use crate::selector::LabelSelector;
+use crate::shapes::ShapeEntry;
 
 /// The incoming pod's required affinity is not satisfied.
 pub const ERR_REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -107,8 +108,9 @@ struct KeyCounts {
 struct ByKey(Vec<KeyCounts>);
 
 impl ByKey {
-    fn slot(&mut self, key: &str, snapshot: &Snapshot) -> &mut KeyCounts {
-        let i = match self.0.iter().position(|k| k.key == key) {
+    /// The index of `key`'s counts, made on first use.
+    fn slot(&mut self, key: &str, snapshot: &Snapshot) -> usize {
+        match self.0.iter().position(|k| k.key == key) {
             Some(i) => i,
             None => {
                 let domains = snapshot.domains(key);
@@ -119,14 +121,14 @@ impl ByKey {
                 });
                 self.0.len() - 1
             }
-        };
-        &mut self.0[i]
+        }
     }
 
-    /// Adds `v` to the domain of the node at snapshot position `pos`;
-    /// false when the node lacks the key.
-    fn add(&mut self, key: &str, snapshot: &Snapshot, pos: usize, v: i64) -> bool {
-        let s = self.slot(key, snapshot);
+    /// Adds `v` to the domain of the node at snapshot position `pos` in
+    /// slot `k`; false when the node lacks the key.
+    #[inline]
+    fn add_at(&mut self, k: usize, pos: usize, v: i64) -> bool {
+        let s = &mut self.0[k];
         match s.domains.of_node[pos] {
             Domains::NONE => false,
             d => {
@@ -134,6 +136,16 @@ impl ByKey {
                 true
             }
         }
+    }
+
+    /// Adds `weight` × the pods of `shape` to their nodes' domains of `key`.
+    fn add_shape(&mut self, key: &str, snapshot: &Snapshot, shape: &ShapeEntry, weight: i64) -> bool {
+        let k = self.slot(key, snapshot);
+        let mut any = false;
+        for (pos, n) in snapshot.positions(shape) {
+            any |= self.add_at(k, pos, n * weight);
+        }
+        any
     }
 
     /// The count of a node's domain for `key` (`None`: the node lacks it).
@@ -301,31 +313,24 @@ impl Plugin for InterPodAffinity {
             s.anti_counts.slot(&t.topology_key, snapshot);
         }
         let none = no_labels();
-        for (pos, n) in snapshot.nodes.iter().enumerate() {
-            let u = &n.usage;
-            if u.with_required_anti_affinity > 0 {
-                for p in &u.pod_list {
-                    let Some(pa) = &p.pod_affinity else { continue };
-                    for t in &pa.required_anti_affinity {
-                        if t.matches(pod, ns_labels) {
-                            s.existing_anti_matched |= s.existing_anti.add(&t.topology_key, snapshot, pos, 1);
-                        }
+        // Once per shape of pods, not per pod: replicas share a shape.
+        for (_, shape) in snapshot.shapes() {
+            let p = &shape.rep;
+            if let Some(pa) = &p.pod_affinity {
+                for t in &pa.required_anti_affinity {
+                    if t.matches(pod, ns_labels) {
+                        s.existing_anti_matched |= s.existing_anti.add_shape(&t.topology_key, snapshot, shape, 1);
                     }
                 }
             }
-            if s.affinity.is_empty() && s.anti.is_empty() {
-                continue;
-            }
-            for p in &u.pod_list {
-                if matches_all(&s.affinity, p, none) {
-                    for t in &s.affinity {
-                        s.affinity_matched |= s.affinity_counts.add(&t.topology_key, snapshot, pos, 1);
-                    }
+            if matches_all(&s.affinity, p, none) {
+                for t in &s.affinity {
+                    s.affinity_matched |= s.affinity_counts.add_shape(&t.topology_key, snapshot, shape, 1);
                 }
-                for t in &s.anti {
-                    if t.matches(p, none) {
-                        s.anti_matched |= s.anti_counts.add(&t.topology_key, snapshot, pos, 1);
-                    }
+            }
+            for t in &s.anti {
+                if t.matches(p, none) {
+                    s.anti_matched |= s.anti_counts.add_shape(&t.topology_key, snapshot, shape, 1);
                 }
             }
         }
@@ -394,39 +399,37 @@ impl Plugin for InterPodAffinity {
         let (pref_aff, pref_anti) = (resolve(pref_aff), resolve(pref_anti));
         let mut scores = ByKey::default();
         let mut contributed = false;
-        for (pos, n) in snapshot.nodes.iter().enumerate() {
-            let u = &n.usage;
-            if n.node.labels.is_empty() || (!has_constraints && u.with_affinity == 0) {
+        for (_, shape) in snapshot.shapes() {
+            let p = &shape.rep;
+            if !has_constraints && p.pod_affinity.is_none() {
                 continue;
             }
-            for p in &u.pod_list {
-                for (w, t) in &pref_aff {
-                    if t.matches(p, none) {
-                        contributed |= scores.add(&t.topology_key, snapshot, pos, *w);
+            for (w, t) in &pref_aff {
+                if t.matches(p, none) {
+                    contributed |= scores.add_shape(&t.topology_key, snapshot, shape, *w);
+                }
+            }
+            for (w, t) in &pref_anti {
+                if t.matches(p, none) {
+                    contributed |= scores.add_shape(&t.topology_key, snapshot, shape, -*w);
+                }
+            }
+            let Some(pa) = &p.pod_affinity else { continue };
+            if self.hard_weight > 0 {
+                for t in &pa.required_affinity {
+                    if t.matches(pod, ns_labels) {
+                        contributed |= scores.add_shape(&t.topology_key, snapshot, shape, self.hard_weight);
                     }
                 }
-                for (w, t) in &pref_anti {
-                    if t.matches(p, none) {
-                        contributed |= scores.add(&t.topology_key, snapshot, pos, -*w);
-                    }
+            }
+            for w in &pa.preferred_affinity {
+                if w.term.matches(pod, ns_labels) {
+                    contributed |= scores.add_shape(&w.term.topology_key, snapshot, shape, w.weight);
                 }
-                let Some(pa) = &p.pod_affinity else { continue };
-                if self.hard_weight > 0 {
-                    for t in &pa.required_affinity {
-                        if t.matches(pod, ns_labels) {
-                            contributed |= scores.add(&t.topology_key, snapshot, pos, self.hard_weight);
-                        }
-                    }
-                }
-                for w in &pa.preferred_affinity {
-                    if w.term.matches(pod, ns_labels) {
-                        contributed |= scores.add(&w.term.topology_key, snapshot, pos, w.weight);
-                    }
-                }
-                for w in &pa.preferred_anti_affinity {
-                    if w.term.matches(pod, ns_labels) {
-                        contributed |= scores.add(&w.term.topology_key, snapshot, pos, -w.weight);
-                    }
+            }
+            for w in &pa.preferred_anti_affinity {
+                if w.term.matches(pod, ns_labels) {
+                    contributed |= scores.add_shape(&w.term.topology_key, snapshot, shape, -w.weight);
                 }
             }
         }

@@ -192,15 +192,20 @@ impl PodTopologySpread {
     }
 }
 
-/// Matching pods on a node: same namespace, not terminating, selected
-/// (none for an empty selector, as kube-scheduler v1.36 counts).
-fn count_matching(pods: &[Arc<PodInfo>], selector: &LabelSelector, ns: &str) -> i64 {
-    if selector.is_everything() {
-        return 0;
+/// Whether the pods of a shape count for a constraint: same namespace,
+/// not terminating, selected (none for an empty selector, as
+/// kube-scheduler v1.36 counts).
+fn counts(selector: &LabelSelector, ns: &str, p: &PodInfo) -> bool {
+    !selector.is_everything() && !p.deleting && p.namespace == ns && selector.matches(&p.labels)
+}
+
+/// Per shape id, whether its pods count for `selector` in `ns`.
+fn counting_shapes(snapshot: &Snapshot, selector: &LabelSelector, ns: &str) -> Vec<bool> {
+    let mut out = vec![false; snapshot.shape_ids()];
+    for (id, shape) in snapshot.shapes() {
+        out[id as usize] = counts(selector, ns, &shape.rep);
     }
-    pods.iter()
-        .filter(|p| !p.deleting && p.namespace == ns && selector.matches(&p.labels))
-        .count() as i64
+    out
 }
 
 /// Whether the node counts for the constraint (`nodeAffinityPolicy`,
@@ -231,6 +236,48 @@ struct Counted {
     /// Whether a domain has an eligible node (PreFilter) or a feasible one
     /// (PreScore).
     present: Vec<bool>,
+    /// Per shape id: whether its pods count.
+    shapes: Vec<bool>,
+}
+
+impl Counted {
+    fn new(c: &SpreadConstraint, pod: &PodInfo, snapshot: &Snapshot) -> Self {
+        let domains = snapshot.domains(&c.topology_key);
+        Counted {
+            counts: vec![0; domains.len()],
+            present: vec![false; domains.len()],
+            shapes: counting_shapes(snapshot, &c.selector, &pod.namespace),
+            domains,
+            c: c.clone(),
+        }
+    }
+
+    /// Adds the counted pods of every shape on the nodes `eligible` says
+    /// yes to (by snapshot position) whose domain is present.
+    fn count(&mut self, snapshot: &Snapshot, eligible: &[bool]) {
+        for (id, shape) in snapshot.shapes() {
+            if !self.shapes[id as usize] {
+                continue;
+            }
+            for (pos, n) in snapshot.positions(shape) {
+                let d = self.domains.of_node[pos];
+                if eligible[pos] && d != Domains::NONE && self.present[d as usize] {
+                    self.counts[d as usize] += n;
+                }
+            }
+        }
+    }
+}
+
+/// Whether the node at `pos` has every constraint's key.
+fn has_all_domains(counted: &[Counted], pos: usize) -> bool {
+    counted.iter().all(|k| k.domains.of_node[pos] != Domains::NONE)
+}
+
+/// Whether node inclusion policies need each node looked at (otherwise
+/// every node is included).
+fn policies_apply(c: &SpreadConstraint, pod: &PodInfo) -> bool {
+    (c.honor_node_affinity && (!pod.node_selector.is_empty() || pod.required_affinity.is_some())) || c.honor_node_taints
 }
 
 struct PreFilterState {
@@ -304,30 +351,23 @@ impl Plugin for PodTopologySpread {
         if cs.is_empty() {
             return Status::skip();
         }
-        let mut counted: Vec<Counted> = cs
-            .iter()
-            .map(|c| {
-                let domains = snapshot.domains(&c.topology_key);
-                Counted {
-                    counts: vec![0; domains.len()],
-                    present: vec![false; domains.len()],
-                    domains,
-                    c: c.clone(),
+        let mut counted: Vec<Counted> = cs.iter().map(|c| Counted::new(c, pod, snapshot)).collect();
+        let n = snapshot.len();
+        for k in 0..counted.len() {
+            let policies = policies_apply(&counted[k].c, pod);
+            let eligible: Vec<bool> = (0..n)
+                .map(|pos| {
+                    has_all_domains(&counted, pos)
+                        && (!policies || included(&counted[k].c, pod, &snapshot.nodes[pos].node))
+                })
+                .collect();
+            let k = &mut counted[k];
+            for (pos, ok) in eligible.iter().enumerate() {
+                if *ok {
+                    k.present[k.domains.of_node[pos] as usize] = true;
                 }
-            })
-            .collect();
-        for (pos, n) in snapshot.nodes.iter().enumerate() {
-            if !has_all_keys(&cs, &n.node.labels) {
-                continue;
             }
-            for k in &mut counted {
-                if !included(&k.c, pod, &n.node) {
-                    continue;
-                }
-                let d = k.domains.of_node[pos] as usize;
-                k.present[d] = true;
-                k.counts[d] += count_matching(&n.usage.pod_list, &k.c.selector, &pod.namespace);
-            }
+            k.count(snapshot, &eligible);
         }
         let min = counted
             .iter()
@@ -390,18 +430,7 @@ impl Plugin for PodTopologySpread {
             return Status::skip();
         }
         let require_all = !pod.spread_constraints.is_empty() || !self.system_defaulted;
-        let mut counted: Vec<Counted> = cs
-            .iter()
-            .map(|c| {
-                let domains = snapshot.domains(&c.topology_key);
-                Counted {
-                    counts: vec![0; domains.len()],
-                    present: vec![false; domains.len()],
-                    domains,
-                    c: c.clone(),
-                }
-            })
-            .collect();
+        let mut counted: Vec<Counted> = cs.iter().map(|c| Counted::new(c, pod, snapshot)).collect();
         // Domains are those of the feasible nodes (a node without the key,
         // allowed under system defaults, makes one more, empty-valued,
         // domain for the weight).
@@ -433,19 +462,19 @@ impl Plugin for PodTopologySpread {
             })
             .collect();
         // Counts over every node of those domains, feasible or not.
-        for (pos, n) in snapshot.nodes.iter().enumerate() {
-            if require_all && !has_all_keys(&cs, &n.node.labels) {
-                continue;
+        let n = snapshot.len();
+        for k in 0..counted.len() {
+            if counted[k].c.topology_key == HOSTNAME {
+                continue; // counted per node in Score
             }
-            for k in &mut counted {
-                if k.c.topology_key == HOSTNAME || !included(&k.c, pod, &n.node) {
-                    continue;
-                }
-                let d = k.domains.of_node[pos];
-                if d != Domains::NONE && k.present[d as usize] {
-                    k.counts[d as usize] += count_matching(&n.usage.pod_list, &k.c.selector, &pod.namespace);
-                }
-            }
+            let policies = policies_apply(&counted[k].c, pod);
+            let eligible: Vec<bool> = (0..n)
+                .map(|pos| {
+                    (!require_all || has_all_domains(&counted, pos))
+                        && (!policies || included(&counted[k].c, pod, &snapshot.nodes[pos].node))
+                })
+                .collect();
+            counted[k].count(snapshot, &eligible);
         }
         state.write(
             PRE_SCORE_KEY,
@@ -460,7 +489,7 @@ impl Plugin for PodTopologySpread {
 
     /// The raw score: lower is better; −1 marks a node ignored for lacking
     /// a key (NormalizeScore gives it 0).
-    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let Some(s) = state.read::<PreScoreState>(PRE_SCORE_KEY) else {
             return Err(Status::error(format!(
                 "reading {PRE_SCORE_KEY:?} from cycleState: not found"
@@ -477,7 +506,12 @@ impl Plugin for PodTopologySpread {
                 continue;
             }
             let count = if k.c.topology_key == HOSTNAME {
-                count_matching(&node.usage.pod_list, &k.c.selector, &pod.namespace)
+                node.usage
+                    .shapes
+                    .iter()
+                    .filter(|(id, _)| k.shapes.get(*id as usize).copied().unwrap_or(false))
+                    .map(|(_, c)| i64::from(*c))
+                    .sum()
             } else {
                 k.counts[d as usize]
             };
