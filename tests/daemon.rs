@@ -803,3 +803,47 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
     assert!(bound(&s.get::<Pod>("default", "gated").unwrap()));
     assert!(!bound(&s.get::<Pod>("default", "claims").unwrap()));
 }
+
+/// `wasmsched demo` on the bundled cluster: the checkout group (required
+/// anti-affinity by hostname, zone spread with maxSkew 1) lands one per
+/// node over zones within one of each other, and the gated pod waits.
+#[test]
+fn demo_honours_anti_affinity_spreading_and_gates() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["demo", "--timeout", "60"])
+        .env("WASMSCHED_LOG", "warn")
+        .output()
+        .expect("run wasmsched demo");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}\n{}", String::from_utf8_lossy(&out.stderr));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("shop/checkout:"))
+        .unwrap_or_else(|| panic!("no checkout summary in:\n{text}"));
+    assert!(
+        line.starts_with("shop/checkout: 4 pods on 4 nodes; per zone: "),
+        "{line}"
+    );
+    let counts: Vec<usize> = line
+        .split("per zone: ")
+        .nth(1)
+        .unwrap()
+        .split(", ")
+        .map(|z| z.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.iter().sum::<usize>(), 4, "{line}");
+    assert!(
+        counts.iter().max().unwrap() - counts.iter().min().unwrap() <= 1,
+        "{line}"
+    );
+    assert_eq!(
+        counts.len(),
+        3,
+        "every zone of the general-purpose nodes is used: {line}"
+    );
+    assert!(
+        text.lines().any(|l| l.starts_with("shop/migration-0")
+            && l.ends_with("gated: waiting for scheduling gates: [example.com/approved]")),
+        "{text}"
+    );
+}

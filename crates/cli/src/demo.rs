@@ -83,8 +83,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         println!("created {} pending pods; scheduling with profiles {ours:?}\n", pending.len());
         let is_ours = |p: &Pod| ours.iter().any(|o| p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()) == Some(o.as_str()));
+        let gates = |p: &Pod| -> Vec<String> {
+            p.spec.as_ref().and_then(|s| s.scheduling_gates.as_ref()).into_iter().flatten().map(|g| g.name.clone()).collect()
+        };
         let settled = |p: &Pod| {
             p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+                || !gates(p).is_empty()
                 || p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
                     cs.iter().any(|c| c.type_ == "PodScheduled" && c.status == "False")
                 })
@@ -112,6 +116,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             } else if node.is_some() {
                 bound_n += 1;
                 "bound".to_owned()
+            } else if !gates(&now).is_empty() {
+                format!("gated: waiting for scheduling gates: [{}]", gates(&now).join(" "))
             } else {
                 now.status
                     .as_ref()
@@ -121,6 +127,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .map_or("still pending".into(), |m| format!("unschedulable: {m}"))
             };
             println!("{:<26} {:<10} {result}", format!("{ns}/{name}"), node.as_deref().unwrap_or("-"));
+        }
+        // Groups that state spreading or anti-affinity: where they went, per node and zone.
+        let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for p in &pending {
+            let spec = p.spec.as_ref();
+            let constrained = spec.is_some_and(|s| {
+                s.topology_spread_constraints.as_ref().is_some_and(|c| !c.is_empty())
+                    || s.affinity.as_ref().is_some_and(|a| a.pod_anti_affinity.is_some() || a.pod_affinity.is_some())
+            });
+            let app = p.metadata.labels.as_ref().and_then(|l| l.get("app"));
+            let (Some(app), true) = (app, constrained) else { continue };
+            let ns = p.metadata.namespace.as_deref().unwrap_or("default");
+            let now = server.get::<Pod>(ns, p.metadata.name.as_deref().unwrap_or_default());
+            if let Some(node) = now.and_then(|n| n.spec.and_then(|s| s.node_name)) {
+                groups.entry(format!("{ns}/{app}")).or_default().push(node);
+            }
+        }
+        for (group, nodes) in &groups {
+            let mut zones: std::collections::BTreeMap<String, usize> = Default::default();
+            for n in nodes {
+                let zone = objs
+                    .nodes
+                    .iter()
+                    .find(|x| x.metadata.name.as_deref() == Some(n.as_str()))
+                    .and_then(|x| x.metadata.labels.as_ref()?.get("topology.kubernetes.io/zone").cloned())
+                    .unwrap_or_else(|| "-".into());
+                *zones.entry(zone).or_default() += 1;
+            }
+            let distinct: std::collections::BTreeSet<&String> = nodes.iter().collect();
+            let per_zone: Vec<String> = zones.iter().map(|(z, c)| format!("{z} {c}")).collect();
+            println!("\n{group}: {} pods on {} nodes; per zone: {}", nodes.len(), distinct.len(), per_zone.join(", "));
         }
         let scheduled = events.iter().filter(|e| e.reason.as_deref() == Some("Scheduled")).count();
         let failed = events.iter().filter(|e| e.reason.as_deref() == Some("FailedScheduling")).count();
