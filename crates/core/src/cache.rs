@@ -76,6 +76,8 @@ pub struct Snapshot {
     shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
+    /// Node name → position in `nodes`.
+    by_name: Arc<FxHashMap<String, usize>>,
     structure_generation: u64,
     labels_generation: u64,
     built: bool,
@@ -169,6 +171,11 @@ impl Snapshot {
             .iter()
             .enumerate()
             .filter_map(|(i, e)| e.as_deref().map(|e| (i as u32, e)))
+    }
+
+    /// The position of the node named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
     }
 
     /// Number of shape ids (for per-shape tables indexed by id).
@@ -571,6 +578,13 @@ impl Cache {
                 }
             }
         }
+        snap.by_name = Arc::new(
+            snap.nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name().to_owned(), i))
+                .collect(),
+        );
         snap.structure_generation = self.structure_generation;
         snap.topology = Arc::default();
         snap.built = true;

@@ -89,6 +89,9 @@ pub struct CycleState {
     pub image_nodes: Arc<HashMap<String, usize>>,
     skip_filter: Vec<bool>,
     skip_score: Vec<bool>,
+    /// PreFilter node subsets so far: the plugins that narrowed, and the
+    /// node names every one of them allows.
+    pub(crate) node_subset: Option<(Vec<String>, Vec<String>)>,
     /// Per-plugin timings, recorded when this cycle is sampled
     /// ([`CycleState::sample_plugin_timings`]).
     timings: Option<std::sync::Mutex<Vec<PluginTiming>>>,
@@ -159,6 +162,20 @@ impl std::fmt::Debug for CycleState {
 }
 
 impl CycleState {
+    /// Restricts this cycle to the nodes named (kube-scheduler's
+    /// `PreFilterResult`): Filter runs only on them, intersected with what
+    /// other PreFilter plugins allowed; the other nodes are reported as
+    /// `node(s) didn't satisfy plugin(s) [<plugin>]`.
+    pub fn restrict_nodes(&mut self, plugin: &str, names: Vec<String>) {
+        self.node_subset = Some(match self.node_subset.take() {
+            None => (vec![plugin.to_owned()], names),
+            Some((mut plugins, before)) => {
+                plugins.push(plugin.to_owned());
+                (plugins, before.into_iter().filter(|n| names.contains(n)).collect())
+            }
+        });
+    }
+
     /// Stores a value under `key` (by convention the plugin's name).
     pub fn write<T: Any + Send + Sync>(&mut self, key: &str, value: T) {
         self.data.insert(key.to_owned(), Box::new(value));

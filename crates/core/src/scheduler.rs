@@ -985,3 +985,76 @@ mod gate_and_refusal_tests {
         assert_eq!(s.schedule_one(now, false).unwrap().result.unwrap().node, "n1");
     }
 }
+
+#[cfg(test)]
+mod node_subset_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// 20 nodes; `n-00` has no room for a 1-cpu pod.
+    fn sched() -> Scheduler {
+        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap();
+        for i in 0..20 {
+            let cpu = if i == 0 { "500m" } else { "4" };
+            let n: Node = serde_json::from_value(json!({"metadata": {"name": format!("n-{i:02}")},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "10"}}}))
+            .unwrap();
+            s.on_node(&n, Instant::now()).unwrap();
+        }
+        s
+    }
+
+    fn pinned(terms: serde_json::Value) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "ds-pod", "namespace": "default", "uid": "u"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}}
+        }))
+        .unwrap()
+    }
+
+    fn name_in(names: &[&str]) -> serde_json::Value {
+        json!({"matchFields": [{"key": "metadata.name", "operator": "In", "values": names}]})
+    }
+
+    fn attempt(terms: serde_json::Value) -> Result<ScheduleResult, ScheduleError> {
+        let mut s = sched();
+        let now = Instant::now();
+        s.on_pod(&pinned(terms), now).unwrap();
+        s.schedule_one(now, false).unwrap().result
+    }
+
+    #[test]
+    fn a_pod_pinned_by_name_is_filtered_on_that_node_only() {
+        let r = attempt(json!([name_in(&["n-07"])])).unwrap();
+        assert_eq!((r.node.as_str(), r.evaluated_nodes), ("n-07", 1));
+        // Terms are ORed: the union of their names.
+        let r = attempt(json!([name_in(&["n-00"]), name_in(&["n-03"])])).unwrap();
+        assert_eq!((r.node.as_str(), r.evaluated_nodes), ("n-03", 2));
+    }
+
+    #[test]
+    fn the_other_nodes_are_reported_under_the_narrowing_plugin() {
+        let e = attempt(json!([name_in(&["n-00"])])).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "0/20 nodes are available: 1 Insufficient cpu, 19 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        );
+        // A name no node has: every node is absent.
+        let e = attempt(json!([name_in(&["gone"])])).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "0/20 nodes are available: 20 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        );
+        // Fields of one term are ANDed; nothing is in both.
+        let conflict = json!([{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n-01"]},
+            {"key": "metadata.name", "operator": "In", "values": ["n-02"]}]}]);
+        let e = attempt(conflict).unwrap_err().to_string();
+        assert_eq!(e, "0/20 nodes are available: pod affinity terms conflict.");
+        // A term without names lets every node be considered.
+        let r = attempt(json!([name_in(&["n-00"]), {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}]))
+            .unwrap();
+        assert_eq!(r.evaluated_nodes, 20);
+    }
+}

@@ -55,6 +55,9 @@ impl fmt::Display for ScheduleError {
 pub struct Diagnosis {
     /// Each rejected node with the status of the first plugin that rejected it.
     pub node_statuses: Vec<(String, Status)>,
+    /// Nodes left out by PreFilter plugins' node subsets, and the status
+    /// they count under (`node(s) didn't satisfy plugin(s) [NodeAffinity]`).
+    pub absent: Option<(usize, Status)>,
     /// The PreFilter message, when a PreFilter plugin rejected the pod.
     pub pre_filter_msg: Option<String>,
     /// What PostFilter plugins said.
@@ -81,6 +84,11 @@ impl FitError {
         for (_, st) in &self.diagnosis.node_statuses {
             for r in st.reasons() {
                 *h.entry(r.to_owned()).or_insert(0) += 1;
+            }
+        }
+        if let Some((n, st)) = &self.diagnosis.absent {
+            for r in st.reasons() {
+                *h.entry(r.to_owned()).or_insert(0) += n;
             }
         }
         h
@@ -195,6 +203,7 @@ impl Framework {
                 num_all_nodes: all,
                 diagnosis: Diagnosis {
                     node_statuses: Vec::new(),
+                    absent: None,
                     pre_filter_msg: Some(format!("pod uses {field}, which {} does not support", self.profile)),
                     post_filter_msg: None,
                     unschedulable_plugins: Vec::new(),
@@ -232,6 +241,7 @@ impl Framework {
                             .iter()
                             .map(|n| (n.name().to_owned(), st.clone()))
                             .collect(),
+                        absent: None,
                         pre_filter_msg: Some(st.message()),
                         post_filter_msg: None,
                         unschedulable_plugins: vec![name.to_owned()],
@@ -245,11 +255,61 @@ impl Framework {
             }
         }
 
+        // PreFilter node subsets (kube-scheduler's PreFilterResult): only
+        // the nodes every narrowing plugin named are filtered; the others
+        // count as rejected by those plugins.
+        let mut absent = None;
+        let mut narrowed_by: Vec<String> = Vec::new();
+        let subset = match state.node_subset.take() {
+            None => None,
+            Some((mut plugins, names)) => {
+                plugins.sort();
+                plugins.dedup();
+                if names.is_empty() {
+                    let msg = if plugins.len() == 1 {
+                        format!("node(s) didn't satisfy plugin {}", plugins[0])
+                    } else {
+                        format!(
+                            "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                            plugins.join(" ")
+                        )
+                    };
+                    let st = Status::unresolvable(msg.clone());
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                        num_all_nodes: all,
+                        diagnosis: Diagnosis {
+                            node_statuses: Vec::new(),
+                            absent: Some((all, st)),
+                            pre_filter_msg: Some(msg),
+                            post_filter_msg: None,
+                            unschedulable_plugins: plugins,
+                        },
+                        explanation: None,
+                    })));
+                }
+                let mut idx: Vec<usize> = names.iter().filter_map(|n| snapshot.position(n)).collect();
+                idx.sort_unstable();
+                idx.dedup();
+                absent = Some((
+                    all - idx.len(),
+                    Status::unresolvable(format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" "))),
+                ));
+                narrowed_by = plugins;
+                Some(idx)
+            }
+        };
+
         // Filter
         let want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, all);
         let start = *next_start;
-        let (feasible, rejected, processed) = self.find_feasible(state, pod, snapshot, start, want)?;
-        *next_start = (start + processed) % all;
+        let (feasible, rejected, processed) = match &subset {
+            None => {
+                let r = self.find_feasible(state, pod, snapshot, start, want)?;
+                *next_start = (start + r.2) % all;
+                r
+            }
+            Some(idx) => self.filter_subset(state, pod, snapshot, idx)?,
+        };
 
         let mut explanation = explain.then(|| Explanation {
             filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
@@ -287,7 +347,7 @@ impl Framework {
         }
 
         if feasible.is_empty() {
-            let mut unschedulable_plugins: Vec<String> = Vec::new();
+            let mut unschedulable_plugins: Vec<String> = narrowed_by;
             let node_statuses: Vec<(String, Status)> = rejected
                 .into_iter()
                 .map(|(i, fi, st)| {
@@ -300,6 +360,7 @@ impl Framework {
                 .collect();
             let mut diagnosis = Diagnosis {
                 node_statuses,
+                absent,
                 pre_filter_msg: None,
                 post_filter_msg: None,
                 unschedulable_plugins,
@@ -532,6 +593,43 @@ impl Framework {
             pos += block;
         }
         Ok((feasible, rejected, processed))
+    }
+
+    /// Filters only the nodes at snapshot positions `idx` (a PreFilter node
+    /// subset), all of them.
+    fn filter_subset(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        idx: &[usize],
+    ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
+        let filters: Vec<(usize, &Enabled)> = self
+            .filter
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !state.skip_filter[*i])
+            .collect();
+        let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
+        let mut out = filter_chunk(state, pod, &nodes, &filters);
+        let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
+        for (k, &v) in out.verdict.iter().enumerate() {
+            if v == FEASIBLE {
+                feasible.push(idx[k]);
+                continue;
+            }
+            let (fi, st) = std::mem::replace(&mut out.rejected[v as usize], (0, Status::success()));
+            if !st.is_rejected() {
+                return Err(ScheduleError::Error(format!(
+                    "running Filter plugin {:?} on node {:?}: {}",
+                    self.filter[fi as usize].plugin.name(),
+                    snapshot.nodes[idx[k]].name(),
+                    st.message()
+                )));
+            }
+            rejected.push((idx[k], fi as usize, st));
+        }
+        Ok((feasible, rejected, idx.len()))
     }
 
     /// Filters `len` nodes from `from` (wrapping), in parallel chunks when

@@ -111,6 +111,12 @@ impl Status {
         }
     }
 
+    /// The same reasons under another code.
+    pub fn with_code(mut self, code: Code) -> Self {
+        self.code = code;
+        self
+    }
+
     /// Adds a reason.
     pub fn push_reason(&mut self, reason: impl Into<Reason>) {
         match self.first {

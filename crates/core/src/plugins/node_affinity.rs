@@ -13,6 +13,31 @@ use crate::pod::PodInfo;
 /// The reason, in kube-scheduler's words.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
 
+/// Every required term names nodes, and no name is in all of them.
+pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
+
+/// The nodes required terms name (`metadata.name In (...)`), when every
+/// term names some: the terms are ORed (union), a term's fields ANDed
+/// (intersection). `None` when a term names none: any node may match it.
+fn node_names(terms: &[crate::selector::Term]) -> Option<Vec<String>> {
+    let mut all: Vec<String> = Vec::new();
+    for t in terms {
+        let mut term: Option<Vec<String>> = None;
+        for r in t.fields.iter().filter(|r| r.op == crate::selector::Operator::In) {
+            term = Some(match term {
+                None => r.values.clone(),
+                Some(before) => before.into_iter().filter(|n| r.values.contains(n)).collect(),
+            });
+        }
+        for n in term? {
+            if !all.contains(&n) {
+                all.push(n);
+            }
+        }
+    }
+    Some(all)
+}
+
 /// NodeAffinity args. `addedAffinity` is not supported and is rejected.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -77,12 +102,20 @@ impl Plugin for NodeAffinity {
         Points::PRE_FILTER | Points::FILTER | Points::PRE_SCORE | Points::SCORE
     }
 
-    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
+    /// Skips pods without node constraints; when every required term names
+    /// nodes (`matchFields` on `metadata.name`, as DaemonSet pods do),
+    /// restricts the cycle to those nodes.
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
         if pod.node_selector.is_empty() && pod.required_affinity.is_none() {
-            Status::skip()
-        } else {
-            Status::success()
+            return Status::skip();
         }
+        if let Some(names) = pod.required_affinity.as_deref().and_then(node_names) {
+            if names.is_empty() {
+                return Status::unresolvable(ERR_REASON_CONFLICT);
+            }
+            state.restrict_nodes(self.name(), names);
+        }
+        Status::success()
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
-use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
+use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, Resources, is_extended_resource_name};
@@ -222,17 +222,23 @@ impl NodeResourcesFit {
         if node.usage.pods >= alloc.pods {
             reject(Reason::Static("Too many pods"));
         }
+        // A request beyond the node's whole allocatable cannot be helped by
+        // removing pods (kube-scheduler's `Unresolvable`).
+        let mut beyond = false;
         if !req.is_zero() {
             if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu.saturating_sub(used.milli_cpu) {
                 reject(Reason::Static("Insufficient cpu"));
+                beyond |= req.milli_cpu > alloc.milli_cpu;
             }
             if req.memory > 0 && req.memory > alloc.memory.saturating_sub(used.memory) {
                 reject(Reason::Static("Insufficient memory"));
+                beyond |= req.memory > alloc.memory;
             }
             if req.ephemeral_storage > 0
                 && req.ephemeral_storage > alloc.ephemeral_storage.saturating_sub(used.ephemeral_storage)
             {
                 reject(Reason::Static("Insufficient ephemeral-storage"));
+                beyond |= req.ephemeral_storage > alloc.ephemeral_storage;
             }
             for ((name, q), reason) in req.scalar.iter().zip(scalar_reasons) {
                 if *q == 0 || self.ignored(name) {
@@ -240,10 +246,15 @@ impl NodeResourcesFit {
                 }
                 if *q > alloc.scalar_get(name).saturating_sub(used.scalar_get(name)) {
                     reject(reason.clone());
+                    beyond |= *q > alloc.scalar_get(name);
                 }
             }
         }
-        out.unwrap_or_else(Status::success)
+        match out {
+            None => Status::success(),
+            Some(st) if beyond => st.with_code(Code::UnschedulableAndUnresolvable),
+            Some(st) => st,
+        }
     }
 
     /// (requested including the pod, allocatable) of a scored resource, with
@@ -478,6 +489,21 @@ mod tests {
         assert_eq!(
             p.fits(&pod_req("0", "0"), &full).reasons().collect::<Vec<_>>(),
             ["Too many pods"]
+        );
+    }
+
+    /// A request beyond what the node has at all is unresolvable (no pod
+    /// leaving would help); one that only lacks free room is not.
+    #[test]
+    fn beyond_allocatable_is_unresolvable() {
+        let p = NodeResourcesFit::new(FitArgs::default()).unwrap();
+        let st = CycleState::default();
+        let node = with_pod(node_alloc("n", "4", "8Gi"), &pod_req("3", "1Gi"));
+        assert_eq!(p.filter(&st, &pod_req("2", "1Gi"), &node).code(), Code::Unschedulable);
+        let big = p.filter(&st, &pod_req("8", "1Gi"), &node);
+        assert_eq!(
+            (big.code(), big.message()),
+            (Code::UnschedulableAndUnresolvable, "Insufficient cpu".to_owned())
         );
     }
 
