@@ -51,6 +51,8 @@ async fn discovery() {
         "events",
         "configmaps",
         "namespaces",
+        "services",
+        "replicationcontrollers",
     ] {
         assert!(core_names.contains(&r), "{r} missing from {core_names:?}");
     }
@@ -61,7 +63,15 @@ async fn discovery() {
         .iter()
         .map(|g| g["name"].as_str().unwrap())
         .collect();
-    assert_eq!(group_names, ["coordination.k8s.io", "events.k8s.io"]);
+    assert_eq!(group_names, ["apps", "coordination.k8s.io", "events.k8s.io"]);
+    let apps = http(s.addr(), "GET", "/apis/apps/v1", None, None).await.json();
+    let apps: Vec<&str> = apps["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(apps, ["replicasets", "statefulsets"]);
     let leases = http(s.addr(), "GET", "/apis/coordination.k8s.io/v1", None, None)
         .await
         .json();

@@ -847,3 +847,30 @@ fn demo_honours_anti_affinity_spreading_and_gates() {
         "{text}"
     );
 }
+
+/// Over HTTP: the daemon watches Services, and a Service selecting a pod
+/// gives the default spreading its selector (the cluster of
+/// `tests/data/default-spreading.yaml`: by resources alone the pod would go
+/// to `a`, spread with its Service's pods it goes to `b`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_spreading_reads_the_services_the_daemon_watches() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    let text = std::fs::read_to_string(format!(
+        "{}/../../tests/data/default-spreading.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    s.load_text(&text).unwrap();
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "svc-ours", "namespace": "shop", "labels": {"app": "svc"}},
+        "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}
+    }))
+    .unwrap();
+    let _d = daemon(&s, "replica-a", &free_port());
+    wait_all_bound(&s, 1, Duration::from_secs(30)).await;
+    let p: Pod = s.get("shop", "svc-ours").unwrap();
+    assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("b"));
+}

@@ -470,3 +470,23 @@ fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
     );
     assert_eq!(out["summary"]["gated"], 1);
 }
+
+/// `tests/data/default-spreading.yaml`: the Service that selects a pod
+/// gives PodTopologySpread's system defaults their selector; without it
+/// the pod is placed by resources alone.
+#[test]
+fn default_spreading_follows_the_service_that_selects_the_pod() {
+    let with = data("default-spreading.yaml");
+    let out = stdout_json(&["simulate", "--cluster", &with, "-o", "json"]);
+    assert_eq!(out["placements"][0]["node"], "b", "{out}");
+    // The same cluster without the Service.
+    let text = std::fs::read_to_string(&with).unwrap();
+    let without = text.split("\n---\n").next().unwrap();
+    let dir = std::env::temp_dir().join(format!("wasmsched-spreading-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("cluster.yaml");
+    std::fs::write(&path, without).unwrap();
+    let out = stdout_json(&["simulate", "--cluster", path.to_str().unwrap(), "-o", "json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(out["placements"][0]["node"], "a", "{out}");
+}

@@ -266,6 +266,28 @@ impl ApiServer {
                 created += 1;
             }
         }
+        for w in &objects.workloads {
+            let api_version = w.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
+            let kind = w.get("kind").and_then(Value::as_str).unwrap_or("");
+            let name = w
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let Some(res) = resources::find_kind(api_version, kind) else {
+                continue;
+            };
+            let ns = w
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default");
+            refused(
+                resources::RESOURCES[res].kind,
+                &name,
+                store.create(res, Some(ns), w.clone()),
+            )?;
+            created += 1;
+        }
         for node in &objects.nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let v = serde_json::to_value(node).expect("nodes serialize");

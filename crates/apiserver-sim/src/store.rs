@@ -326,6 +326,12 @@ impl Store {
             ("", "ConfigMap") => round_trip::<ConfigMap>(def, value)?,
             ("coordination.k8s.io", "Lease") => round_trip::<Lease>(def, value)?,
             ("events.k8s.io", "Event") => round_trip::<Event>(def, value)?,
+            ("", "Service") => round_trip::<k8s_openapi::api::core::v1::Service>(def, value)?,
+            ("", "ReplicationController") => {
+                round_trip::<k8s_openapi::api::core::v1::ReplicationController>(def, value)?
+            }
+            ("apps", "ReplicaSet") => round_trip::<k8s_openapi::api::apps::v1::ReplicaSet>(def, value)?,
+            ("apps", "StatefulSet") => round_trip::<k8s_openapi::api::apps::v1::StatefulSet>(def, value)?,
             _ => value,
         };
         if res == PODS {

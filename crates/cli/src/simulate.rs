@@ -132,6 +132,9 @@ fn simulate(
     for ns in &objs.namespaces {
         sched.on_namespace(ns, now);
     }
+    for w in &objs.workloads {
+        sched.on_workload(w)?;
+    }
     let mut rows = Vec::new();
     for p in &objs.pods {
         if let Err(e) = sched.on_pod(p, now) {

@@ -42,6 +42,8 @@ pub struct Cache {
     namespaces: Arc<FxHashMap<String, Labels>>,
     /// The accounted pods by shape.
     shapes: ShapeTable,
+    /// Services and controllers, by their selectors.
+    workloads: Arc<crate::workloads::Workloads>,
     /// Accounted pods with pod (anti-)affinity terms, and with required
     /// anti-affinity terms: plugins skip whole scans when there are none.
     with_affinity: usize,
@@ -74,6 +76,8 @@ pub struct Snapshot {
     topology: Arc<TopologyIndex>,
     /// The pods on these nodes by shape.
     shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
+    /// Services and controllers, by their selectors (default spreading).
+    pub workloads: Arc<crate::workloads::Workloads>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
     /// Node name → position in `nodes`.
@@ -507,6 +511,9 @@ impl Cache {
         if !Arc::ptr_eq(&snap.image_nodes, &self.image_nodes) {
             snap.image_nodes = self.image_nodes.clone();
         }
+        if !Arc::ptr_eq(&snap.workloads, &self.workloads) {
+            snap.workloads = self.workloads.clone();
+        }
         if !Arc::ptr_eq(&snap.shapes, &self.shapes.entries) {
             snap.shapes = self.shapes.entries.clone();
         }
@@ -535,6 +542,16 @@ impl Cache {
         } else {
             None
         }
+    }
+
+    /// The Services and controllers the cache knows.
+    pub fn workloads(&self) -> &crate::workloads::Workloads {
+        &self.workloads
+    }
+
+    /// Changes the Services and controllers.
+    pub fn workloads_mut(&mut self) -> &mut crate::workloads::Workloads {
+        Arc::make_mut(&mut self.workloads)
     }
 
     /// Names of the namespaces the cache knows.

@@ -20,6 +20,9 @@ pub struct Objects {
     pub pods: Vec<Pod>,
     /// Every `Namespace` found (their labels matter to namespace selectors).
     pub namespaces: Vec<Namespace>,
+    /// Every Service, ReplicationController, ReplicaSet and StatefulSet
+    /// found, as JSON (their selectors matter to default spreading).
+    pub workloads: Vec<Value>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -30,6 +33,7 @@ impl Objects {
         self.nodes.extend(other.nodes);
         self.pods.extend(other.pods);
         self.namespaces.extend(other.namespaces);
+        self.workloads.extend(other.workloads);
         self.ignored.extend(other.ignored);
     }
 }
@@ -121,6 +125,16 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
         .to_owned();
     if kind.is_empty() {
         return Err(format!("object {name:?} has no `kind`"));
+    }
+    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
+    if crate::workloads::WorkloadKind::of(api_version, &kind).is_some() {
+        if let Value::Object(map) = &mut value {
+            map.entry("apiVersion").or_insert_with(|| Value::from("v1"));
+            map.entry("kind").or_insert_with(|| Value::from(kind.clone()));
+        }
+        crate::workloads::Workload::from_value(&value).map_err(|e| e.to_string())?;
+        out.workloads.push(value);
+        return Ok(());
     }
     if kind != "Node" && kind != "Pod" && kind != "Namespace" {
         out.ignored.push(format!("{kind}/{name}"));

@@ -26,6 +26,7 @@ pub mod scheduler;
 pub mod selector;
 pub mod shapes;
 pub mod synthetic;
+pub mod workloads;
 
 pub use cache::{Cache, Snapshot};
 pub use framework::{Code, CycleState, Framework, Plugin, Points, Status};

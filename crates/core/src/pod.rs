@@ -137,10 +137,9 @@ pub struct PodInfo {
     pub pod_affinity: Option<Box<PodAffinity>>,
     /// `spec.topologySpreadConstraints`.
     pub spread_constraints: Vec<SpreadConstraint>,
-    /// The selector of the workloads that select this pod (its Services
-    /// and controller), for PodTopologySpread's default constraints;
-    /// `None` while unknown, and then no default spreading applies.
-    pub default_spread_selector: Option<crate::selector::LabelSelector>,
+    /// Its controller (`apiVersion`, `kind`, `name` of the owner reference
+    /// with `controller: true`), for PodTopologySpread's default selector.
+    pub controller: Option<(String, String, String)>,
     /// `spec.schedulingGates`, by name: while any remains the pod is not
     /// scheduled.
     pub scheduling_gates: Vec<String>,
@@ -303,7 +302,13 @@ impl PodInfo {
             labels,
             pod_affinity,
             spread_constraints,
-            default_spread_selector: None,
+            controller: pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true))
+                .map(|o| (o.api_version.clone(), o.kind.clone(), o.name.clone())),
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec),
             object: Arc::new(pod.clone()),

@@ -212,6 +212,21 @@ impl Scheduler {
         self.cache.remove_namespace(name);
     }
 
+    /// A Service, ReplicationController, ReplicaSet or StatefulSet was added
+    /// or changed (given as JSON): its selector feeds PodTopologySpread's
+    /// default constraints. Other kinds are ignored.
+    pub fn on_workload(&mut self, obj: &serde_json::Value) -> Result<(), ModelError> {
+        if let Some(w) = crate::workloads::Workload::from_value(obj)? {
+            self.cache.workloads_mut().upsert(w);
+        }
+        Ok(())
+    }
+
+    /// A workload was deleted.
+    pub fn on_workload_deleted(&mut self, kind: crate::workloads::WorkloadKind, namespace: &str, name: &str) {
+        self.cache.workloads_mut().remove(kind, namespace, name);
+    }
+
     /// Names of the namespaces the cache knows.
     pub fn namespace_names(&self) -> Vec<String> {
         self.cache.namespace_names()

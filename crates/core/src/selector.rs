@@ -235,6 +235,11 @@ impl LabelSelector {
         }
     }
 
+    /// Its requirements (`None`: it selects nothing).
+    pub fn requirements(&self) -> Option<&[Requirement]> {
+        self.requirements.as_deref()
+    }
+
     /// Whether it selects nothing.
     pub fn is_nothing(&self) -> bool {
         self.requirements.is_none()

@@ -29,7 +29,9 @@ use crate::binder::{self, BinderSettings};
 use crate::leader::{self, LeaderElection, Leadership};
 use crate::metrics::Metrics;
 use crate::schedule::{self, Channels, Msg};
-use crate::watch::{NAMESPACES, NODES, PODS, watch_kind};
+use crate::watch::{
+    NAMESPACES, NODES, PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, watch_kind,
+};
 
 /// Messages from the watchers the scheduling thread may fall behind by.
 const MSG_CAPACITY: usize = 4096;
@@ -66,6 +68,9 @@ pub struct Status {
     pub(crate) nodes_synced: AtomicBool,
     pub(crate) pods_synced: AtomicBool,
     pub(crate) namespaces_synced: AtomicBool,
+    /// Services and controllers listed (default spreading; not a condition
+    /// of readiness: without them pods are only scored differently).
+    pub(crate) workloads_synced: AtomicBool,
     /// False once the scheduling thread died.
     alive: AtomicBool,
     plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
@@ -78,6 +83,7 @@ impl Status {
             nodes_synced: AtomicBool::new(false),
             pods_synced: AtomicBool::new(false),
             namespaces_synced: AtomicBool::new(false),
+            workloads_synced: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             plugins,
         }
@@ -190,6 +196,34 @@ pub async fn run(
         tokio::spawn(watch_kind(
             client.clone(),
             NAMESPACES,
+            tx.clone(),
+            status.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(watch_kind(
+            client.clone(),
+            SERVICES,
+            tx.clone(),
+            status.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(watch_kind(
+            client.clone(),
+            REPLICATION_CONTROLLERS,
+            tx.clone(),
+            status.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(watch_kind(
+            client.clone(),
+            REPLICA_SETS,
+            tx.clone(),
+            status.clone(),
+            stop_rx.clone(),
+        )),
+        tokio::spawn(watch_kind(
+            client.clone(),
+            STATEFUL_SETS,
             tx.clone(),
             status.clone(),
             stop_rx.clone(),

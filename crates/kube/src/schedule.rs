@@ -39,6 +39,14 @@ pub(crate) enum Msg {
     Namespace(Box<Namespace>),
     NamespaceGone(String),
     NamespacesSynced(HashSet<String>),
+    /// A Service, ReplicationController, ReplicaSet or StatefulSet.
+    Workload(Box<serde_json::Value>),
+    WorkloadGone {
+        kind: wasmsched_core::workloads::WorkloadKind,
+        namespace: String,
+        name: String,
+    },
+    WorkloadsSynced(wasmsched_core::workloads::WorkloadKind, HashSet<String>),
     /// Leadership changed (wakes the thread; the flag itself is read from
     /// [`Leadership`]).
     Leader,
@@ -67,15 +75,19 @@ struct Loop {
     leadership: Arc<Leadership>,
     rt: tokio::runtime::Handle,
     /// Whether the first list of nodes, of pods, and of namespaces has
-    /// been applied: no cycle runs before all three (as kube-scheduler
-    /// waits for its informers), or bound pods not listed yet would leave
-    /// their nodes looking free, and namespace selectors select nothing.
+    /// been applied: no cycle runs before all of them and the workload
+    /// lists (as kube-scheduler waits for its informers), or bound pods not
+    /// listed yet would leave their nodes looking free, namespace selectors
+    /// select nothing, and default spreading spreads nothing.
     synced: (bool, bool, bool),
+    /// The workload kinds listed (Services, ReplicationControllers,
+    /// ReplicaSets, StatefulSets): default spreading reads them.
+    workload_lists: HashSet<wasmsched_core::workloads::WorkloadKind>,
 }
 
 impl Loop {
     fn may_schedule(&self) -> bool {
-        self.synced == (true, true, true) && self.leadership.is_leading()
+        self.synced == (true, true, true) && self.workload_lists.len() == 4 && self.leadership.is_leading()
     }
 
     fn report(&self, r: Report) {
@@ -119,6 +131,21 @@ impl Loop {
             }
             Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
             Msg::Namespace(ns) => sched.on_namespace(&ns, now),
+            Msg::Workload(w) => {
+                if let Err(e) = sched.on_workload(&w) {
+                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(error = %e, "skipping a workload whose selector cannot be parsed");
+                }
+            }
+            Msg::WorkloadGone { kind, namespace, name } => sched.on_workload_deleted(kind, &namespace, &name),
+            Msg::WorkloadsSynced(kind, keys) => {
+                self.workload_lists.insert(kind);
+                for (k, ns, name) in sched.cache.workloads().keys() {
+                    if k == kind && !keys.contains(&format!("{ns}/{name}")) {
+                        sched.on_workload_deleted(k, &ns, &name);
+                    }
+                }
+            }
             Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
             Msg::NamespacesSynced(names) => {
                 self.synced.2 = true;
@@ -289,6 +316,7 @@ pub(crate) fn run(
         leadership,
         rt,
         synced: (false, false, false),
+        workload_lists: HashSet::new(),
     };
     let mut last_gauge = Instant::now();
     let mut idle = false;
@@ -386,6 +414,19 @@ mod tests {
             let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
             assert!(early.is_err(), "placed before the namespaces were listed: {early:?}");
             tx.send(Msg::NamespacesSynced(["default".to_owned()].into()))
+                .await
+                .unwrap();
+            // Nor before Services and controllers (default spreading reads them).
+            use wasmsched_core::workloads::WorkloadKind::*;
+            for kind in [Service, ReplicationController, ReplicaSet] {
+                tx.send(Msg::WorkloadsSynced(kind, HashSet::new())).await.unwrap();
+            }
+            let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
+            assert!(
+                early.is_err(),
+                "placed before every workload kind was listed: {early:?}"
+            );
+            tx.send(Msg::WorkloadsSynced(StatefulSet, HashSet::new()))
                 .await
                 .unwrap();
             let job = tokio::time::timeout(Duration::from_secs(5), jobs.recv())

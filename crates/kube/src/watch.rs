@@ -8,11 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use tokio::sync::{mpsc, watch};
+use wasmsched_core::workloads::WorkloadKind;
 
 use crate::daemon::Status;
 use crate::schedule::Msg;
@@ -64,6 +66,64 @@ pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
     gone: |n| Msg::NamespaceGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NamespacesSynced,
     synced_flag: |s| &s.namespaces_synced,
+};
+
+/// `namespace/name` of a namespaced object.
+fn ns_key<K: kube::Resource>(o: &K) -> String {
+    let m = o.meta();
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn workload_apply<K: serde::Serialize>(o: K) -> Msg {
+    Msg::Workload(Box::new(serde_json::to_value(&o).unwrap_or_default()))
+}
+
+fn workload_gone<K: kube::Resource>(kind: WorkloadKind, o: &K) -> Msg {
+    let m = o.meta();
+    Msg::WorkloadGone {
+        kind,
+        namespace: m.namespace.clone().unwrap_or_else(|| "default".into()),
+        name: m.name.clone().unwrap_or_default(),
+    }
+}
+
+/// The workloads whose selectors PodTopologySpread's default constraints
+/// use (kube-scheduler's `DefaultSelector`).
+pub(crate) const SERVICES: Kind<Service> = Kind {
+    what: "services",
+    key: ns_key,
+    apply: workload_apply,
+    gone: |o| workload_gone(WorkloadKind::Service, o),
+    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::Service, keys),
+    synced_flag: |s| &s.workloads_synced,
+};
+pub(crate) const REPLICATION_CONTROLLERS: Kind<ReplicationController> = Kind {
+    what: "replicationcontrollers",
+    key: ns_key,
+    apply: workload_apply,
+    gone: |o| workload_gone(WorkloadKind::ReplicationController, o),
+    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::ReplicationController, keys),
+    synced_flag: |s| &s.workloads_synced,
+};
+pub(crate) const REPLICA_SETS: Kind<ReplicaSet> = Kind {
+    what: "replicasets",
+    key: ns_key,
+    apply: workload_apply,
+    gone: |o| workload_gone(WorkloadKind::ReplicaSet, o),
+    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::ReplicaSet, keys),
+    synced_flag: |s| &s.workloads_synced,
+};
+pub(crate) const STATEFUL_SETS: Kind<StatefulSet> = Kind {
+    what: "statefulsets",
+    key: ns_key,
+    apply: workload_apply,
+    gone: |o| workload_gone(WorkloadKind::StatefulSet, o),
+    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::StatefulSet, keys),
+    synced_flag: |s| &s.workloads_synced,
 };
 
 /// Follows every object of one kind until `stop` turns true. Sending waits

@@ -169,7 +169,7 @@ impl PodTopologySpread {
     /// The constraints of `kind` that apply to `pod`: its own, or the
     /// defaults when it states none (with the selector of the workloads
     /// that select it, when known).
-    fn constraints(&self, pod: &PodInfo, kind: WhenUnsatisfiable) -> Vec<SpreadConstraint> {
+    fn constraints(&self, pod: &PodInfo, kind: WhenUnsatisfiable, snapshot: &Snapshot) -> Vec<SpreadConstraint> {
         if !pod.spread_constraints.is_empty() {
             return pod
                 .spread_constraints
@@ -178,7 +178,10 @@ impl PodTopologySpread {
                 .cloned()
                 .collect();
         }
-        let Some(selector) = pod.default_spread_selector.as_ref().filter(|s| !s.is_everything()) else {
+        if !self.defaults.iter().any(|c| c.when_unsatisfiable == kind) {
+            return Vec::new();
+        }
+        let Some(selector) = snapshot.workloads.default_selector(pod) else {
             return Vec::new();
         };
         self.defaults
@@ -318,7 +321,22 @@ impl Plugin for PodTopologySpread {
     /// starts or stops being counted; a node that gains or loses the
     /// topology keys, or changes their values or its taints.
     fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
-        let cs = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule);
+        // The pod's own hard constraints (a default one, whose selector
+        // depends on the cluster's workloads, retries on every change).
+        if pod.spread_constraints.is_empty()
+            && self
+                .defaults
+                .iter()
+                .any(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+        {
+            return QueueingHint::Queue;
+        }
+        let cs: Vec<SpreadConstraint> = pod
+            .spread_constraints
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+            .cloned()
+            .collect();
         let selects = |p: &PodInfo| p.namespace == pod.namespace && cs.iter().any(|c| c.selector.matches(&p.labels));
         let queue = match change {
             Change::AssignedPodAdded(p) | Change::AssignedPodDeleted(p) => selects(p),
@@ -347,7 +365,7 @@ impl Plugin for PodTopologySpread {
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> Status {
-        let cs = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule);
+        let cs = self.constraints(pod, WhenUnsatisfiable::DoNotSchedule, snapshot);
         if cs.is_empty() {
             return Status::skip();
         }
@@ -425,7 +443,7 @@ impl Plugin for PodTopologySpread {
         if snapshot.is_empty() {
             return Status::skip();
         }
-        let cs = self.constraints(pod, WhenUnsatisfiable::ScheduleAnyway);
+        let cs = self.constraints(pod, WhenUnsatisfiable::ScheduleAnyway, snapshot);
         if cs.is_empty() {
             return Status::skip();
         }
@@ -1105,6 +1123,61 @@ mod tests {
         );
         // No soft constraint, no known workload selector: no scoring.
         assert_eq!(scores(&h4, &abcd, &[], &incoming(f(), json!({}))), None);
+    }
+
+    /// System defaults (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway)
+    /// apply to a pod without constraints of its own, with the selector of
+    /// the Service that selects it or of its controller.
+    #[test]
+    fn system_defaults_use_the_workloads_selector() {
+        let h = "kubernetes.io/hostname";
+        let abcd = ["node-a", "node-b", "node-c", "node-d"];
+        let e = foo_pods(&abcd, &[4, 3, 2, 1]);
+        let pl = PodTopologySpread::default();
+        let run = |pod: &PodInfo, workloads: &[Value]| {
+            let mut snap = cluster(&by(h, &abcd), &e, &[]);
+            let mut w = crate::workloads::Workloads::default();
+            for v in workloads {
+                w.upsert(crate::workloads::Workload::from_value(v).unwrap().unwrap());
+            }
+            snap.workloads = Arc::new(w);
+            let nodes: Vec<&Arc<NodeInfo>> = snap.nodes.iter().collect();
+            let mut st = CycleState::default();
+            if pl.pre_score(&mut st, pod, &snap, &nodes).is_skip() {
+                return None;
+            }
+            let mut out: Vec<i64> = nodes.iter().map(|n| pl.score(&st, pod, n).unwrap()).collect();
+            pl.normalize_scores(&st, pod, &mut out);
+            // In the order of `abcd`.
+            Some(
+                abcd.iter()
+                    .map(|name| out[snap.position(name).unwrap()])
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"}, "spec": {"selector": {"foo": ""}}});
+        let plain = incoming(json!({"foo": ""}), json!({}));
+        // The zone constraint adds nothing: no node has a zone.
+        assert_eq!(run(&plain, std::slice::from_ref(&svc)), Some(vec![44, 66, 77, 100]));
+        // Nothing selects the pod: no default spreading.
+        assert_eq!(run(&plain, &[]), None);
+        let other_ns = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "x"}, "spec": {"selector": {"foo": ""}}});
+        assert_eq!(run(&plain, &[other_ns]), None);
+        // A ReplicaSet that controls the pod.
+        let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "rs1", "namespace": "default"},
+            "spec": {"selector": {"matchExpressions": [{"key": "foo", "operator": "Exists"}]}}});
+        let mut owned = spec_pod("p", "default", json!({"foo": ""}), "", json!({}));
+        owned.metadata.owner_references =
+            Some(vec![serde_json::from_value(
+            json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs1", "uid": "u", "controller": true}),
+        )
+        .unwrap()]);
+        let owned = PodInfo::from_pod(&owned).unwrap();
+        assert_eq!(run(&owned, &[rs]), Some(vec![44, 66, 77, 100]));
+        assert_eq!(run(&owned, &[]), None, "the ReplicaSet is not known");
+        // A pod with its own (hard) constraints gets no soft defaults.
+        let own = incoming(json!({"foo": ""}), spread(vec![dns(1, h, exists("foo"))]));
+        assert_eq!(run(&own, &[svc]), None);
     }
 
     #[test]
