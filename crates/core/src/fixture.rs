@@ -4,8 +4,9 @@
 //! (multi-document YAML separated by `---`), a `List` as
 //! `kubectl get nodes,pods -o yaml` prints it, or a typed `NodeList`/`PodList`
 //! as the API server returns it. JSON is read by the same path (it is YAML).
-//! Objects of other kinds are reported in [`Objects::ignored`], never dropped
-//! silently.
+//! Services, ReplicationControllers, ReplicaSets and StatefulSets are kept
+//! for their selectors; objects of other kinds are reported in
+//! [`Objects::ignored`], never dropped silently.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use serde::Deserialize;
@@ -184,6 +185,10 @@ items:
 - apiVersion: v1
   kind: Service
   metadata: {name: svc}
+  spec: {selector: {app: web}}
+- apiVersion: v1
+  kind: Secret
+  metadata: {name: s}
 - apiVersion: v1
   kind: Pod
   metadata: {name: p, namespace: ns}
@@ -196,7 +201,8 @@ items:
         assert_eq!(objs.nodes.len(), 1);
         assert_eq!(objs.pods.len(), 2);
         assert_eq!(objs.pods[1].metadata.name.as_deref(), Some("q"));
-        assert_eq!(objs.ignored, vec!["Service/svc".to_owned()]);
+        assert_eq!(objs.workloads.len(), 1, "Services select pods for default spreading");
+        assert_eq!(objs.ignored, vec!["Secret/s".to_owned()]);
     }
 
     #[test]

@@ -1073,3 +1073,61 @@ mod node_subset_tests {
         assert_eq!(r.evaluated_nodes, 20);
     }
 }
+
+#[cfg(test)]
+mod inter_pod_requeue_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, labels: serde_json::Value, node: Option<&str>, affinity: serde_json::Value) -> Pod {
+        let mut spec = json!({"containers": [{"name": "c"}]});
+        if let Some(n) = node {
+            spec["nodeName"] = json!(n);
+        }
+        if !affinity.is_null() {
+            spec["affinity"] = affinity;
+        }
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "namespace": "default", "uid": name, "labels": labels}, "spec": spec}),
+        )
+        .unwrap()
+    }
+
+    /// A pod waiting for a pod it needs beside it is retried when one is
+    /// bound, and not for unrelated pods or node heartbeats.
+    #[test]
+    fn a_pod_waiting_for_affinity_is_retried_when_a_matching_pod_is_bound() {
+        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap();
+        let t0 = Instant::now();
+        let n: Node = serde_json::from_value(json!({"metadata": {"name": "n1", "labels": {"zone": "a"}},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+        .unwrap();
+        s.on_node(&n, t0).unwrap();
+        let needs_cache = json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "zone"}]}});
+        s.on_pod(&pod("web", json!({"app": "web"}), None, needs_cache), t0)
+            .unwrap();
+        let a = s.schedule_one(t0, false).unwrap();
+        assert_eq!(
+            a.result.unwrap_err().to_string(),
+            "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
+        );
+        let later = t0 + std::time::Duration::from_secs(20);
+        s.on_pod(
+            &pod("other", json!({"app": "other"}), Some("n1"), serde_json::Value::Null),
+            later,
+        )
+        .unwrap();
+        assert!(
+            s.schedule_one(later, false).is_none(),
+            "an unrelated pod retries nothing"
+        );
+        s.on_pod(
+            &pod("cache", json!({"app": "cache"}), Some("n1"), serde_json::Value::Null),
+            later,
+        )
+        .unwrap();
+        let a = s.schedule_one(later, false).expect("retried");
+        assert_eq!(a.result.unwrap().node, "n1");
+    }
+}
