@@ -874,3 +874,68 @@ async fn default_spreading_reads_the_services_the_daemon_watches() {
     let p: Pod = s.get("shop", "svc-ours").unwrap();
     assert_eq!(p.spec.unwrap().node_name.as_deref(), Some("b"));
 }
+
+/// A plugin the profile enables is missing at start: its pods wait,
+/// unschedulable, naming it. When its file appears in the directory the
+/// daemon loads it and retries them at once (no cluster event would: they
+/// would otherwise wait for the five-minute flush).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_waiting_for_a_missing_plugin_are_retried_when_it_loads() {
+    let s = server(3).await;
+    let dir = std::env::temp_dir().join(format!("wasmsched-late-plugin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "{FAST_LEASE}profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{{name: node-price}}]\n  pluginConfig:\n  - name: node-price\n    args: {{annotation: price}}\nwasmPlugins:\n  plugins: [{{name: node-price, failurePolicy: fail}}]\n"
+        ),
+    )
+    .unwrap();
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "run",
+            "--master",
+            &s.url(),
+            "--identity",
+            "replica-a",
+            "--admin-address",
+            &free_port(),
+        ])
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(&plugins)
+        .env("WASMSCHED_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wasmsched run");
+    let _d = Daemon(child);
+    add_pod(&s, "priced", "wasm-scheduler", "100m");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let p: Pod = s.get("default", "priced").unwrap();
+        let msg = p
+            .status
+            .and_then(|st| st.conditions)
+            .and_then(|cs| cs.into_iter().find(|c| c.type_ == "PodScheduled"))
+            .and_then(|c| c.message);
+        if let Some(m) = msg {
+            assert!(m.contains("plugin node-price is not loaded"), "{m}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no condition while the plugin is missing");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
+        plugins.join("node-price.wasm"),
+    )
+    .unwrap();
+    wait_all_bound(&s, 1, Duration::from_secs(60)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

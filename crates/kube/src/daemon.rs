@@ -96,6 +96,11 @@ impl Status {
             && self.namespaces_synced.load(Ordering::Relaxed)
     }
 
+    /// The WebAssembly plugin host, if plugins are configured.
+    pub(crate) fn plugins(&self) -> Option<&Arc<wasmsched_wasm::PluginHost>> {
+        self.plugins.as_ref()
+    }
+
     /// Plugins the profiles enable that are not loaded, with why, and
     /// whether their failure policy is `fail` (their pods cannot be placed).
     pub fn missing_plugins(&self) -> Vec<(String, bool)> {

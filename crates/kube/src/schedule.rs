@@ -83,6 +83,8 @@ struct Loop {
     /// The workload kinds listed (Services, ReplicationControllers,
     /// ReplicaSets, StatefulSets): default spreading reads them.
     workload_lists: HashSet<wasmsched_core::workloads::WorkloadKind>,
+    /// The plugin host's change count last seen.
+    plugin_changes: u64,
 }
 
 impl Loop {
@@ -317,10 +319,20 @@ pub(crate) fn run(
         rt,
         synced: (false, false, false),
         workload_lists: HashSet::new(),
+        plugin_changes: 0,
     };
     let mut last_gauge = Instant::now();
     let mut idle = false;
     loop {
+        // A WebAssembly plugin loaded, replaced or unloaded: pods parked
+        // unschedulable (by it, while it was missing) are retried.
+        if let Some(changes) = l.status.plugins().map(|h| h.changes())
+            && changes != l.plugin_changes
+        {
+            l.plugin_changes = changes;
+            l.sched.queue.move_all_to_active_or_backoff(Instant::now());
+            idle = false;
+        }
         let leading = l.may_schedule();
         // Apply every change that arrived before the next cycle; when idle
         // (or not leading), sleep until a change or the next backoff expiry.

@@ -172,6 +172,9 @@ pub struct PluginHost {
     scan_lock: Mutex<()>,
     scans: AtomicU64,
     compiling: Arc<std::sync::atomic::AtomicUsize>,
+    /// Bumped whenever a plugin's serving version changes (loaded,
+    /// replaced, unloaded).
+    changes: AtomicU64,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
 }
@@ -195,6 +198,7 @@ impl PluginHost {
             scan_lock: Mutex::new(()),
             scans: AtomicU64::new(0),
             compiling: Arc::default(),
+            changes: AtomicU64::new(0),
             load_errors: AtomicU64::new(0),
         })
     }
@@ -202,6 +206,14 @@ impl PluginHost {
     /// The configuration.
     pub fn budget(&self) -> &crate::limits::Budget {
         self.engine.budget()
+    }
+
+    /// How many times a plugin's serving version changed so far. A
+    /// scheduler retries the pods parked unschedulable when it moves: a
+    /// plugin that was missing may now accept them (and a replaced one may
+    /// judge them otherwise), which no cluster event would tell.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// The configuration.
@@ -446,6 +458,7 @@ impl PluginHost {
                     slot.swap(None);
                     slot.set_missing(format!("its file {} was removed", file_name(path)));
                 }
+                self.changes.fetch_add(1, Ordering::AcqRel);
                 tracing::info!(file = %file_name(path), plugin = %meta.name, "plugin file removed; plugin unloaded");
                 report.removed.push(meta.name);
             }
@@ -554,6 +567,7 @@ impl PluginHost {
                     for (slot, v) in slots.iter().zip(versions) {
                         slot.swap(Some(v));
                     }
+                    self.changes.fetch_add(1, Ordering::AcqRel);
                     stats.loads.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(file = %file_name(&path), plugin = %meta.name, version = %meta.version, sha256 = %compiled.sha256, cached = compiled.cached, "plugin loaded");
                     report
