@@ -8,6 +8,7 @@
 //! the same time.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ use k8s_openapi::api::events::v1::Event;
 use serde_json::json;
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig, Match};
 use wasmsched_core::{Cache, NodeData, PodInfo};
+
+mod guest;
 
 const FAST_LEASE: &str = r#"
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -64,6 +67,60 @@ fn daemon(server: &ApiServer, identity: &str, admin: &str) -> Daemon {
         .spawn()
         .expect("start wasmsched run");
     Daemon(child)
+}
+
+/// A daemon with its own configuration (`FAST_LEASE` followed by `more`,
+/// where `{CACHE}` names a fresh compile cache) and a plugin directory
+/// holding `files` (name, source) from the start, in a fresh directory
+/// tagged `tag`; returns it, its admin address, the plugin directory and
+/// the directory to remove.
+fn daemon_with_plugins(
+    server: &ApiServer,
+    tag: &str,
+    more: &str,
+    files: &[(&str, PathBuf)],
+) -> (Daemon, String, PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("wasmsched-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    for (name, src) in files {
+        std::fs::copy(src, plugins.join(name)).unwrap();
+    }
+    let config = dir.join("config.yaml");
+    let more = more.replace("{CACHE}", &dir.join("cache").display().to_string());
+    std::fs::write(&config, format!("{FAST_LEASE}{more}")).unwrap();
+    let admin = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "run",
+            "--master",
+            &server.url(),
+            "--identity",
+            "replica-a",
+            "--admin-address",
+            &admin,
+        ])
+        .arg("--config")
+        .arg(&config)
+        .arg("--plugins")
+        .arg(&plugins)
+        .env("WASMSCHED_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start wasmsched run");
+    (Daemon(child), admin, plugins, dir)
+}
+
+/// The message of a pod's `PodScheduled` condition, if any.
+fn scheduled_message(s: &ApiServer, name: &str) -> Option<String> {
+    s.get::<Pod>("default", name)?
+        .status?
+        .conditions?
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")?
+        .message
 }
 
 fn sigterm(d: &mut Daemon) {
@@ -882,49 +939,16 @@ async fn default_spreading_reads_the_services_the_daemon_watches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_waiting_for_a_missing_plugin_are_retried_when_it_loads() {
     let s = server(3).await;
-    let dir = std::env::temp_dir().join(format!("wasmsched-late-plugin-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let config = dir.join("config.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "{FAST_LEASE}profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{{name: node-price}}]\n  pluginConfig:\n  - name: node-price\n    args: {{annotation: price}}\nwasmPlugins:\n  plugins: [{{name: node-price, failurePolicy: fail}}]\n"
-        ),
-    )
-    .unwrap();
-    let plugins = dir.join("plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args([
-            "run",
-            "--master",
-            &s.url(),
-            "--identity",
-            "replica-a",
-            "--admin-address",
-            &free_port(),
-        ])
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugins")
-        .arg(&plugins)
-        .env("WASMSCHED_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wasmsched run");
-    let _d = Daemon(child);
+    let (_d, _admin, plugins, dir) = daemon_with_plugins(
+        &s,
+        "late-plugin",
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: node-price}]\n  pluginConfig:\n  - name: node-price\n    args: {annotation: price}\nwasmPlugins:\n  plugins: [{name: node-price, failurePolicy: fail}]\n",
+        &[],
+    );
     add_pod(&s, "priced", "wasm-scheduler", "100m");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let p: Pod = s.get("default", "priced").unwrap();
-        let msg = p
-            .status
-            .and_then(|st| st.conditions)
-            .and_then(|cs| cs.into_iter().find(|c| c.type_ == "PodScheduled"))
-            .and_then(|c| c.message);
-        if let Some(m) = msg {
+        if let Some(m) = scheduled_message(&s, "priced") {
             assert!(m.contains("plugin node-price is not loaded"), "{m}");
             break;
         }
@@ -937,5 +961,51 @@ async fn pods_waiting_for_a_missing_plugin_are_retried_when_it_loads() {
     )
     .unwrap();
     wait_all_bound(&s, 1, Duration::from_secs(60)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `wasmsched run` schedules while its plugin directory compiles: the pods
+/// of a profile without WebAssembly plugins are bound at once; those of a
+/// profile whose plugin is still compiling wait with a condition saying so,
+/// and are bound once it is loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduling_starts_while_the_plugin_directory_compiles() {
+    let s = server(3).await;
+    add_pod(&s, "plain", "wasm-scheduler", "100m");
+    add_pod(&s, "slow", "slow-scheduler", "100m");
+    // Seconds of Cranelift in a test build, there from the start.
+    let slow = guest::slow_compiling(600_000);
+    let (_d, admin, _, dir) = daemon_with_plugins(
+        &s,
+        "compiling",
+        "profiles:\n- schedulerName: wasm-scheduler\n- schedulerName: slow-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: misbehave}]\n  pluginConfig:\n  - name: misbehave\n    args: {mode: none}\nwasmPlugins:\n  cacheDirectory: {CACHE}\n  compileTimeoutSeconds: 600\n  plugins: [{name: misbehave, failurePolicy: fail}]\n",
+        &[("slow.wasm", slow)],
+    );
+    let is_bound = |name: &str| bound(&s.get::<Pod>("default", name).unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !is_bound("plain") {
+        assert!(Instant::now() < deadline, "the plain pod was not bound");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Bound while the directory was still being compiled.
+    let metrics = http_get(&admin, "/metrics").await;
+    assert!(metrics.contains("wasmsched_plugin_directory_scanned 0"), "{metrics}");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut said_why = false;
+    while !is_bound("slow") {
+        if let Some(m) = scheduled_message(&s, "slow") {
+            assert!(
+                m.contains("plugin misbehave is not loaded: the plugin directory is still being compiled"),
+                "{m}"
+            );
+            said_why = true;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slow profile's pod was not bound once its plugin loaded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(said_why, "the slow profile's pod waited without a condition saying why");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -431,7 +431,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
         "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
     );
     // A component of another world: valid, but it does not export the plugin interface.
-    let other = assemble("other-world", "(component)");
+    let other = guest::assemble("other-world", "(component)");
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.1.0"), "{m}"),
@@ -523,27 +523,9 @@ fn status_mib(field: &str) -> u64 {
         >> 10
 }
 
-/// Assembles WebAssembly text with wasm-tools into a file of a new
-/// directory tagged `tag`.
-fn assemble(tag: &str, text: &str) -> PathBuf {
-    let dir = temp_dir(tag);
-    let src = dir.join(format!("{tag}.wat"));
-    let out = dir.join(format!("{tag}.wasm"));
-    std::fs::write(&src, text).unwrap();
-    let st = std::process::Command::new("wasm-tools")
-        .arg("parse")
-        .arg(&src)
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .unwrap();
-    assert!(st.success(), "{tag}: wasm-tools parse");
-    out
-}
-
 /// Assembles hand-written WebAssembly text.
 fn wat(text: &str) -> Vec<u8> {
-    std::fs::read(assemble("wat", text)).unwrap()
+    std::fs::read(guest::assemble("wat", text)).unwrap()
 }
 
 /// A store with the host's limiter, as every plugin instance gets.
@@ -837,22 +819,6 @@ fn links_out_fifos_and_oversized_files_are_refused() {
     assert!(report.loaded.is_empty());
 }
 
-/// The misbehave component, printed as text by wasm-tools, edited by
-/// `edit`, and assembled again: a real toolchain's component with one
-/// hostile change.
-fn hostile_component(tag: &str, edit: impl Fn(&str) -> String) -> PathBuf {
-    let printed = std::process::Command::new("wasm-tools")
-        .arg("print")
-        .arg(guest::misbehave())
-        .output()
-        .unwrap();
-    assert!(printed.status.success());
-    let text = String::from_utf8(printed.stdout).unwrap();
-    let edited = edit(&text);
-    assert_ne!(edited, text, "{tag}: the edit changed nothing");
-    assemble(tag, &edited)
-}
-
 /// Replaces the first core table (or memory) declaration of the guest
 /// module: `(table (;0;) 19 19 funcref)`, `(memory (;0;) 17)`; it ends at
 /// its second `)`, the first closing `(;0;)`.
@@ -869,11 +835,11 @@ fn first_decl(text: &str, what: &str, new: &str) -> String {
 #[test]
 fn hostile_components_are_refused_at_load_naming_the_limit() {
     let _alone = exclusive();
-    let table = hostile_component("table-bomb", |t| {
+    let table = guest::hostile_component("table-bomb", |t| {
         first_decl(t, "table", "(table (;0;) 100000000 100000000 funcref)")
     });
-    let memory = hostile_component("memory-bomb", |t| first_decl(t, "memory", "(memory (;0;) 1100)"));
-    let many = hostile_component("many-memories", |t| {
+    let memory = guest::hostile_component("memory-bomb", |t| first_decl(t, "memory", "(memory (;0;) 1100)"));
+    let many = guest::hostile_component("many-memories", |t| {
         let extra: String = (0..11).map(|_| " (memory 1008)").collect();
         first_decl(t, "memory", &format!("(memory (;0;) 17){extra}"))
     });
@@ -918,13 +884,7 @@ fn a_file_that_compiles_too_long_is_refused() {
     let _alone = exclusive();
     // One function of 600 000 additions: a few seconds of Cranelift here
     // (1.1 s for 400 000 in a release build).
-    let slow = hostile_component("slow-compile", |t| {
-        let body: String = (0..600_000).map(|_| "local.get 0 i32.add ").collect();
-        let func = format!("(func $slow (param i32) (result i32) local.get 0 {body})\n");
-        // After the module's last function, so no index moves.
-        let at = t.find("    (data (;0;)").unwrap();
-        format!("{}{func}{}", &t[..at], &t[at..])
-    });
+    let slow = guest::slow_compiling(600_000);
     let dir = temp_dir("slow-dir");
     std::fs::copy(&slow, dir.join("slow.wasm")).unwrap();
     std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();

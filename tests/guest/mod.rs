@@ -57,3 +57,52 @@ pub fn label_gate() -> PathBuf {
 pub fn misbehave() -> PathBuf {
     build("testdata/misbehave", None)
 }
+
+/// Assembles WebAssembly text with wasm-tools into a file of a new
+/// directory tagged `tag`.
+pub fn assemble(tag: &str, text: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("wasmsched-{tag}-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join(format!("{tag}.wat"));
+    let out = dir.join(format!("{tag}.wasm"));
+    std::fs::write(&src, text).unwrap();
+    let st = Command::new("wasm-tools")
+        .arg("parse")
+        .arg(&src)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{tag}: wasm-tools parse");
+    out
+}
+
+/// The misbehave component, printed as text by wasm-tools, edited by
+/// `edit`, and assembled again: a real toolchain's component with one
+/// hostile change.
+pub fn hostile_component(tag: &str, edit: impl Fn(&str) -> String) -> PathBuf {
+    let printed = Command::new("wasm-tools")
+        .arg("print")
+        .arg(misbehave())
+        .output()
+        .unwrap();
+    assert!(printed.status.success());
+    let text = String::from_utf8(printed.stdout).unwrap();
+    let edited = edit(&text);
+    assert_ne!(edited, text, "{tag}: the edit changed nothing");
+    assemble(tag, &edited)
+}
+
+/// The misbehave component with one more function of `additions`
+/// additions: slow to compile, fine to run.
+pub fn slow_compiling(additions: usize) -> PathBuf {
+    hostile_component("slow-compile", |t| {
+        let body: String = (0..additions).map(|_| "local.get 0 i32.add ").collect();
+        let func = format!("(func $slow (param i32) (result i32) local.get 0 {body})\n");
+        // After the module's last function, so no index moves.
+        let at = t.find("    (data (;0;)").unwrap();
+        format!("{}{func}{}", &t[..at], &t[at..])
+    })
+}

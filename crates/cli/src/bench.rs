@@ -107,7 +107,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.parallelism = Some(p as i64);
     }
     let profile = config.profiles[0].scheduler_name.clone();
-    let (registry, plugins) = crate::plugin::registry(&mut config, args.wasm.as_deref(), args.seed, true)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        args.wasm.as_deref(),
+        args.seed,
+        crate::plugin::FirstScan::Now,
+    )?;
     let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
     let mut sched =
         Scheduler::new(&config, &registry, args.seed, Responsibility::OwnProfiles).context("invalid configuration")?;

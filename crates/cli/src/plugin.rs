@@ -94,14 +94,25 @@ fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
     Ok(engine)
 }
 
+/// How the plugin directory is first read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FirstScan {
+    /// Compile every file before returning (`simulate`, `bench`, `demo`):
+    /// the plugins of the directory are enabled where unmentioned.
+    Now,
+    /// Leave it to the caller, in the background (`run`): the plugins the
+    /// profiles enable are registered at once and wait, unloaded, until
+    /// their files are compiled, so scheduling starts without them.
+    Later,
+}
+
 /// The registry for `config`: built-ins, plus the plugins of the configured
-/// directory (or `dir`, which overrides it). With `enable_all`, plugins the
-/// configuration does not mention are enabled in every profile.
+/// directory (or `dir`, which overrides it), read as `first_scan` says.
 pub fn registry(
     config: &mut Config,
     dir: Option<&Path>,
     seed: u64,
-    enable_all: bool,
+    first_scan: FirstScan,
 ) -> anyhow::Result<(Registry, Option<Arc<PluginHost>>)> {
     let mut registry = Registry::builtin();
     let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).map_err(anyhow::Error::msg)?;
@@ -115,14 +126,30 @@ pub fn registry(
         return Ok((registry, None));
     }
     let host = PluginHost::new(engine(&wasm)?, wasm, seed);
-    let report = host.scan();
-    for (file, why) in &report.rejected {
-        eprintln!("warning: plugin {file} rejected: {why}");
-    }
-    host.register(&mut registry);
-    if enable_all {
-        for name in host.names() {
-            config.enable_where_unmentioned(&name);
+    match first_scan {
+        FirstScan::Now => {
+            let report = host.scan();
+            for (file, why) in &report.rejected {
+                eprintln!("warning: plugin {file} rejected: {why}");
+            }
+            host.register(&mut registry);
+            for name in host.names() {
+                config.enable_where_unmentioned(&name);
+            }
+        }
+        FirstScan::Later => {
+            // Names the profiles enable that nothing built in provides
+            // must come from the directory.
+            let expected: Vec<String> = config
+                .enabled_plugin_names()
+                .into_iter()
+                .filter(|n| registry.get(n).is_none())
+                // kube-scheduler plugins this engine lacks stay a
+                // configuration error, not a plugin to wait for.
+                .filter(|n| !wasmsched_core::plugins::KNOWN_UNSUPPORTED.contains(&n.as_str()))
+                .collect();
+            host.expect(expected);
+            host.register(&mut registry);
         }
     }
     Ok((registry, Some(host)))

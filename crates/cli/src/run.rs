@@ -155,7 +155,28 @@ pub async fn shutdown_signal() {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut config = crate::load_config(args.config.as_deref())?;
     let le = leader_election(&config)?;
-    let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, false)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        args.plugins.as_deref(),
+        args.seed,
+        crate::plugin::FirstScan::Later,
+    )?;
+    // The directory is compiled in the background: scheduling starts at
+    // once, and the pods of profiles whose plugins are not compiled yet
+    // wait (`plugin X is not loaded: the plugin directory is still being
+    // compiled`) and are retried when they load.
+    if let Some(h) = &plugins {
+        let h = h.clone();
+        std::thread::Builder::new()
+            .name("wasm-plugin-first-scan".into())
+            .spawn(move || {
+                let report = h.scan();
+                for (file, why) in &report.rejected {
+                    tracing::warn!(file = %file, reason = %why, "plugin rejected");
+                }
+            })
+            .context("cannot start the plugin compiler thread")?;
+    }
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {

@@ -86,7 +86,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .config
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
-    let (registry, plugins) = crate::plugin::registry(&mut config, args.plugins.as_deref(), args.seed, true)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        args.plugins.as_deref(),
+        args.seed,
+        crate::plugin::FirstScan::Now,
+    )?;
     let rows = simulate(&config, &registry, &config_name, &objs, args.seed, &explain)?;
     if let Some(host) = &plugins {
         let mut seen = BTreeSet::new();

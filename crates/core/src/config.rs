@@ -211,6 +211,19 @@ const POINTS: [(&str, Points); 6] = [
 ];
 
 impl Plugins {
+    /// `multiPoint` and the sets of the extension points plugins extend.
+    fn sets(&self) -> [&PluginSet; 7] {
+        [
+            &self.multi_point,
+            &self.pre_filter,
+            &self.filter,
+            &self.post_filter,
+            &self.pre_score,
+            &self.score,
+            &self.reserve,
+        ]
+    }
+
     fn point(&self, name: &str) -> &PluginSet {
         match name {
             "preFilter" => &self.pre_filter,
@@ -347,17 +360,9 @@ impl Config {
     /// disabled): how `--plugins DIR` adds a directory's plugins.
     pub fn enable_where_unmentioned(&mut self, name: &str) {
         for p in &mut self.profiles {
-            let pl = &p.plugins;
-            let sets = [
-                &pl.multi_point,
-                &pl.pre_filter,
-                &pl.filter,
-                &pl.post_filter,
-                &pl.pre_score,
-                &pl.score,
-                &pl.reserve,
-            ];
-            let mentioned = sets
+            let mentioned = p
+                .plugins
+                .sets()
                 .iter()
                 .any(|s| s.enabled.iter().chain(&s.disabled).any(|r| r.name == name));
             if !mentioned {
@@ -367,6 +372,21 @@ impl Config {
                 });
             }
         }
+    }
+
+    /// Every plugin name a profile enables, at any extension point.
+    pub fn enabled_plugin_names(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.profiles {
+            for set in p.plugins.sets() {
+                for r in &set.enabled {
+                    if !out.contains(&r.name) {
+                        out.push(r.name.clone());
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Builds one framework per profile, instantiating plugins from `registry`.

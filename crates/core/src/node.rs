@@ -67,6 +67,15 @@ impl Taint {
 /// Node labels.
 pub type Labels = FxHashMap<String, String>;
 
+/// The labels of an object's metadata, as a fast map.
+pub fn labels_of(labels: Option<&std::collections::BTreeMap<String, String>>) -> Labels {
+    labels
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// The taint the node controller puts on cordoned nodes.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 
@@ -131,13 +140,7 @@ impl NodeData {
                 images.insert(n.clone(), img.size_bytes.unwrap_or(0));
             }
         }
-        let labels: Labels = node
-            .metadata
-            .labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let labels: Labels = labels_of(node.metadata.labels.as_ref());
         let zone = labels
             .get("topology.kubernetes.io/zone")
             .or_else(|| labels.get("failure-domain.beta.kubernetes.io/zone"))

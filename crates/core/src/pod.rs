@@ -264,13 +264,7 @@ impl PodInfo {
             .map(normalized_image_name)
             .collect();
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-        let labels: crate::node::Labels = pod
-            .metadata
-            .labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let labels: crate::node::Labels = crate::node::labels_of(pod.metadata.labels.as_ref());
         let pod_affinity = PodAffinity::parse(spec, &namespace, &labels, &object)?.map(Box::new);
         let spread_constraints = SpreadConstraint::parse_all(spec, &labels, &object)?;
         Ok(PodInfo {

@@ -193,13 +193,7 @@ impl Scheduler {
         let Some(name) = ns.metadata.name.as_deref() else {
             return;
         };
-        let labels: crate::node::Labels = ns
-            .metadata
-            .labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let labels: crate::node::Labels = crate::node::labels_of(ns.metadata.labels.as_ref());
         if self.cache.namespace(name) == Some(&labels) {
             return;
         }

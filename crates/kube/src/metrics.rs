@@ -221,6 +221,12 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
         "# HELP wasmsched_plugin_file_errors_total Plugin files rejected (not a component, bad import, failing configure).\n# TYPE wasmsched_plugin_file_errors_total counter\nwasmsched_plugin_file_errors_total {}",
         host.load_errors.load(Ordering::Relaxed)
     );
+    let _ = writeln!(
+        o,
+        "# HELP wasmsched_plugin_files_compiling Plugin files being compiled now.\n# TYPE wasmsched_plugin_files_compiling gauge\nwasmsched_plugin_files_compiling {}\n# HELP wasmsched_plugin_directory_scanned Whether the plugin directory has been read and compiled once.\n# TYPE wasmsched_plugin_directory_scanned gauge\nwasmsched_plugin_directory_scanned {}",
+        host.compiling(),
+        u8::from(host.scanned())
+    );
     let slots = host.slots();
     let mut seen = std::collections::BTreeSet::new();
     type Counter = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;

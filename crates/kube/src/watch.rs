@@ -91,40 +91,30 @@ fn workload_gone<K: kube::Resource>(kind: WorkloadKind, o: &K) -> Msg {
     }
 }
 
-/// The workloads whose selectors PodTopologySpread's default constraints
-/// use (kube-scheduler's `DefaultSelector`).
-pub(crate) const SERVICES: Kind<Service> = Kind {
-    what: "services",
-    key: ns_key,
-    apply: workload_apply,
-    gone: |o| workload_gone(WorkloadKind::Service, o),
-    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::Service, keys),
-    synced_flag: |s| &s.workloads_synced,
-};
-pub(crate) const REPLICATION_CONTROLLERS: Kind<ReplicationController> = Kind {
-    what: "replicationcontrollers",
-    key: ns_key,
-    apply: workload_apply,
-    gone: |o| workload_gone(WorkloadKind::ReplicationController, o),
-    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::ReplicationController, keys),
-    synced_flag: |s| &s.workloads_synced,
-};
-pub(crate) const REPLICA_SETS: Kind<ReplicaSet> = Kind {
-    what: "replicasets",
-    key: ns_key,
-    apply: workload_apply,
-    gone: |o| workload_gone(WorkloadKind::ReplicaSet, o),
-    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::ReplicaSet, keys),
-    synced_flag: |s| &s.workloads_synced,
-};
-pub(crate) const STATEFUL_SETS: Kind<StatefulSet> = Kind {
-    what: "statefulsets",
-    key: ns_key,
-    apply: workload_apply,
-    gone: |o| workload_gone(WorkloadKind::StatefulSet, o),
-    synced: |keys| Msg::WorkloadsSynced(WorkloadKind::StatefulSet, keys),
-    synced_flag: |s| &s.workloads_synced,
-};
+/// One workload kind whose selectors PodTopologySpread's default
+/// constraints use (kube-scheduler's `DefaultSelector`).
+macro_rules! workload_kind {
+    ($name:ident, $ty:ty, $what:literal, $kind:expr) => {
+        pub(crate) const $name: Kind<$ty> = Kind {
+            what: $what,
+            key: ns_key,
+            apply: workload_apply,
+            gone: |o| workload_gone($kind, o),
+            synced: |keys| Msg::WorkloadsSynced($kind, keys),
+            synced_flag: |s| &s.workloads_synced,
+        };
+    };
+}
+
+workload_kind!(SERVICES, Service, "services", WorkloadKind::Service);
+workload_kind!(
+    REPLICATION_CONTROLLERS,
+    ReplicationController,
+    "replicationcontrollers",
+    WorkloadKind::ReplicationController
+);
+workload_kind!(REPLICA_SETS, ReplicaSet, "replicasets", WorkloadKind::ReplicaSet);
+workload_kind!(STATEFUL_SETS, StatefulSet, "statefulsets", WorkloadKind::StatefulSet);
 
 /// Follows every object of one kind until `stop` turns true. Sending waits
 /// when the scheduling thread is behind (the channel is bounded), which

@@ -175,6 +175,11 @@ pub struct PluginHost {
     /// Bumped whenever a plugin's serving version changes (loaded,
     /// replaced, unloaded).
     changes: AtomicU64,
+    /// Whether the directory has been scanned once (until then a missing
+    /// plugin is one still being compiled).
+    first_scan_done: std::sync::atomic::AtomicBool,
+    /// Plugin names profiles enable before any file was compiled.
+    expected: Mutex<Vec<String>>,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
 }
@@ -199,6 +204,8 @@ impl PluginHost {
             scans: AtomicU64::new(0),
             compiling: Arc::default(),
             changes: AtomicU64::new(0),
+            first_scan_done: std::sync::atomic::AtomicBool::new(false),
+            expected: Mutex::new(Vec::new()),
             load_errors: AtomicU64::new(0),
         })
     }
@@ -225,14 +232,29 @@ impl PluginHost {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Plugin names available: from files, and declared in the configuration.
+    /// Declares plugin names the profiles enable, before the directory is
+    /// compiled: they can be registered (and their slots made, waiting)
+    /// at once, and scheduling need not wait for compilation.
+    pub fn expect(&self, names: impl IntoIterator<Item = String>) {
+        self.expected.lock().unwrap_or_else(|p| p.into_inner()).extend(names);
+    }
+
+    /// Whether the directory has been scanned at least once.
+    pub fn scanned(&self) -> bool {
+        self.first_scan_done.load(Ordering::Acquire)
+    }
+
+    /// Plugin names available: from files, declared in the configuration,
+    /// and expected by profiles ([`PluginHost::expect`]).
     pub fn names(&self) -> Vec<String> {
+        let expected = self.expected.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let inner = self.lock();
         let mut names: Vec<String> = inner
             .files
             .values()
             .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
             .chain(self.config.plugins.iter().map(|p| p.name.clone()))
+            .chain(expected)
             .collect();
         names.sort();
         names.dedup();
@@ -322,6 +344,9 @@ impl PluginHost {
 
     /// Why no version of `name` is loaded, in the words of the directory.
     fn missing_reason(&self, name: &str) -> String {
+        if !self.scanned() {
+            return "the plugin directory is still being compiled".to_owned();
+        }
         let inner = self.lock();
         let dir = self.config.directory.as_ref().map_or_else(
             || "no plugin directory is configured".to_owned(),
@@ -412,6 +437,21 @@ impl PluginHost {
     /// versions into the slots, unloads plugins whose file is gone. A file
     /// that fails leaves the version serving untouched.
     pub fn scan(&self) -> ScanReport {
+        let report = self.scan_directory();
+        if !self.first_scan_done.swap(true, Ordering::AcqRel) {
+            // Slots made while the directory was being compiled: a plugin
+            // still missing now says why.
+            for slot in self.slots() {
+                if slot.current().is_none() {
+                    slot.set_missing(self.missing_reason(slot.name()));
+                }
+            }
+            self.changes.fetch_add(1, Ordering::AcqRel);
+        }
+        report
+    }
+
+    fn scan_directory(&self) -> ScanReport {
         let _one_at_a_time = self.scan_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.scans.fetch_add(1, Ordering::Relaxed);
         let mut report = ScanReport::default();

@@ -573,16 +573,7 @@ impl Framework {
                     if v == FEASIBLE {
                         feasible.push(idx);
                     } else {
-                        let (fi, st) = std::mem::replace(&mut out.rejected[v as usize], (0, Status::success()));
-                        if !st.is_rejected() {
-                            return Err(ScheduleError::Error(format!(
-                                "running Filter plugin {:?} on node {:?}: {}",
-                                self.filter[fi as usize].plugin.name(),
-                                snapshot.nodes[idx].name(),
-                                st.message()
-                            )));
-                        }
-                        rejected.push((idx, fi as usize, st));
+                        rejected.push(self.rejection(&mut out.rejected, v, idx, snapshot)?);
                     }
                     processed = pos + chunk_start + off + 1;
                     if feasible.len() == want {
@@ -618,18 +609,30 @@ impl Framework {
                 feasible.push(idx[k]);
                 continue;
             }
-            let (fi, st) = std::mem::replace(&mut out.rejected[v as usize], (0, Status::success()));
-            if !st.is_rejected() {
-                return Err(ScheduleError::Error(format!(
-                    "running Filter plugin {:?} on node {:?}: {}",
-                    self.filter[fi as usize].plugin.name(),
-                    snapshot.nodes[idx[k]].name(),
-                    st.message()
-                )));
-            }
-            rejected.push((idx[k], fi as usize, st));
+            rejected.push(self.rejection(&mut out.rejected, v, idx[k], snapshot)?);
         }
         Ok((feasible, rejected, idx.len()))
+    }
+
+    /// Takes rejection `v` of a chunk for the node at `idx`: a rejection,
+    /// or the cycle's error when the filter failed rather than rejected.
+    fn rejection(
+        &self,
+        rejected: &mut [(u16, Status)],
+        v: u32,
+        idx: usize,
+        snapshot: &Snapshot,
+    ) -> Result<Rejection, ScheduleError> {
+        let (fi, st) = std::mem::replace(&mut rejected[v as usize], (0, Status::success()));
+        if !st.is_rejected() {
+            return Err(ScheduleError::Error(format!(
+                "running Filter plugin {:?} on node {:?}: {}",
+                self.filter[fi as usize].plugin.name(),
+                snapshot.nodes[idx].name(),
+                st.message()
+            )));
+        }
+        Ok((idx, fi as usize, st))
     }
 
     /// Filters `len` nodes from `from` (wrapping), in parallel chunks when
