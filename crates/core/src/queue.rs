@@ -114,6 +114,11 @@ pub struct SchedulingQueue {
     backoff: BinaryHeap<BackoffKey>,
     /// Pods at `Location::Unschedulable`.
     unschedulable: HashSet<PodKey>,
+    /// Unschedulable pods per plugin that rejected them, and those no
+    /// plugin rejected: a cluster change no rejector registered for skips
+    /// the scan of the unschedulable pods altogether.
+    rejected_by: HashMap<String, usize>,
+    unrejected: usize,
     /// When pods were parked unschedulable, oldest first (timestamps only
     /// grow, so arrival order is time order); stale entries are skipped.
     parked: VecDeque<(Instant, PodKey, u64)>,
@@ -123,6 +128,28 @@ pub struct SchedulingQueue {
     scheduling_cycle: u64,
     move_request_cycle: u64,
     counts: [usize; 4],
+}
+
+/// Counts an unschedulable pod in (or out of) the per-rejector tallies.
+fn tally(by: &mut HashMap<String, usize>, unrejected: &mut usize, rejectors: &[String], add: bool) {
+    if rejectors.is_empty() {
+        if add {
+            *unrejected += 1;
+        } else {
+            *unrejected -= 1;
+        }
+        return;
+    }
+    for r in rejectors {
+        if add {
+            *by.entry(r.clone()).or_insert(0) += 1;
+        } else if let Some(n) = by.get_mut(r) {
+            *n -= 1;
+            if *n == 0 {
+                by.remove(r);
+            }
+        }
+    }
 }
 
 fn slot(loc: Location) -> usize {
@@ -138,6 +165,8 @@ impl SchedulingQueue {
     /// A queue with kube-scheduler's backoff settings.
     pub fn new(initial_backoff: Duration, max_backoff: Duration) -> Self {
         SchedulingQueue {
+            rejected_by: HashMap::new(),
+            unrejected: 0,
             entries: HashMap::new(),
             active: BinaryHeap::new(),
             backoff: BinaryHeap::new(),
@@ -174,6 +203,10 @@ impl SchedulingQueue {
         self.counts[slot(loc)] += 1;
         if e.loc == Location::Unschedulable && loc != Location::Unschedulable {
             self.unschedulable.remove(key);
+            tally(&mut self.rejected_by, &mut self.unrejected, &e.rejectors, false);
+        }
+        if loc == Location::Unschedulable && e.loc != Location::Unschedulable {
+            tally(&mut self.rejected_by, &mut self.unrejected, &e.rejectors, true);
         }
         e.loc = loc;
         e.generation += 1;
@@ -206,6 +239,7 @@ impl SchedulingQueue {
             self.counts[slot(e.loc)] -= 1;
             if e.loc == Location::Unschedulable {
                 self.unschedulable.remove(key);
+                tally(&mut self.rejected_by, &mut self.unrejected, &e.rejectors, false);
             }
         }
         self.compact();
@@ -460,6 +494,12 @@ impl SchedulingQueue {
         self.move_matching(now, |_, _| true);
     }
 
+    /// Whether some unschedulable pod was rejected by a plugin `matters`
+    /// says yes to, or by none (all plugins then decide).
+    pub fn unschedulable_rejected_by(&self, matters: impl Fn(&str) -> bool) -> bool {
+        self.unrejected > 0 || self.rejected_by.keys().any(|p| matters(p))
+    }
+
     /// The plugins that rejected a pod in its last attempt.
     pub fn rejectors(&self, key: &str) -> &[String] {
         self.entries.get(key).map_or(&[], |e| &e.rejectors)
@@ -528,6 +568,30 @@ mod tests {
         q.add(pod("new-low", 0), t + Duration::from_millis(2));
         let order: Vec<String> = std::iter::from_fn(|| q.pop(t).map(|p| p.pod.name.clone())).collect();
         assert_eq!(order, ["high", "old-low", "new-low"]);
+    }
+
+    /// The per-rejector tallies follow pods into and out of the
+    /// unschedulable set, whichever way they leave it.
+    #[test]
+    fn rejector_tallies_follow_unschedulable_pods() {
+        let mut q = q();
+        let t = Instant::now();
+        for (name, rejectors) in [("a", vec!["Fit"]), ("b", vec!["Fit", "Spread"]), ("c", vec![])] {
+            q.add(pod(name, 0), t);
+            let p = q.pop(t).unwrap();
+            q.add_unschedulable(&p.pod.key, "", rejectors.into_iter().map(String::from).collect(), t);
+        }
+        assert!(q.unschedulable_rejected_by(|p| p == "Spread"));
+        q.delete("default/c", "");
+        assert!(
+            !q.unschedulable_rejected_by(|p| p == "Other"),
+            "no pod without rejectors is left"
+        );
+        q.move_matching(t, |qp, _| qp.pod.name == "b");
+        assert!(!q.unschedulable_rejected_by(|p| p == "Spread"));
+        assert!(q.unschedulable_rejected_by(|p| p == "Fit"));
+        q.move_all_to_active_or_backoff(t);
+        assert!(!q.unschedulable_rejected_by(|_| true));
     }
 
     #[test]

@@ -368,6 +368,19 @@ impl Scheduler {
         if !interesting {
             return;
         }
+        // No unschedulable pod was rejected by a plugin that registered for
+        // this change (or by a plugin a profile does not know): nothing to
+        // scan. Keeps a success from costing a pass over a large backlog.
+        let registrations = &self.registrations;
+        let matters = |plugin: &str| {
+            registrations.iter().any(|r| {
+                r.get(plugin)
+                    .is_none_or(|reg| reg.events.iter().any(|e| e.matches(resource, action)))
+            })
+        };
+        if !self.queue.unschedulable_rejected_by(matters) {
+            return;
+        }
         let Scheduler {
             queue,
             frameworks,
