@@ -543,12 +543,7 @@ impl Framework {
         want: usize,
     ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
         let all = snapshot.len();
-        let filters: Vec<(usize, &Enabled)> = self
-            .filter
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !state.skip_filter[*i])
-            .collect();
+        let filters = self.active_filters(state);
         let mut feasible = Vec::with_capacity(want.min(all));
         let mut rejected = Vec::new();
         let mut pos = 0;
@@ -586,6 +581,16 @@ impl Framework {
         Ok((feasible, rejected, processed))
     }
 
+    /// The Filter plugins this cycle runs (PreFilter may have skipped some),
+    /// with their indexes.
+    fn active_filters(&self, state: &CycleState) -> Vec<(usize, &Enabled)> {
+        self.filter
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !state.skip_filter[*i])
+            .collect()
+    }
+
     /// Filters only the nodes at snapshot positions `idx` (a PreFilter node
     /// subset), all of them.
     fn filter_subset(
@@ -595,12 +600,7 @@ impl Framework {
         snapshot: &Snapshot,
         idx: &[usize],
     ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
-        let filters: Vec<(usize, &Enabled)> = self
-            .filter
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !state.skip_filter[*i])
-            .collect();
+        let filters = self.active_filters(state);
         let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
         let mut out = filter_chunk(state, pod, &nodes, &filters);
         let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
