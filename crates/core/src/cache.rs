@@ -50,6 +50,9 @@ pub struct Cache {
     with_required_anti_affinity: usize,
     /// Bumped when a node's labels change: topology indexes are rebuilt.
     labels_generation: u64,
+    /// Node ids given out (from 1) and free for reuse.
+    next_node_id: u32,
+    free_node_ids: Vec<u32>,
     /// Bumped when the node set (or a node's zone) changes: snapshots rebuild.
     structure_generation: u64,
     /// Nodes whose info changed since the last snapshot update.
@@ -97,6 +100,8 @@ pub struct Domains {
     /// Snapshot position → domain id, [`Domains::NONE`] when the node
     /// lacks the key.
     pub of_node: Vec<u32>,
+    /// The same by node id ([`NodeData::id`]).
+    of_id: Vec<u32>,
 }
 
 impl Domains {
@@ -111,6 +116,16 @@ impl Domains {
     /// Whether no node has the key.
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// The domain of a node for `key`: an array read for a node of the
+    /// snapshot, a label lookup for any other.
+    #[inline]
+    pub fn of(&self, key: &str, node: &NodeData) -> u32 {
+        match self.of_id.get(node.id as usize) {
+            Some(&d) if node.id != 0 => d,
+            _ => self.of_labels(key, &node.labels),
+        }
     }
 
     /// The domain of a node, by its labels.
@@ -149,9 +164,11 @@ impl Snapshot {
         if let Some(d) = map.get(key) {
             return d.clone();
         }
+        let max_id = self.nodes.iter().map(|n| n.node.id).max().unwrap_or(0) as usize;
         let mut d = Domains {
             ids: FxHashMap::default(),
             of_node: Vec::with_capacity(self.nodes.len()),
+            of_id: vec![Domains::NONE; max_id + 1],
         };
         for n in &self.nodes {
             let id = match n.node.labels.get(key) {
@@ -162,6 +179,7 @@ impl Snapshot {
                 None => Domains::NONE,
             };
             d.of_node.push(id);
+            d.of_id[n.node.id as usize] = id;
         }
         let d = Arc::new(d);
         map.insert(key.to_owned(), d.clone());
@@ -314,7 +332,14 @@ impl Cache {
     }
 
     /// Adds a node, or replaces the node of the same name.
-    pub fn upsert_node(&mut self, data: NodeData) {
+    pub fn upsert_node(&mut self, mut data: NodeData) {
+        data.id = match self.index.get(&data.name) {
+            Some(&i) => self.nodes[i].node.id,
+            None => self.free_node_ids.pop().unwrap_or_else(|| {
+                self.next_node_id += 1;
+                self.next_node_id
+            }),
+        };
         let data = Arc::new(data);
         if let Some(&i) = self.index.get(&data.name) {
             let old = self.nodes[i].node.clone();
@@ -347,6 +372,7 @@ impl Cache {
             return false;
         };
         let info = self.nodes.swap_remove(i);
+        self.free_node_ids.push(info.node.id);
         for &(id, c) in &info.usage.shapes {
             self.shapes.place(id, i, -i64::from(c));
         }

@@ -100,6 +100,9 @@ pub struct NodeData {
     pub zone: String,
     /// The object as received.
     pub object: Arc<Node>,
+    /// A small id the cache gives the node for its life there (0: not
+    /// from a cache): per-node tables index by it.
+    pub id: u32,
 }
 
 impl NodeData {
@@ -155,6 +158,7 @@ impl NodeData {
             images,
             zone,
             object: Arc::new(node.clone()),
+            id: 0,
         })
     }
 }

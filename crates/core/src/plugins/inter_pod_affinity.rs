@@ -16,7 +16,7 @@ use crate::cache::{Domains, Snapshot};
 use crate::constraints::AffinityTerm;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
-use crate::node::{Labels, NodeInfo};
+use crate::node::{Labels, NodeData, NodeInfo};
 use crate::pod::PodInfo;
 use crate::selector::LabelSelector;
 use crate::shapes::ShapeEntry;
@@ -150,16 +150,16 @@ impl ByKey {
 
     /// The count of a node's domain for `key` (`None`: the node lacks it).
     #[inline]
-    fn get(&self, key: &str, labels: &Labels) -> Option<i64> {
+    fn get(&self, key: &str, node: &NodeData) -> Option<i64> {
         let s = self.0.iter().find(|k| k.key == key)?;
-        match s.domains.of_labels(key, labels) {
+        match s.domains.of(key, node) {
             Domains::NONE => None,
             d => Some(s.counts[d as usize]),
         }
     }
 
-    fn any_positive_on(&self, labels: &Labels) -> bool {
-        self.0.iter().any(|s| match s.domains.of_labels(&s.key, labels) {
+    fn any_positive_on(&self, node: &NodeData) -> bool {
+        self.0.iter().any(|s| match s.domains.of(&s.key, node) {
             Domains::NONE => false,
             d => s.counts[d as usize] > 0,
         })
@@ -345,12 +345,12 @@ impl Plugin for InterPodAffinity {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return Status::error(format!("error reading {PRE_FILTER_KEY:?} from cycleState: not found"));
         };
-        let labels = &node.node.labels;
+        let n = &*node.node;
         // Required affinity; the first pod of a group that selects itself
         // may go wherever the topology keys exist.
         let mut pods_exist = true;
         for t in &s.affinity {
-            match s.affinity_counts.get(&t.topology_key, labels) {
+            match s.affinity_counts.get(&t.topology_key, n) {
                 None => return Status::unresolvable(ERR_REASON_AFFINITY),
                 Some(c) if c <= 0 => pods_exist = false,
                 Some(_) => {}
@@ -362,11 +362,11 @@ impl Plugin for InterPodAffinity {
         if s.anti_matched
             && s.anti
                 .iter()
-                .any(|t| s.anti_counts.get(&t.topology_key, labels).is_some_and(|c| c > 0))
+                .any(|t| s.anti_counts.get(&t.topology_key, n).is_some_and(|c| c > 0))
         {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY);
         }
-        if s.existing_anti_matched && s.existing_anti.any_positive_on(labels) {
+        if s.existing_anti_matched && s.existing_anti.any_positive_on(n) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY);
         }
         Status::success()
@@ -446,8 +446,14 @@ impl Plugin for InterPodAffinity {
                 "error reading {PRE_SCORE_KEY:?} from cycleState: not found"
             )));
         };
-        let labels = &node.node.labels;
-        Ok(s.scores.0.iter().filter_map(|k| s.scores.get(&k.key, labels)).sum())
+        Ok(s.scores
+            .0
+            .iter()
+            .map(|k| match k.domains.of(&k.key, &node.node) {
+                Domains::NONE => 0,
+                d => k.counts[d as usize],
+            })
+            .sum())
     }
 
     /// Min–max scaling to 0–100 (all 0 when every node scores the same).

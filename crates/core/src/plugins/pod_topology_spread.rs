@@ -417,9 +417,8 @@ impl Plugin for PodTopologySpread {
         let Some(s) = state.read::<PreFilterState>(PRE_FILTER_KEY) else {
             return Status::error(format!("reading {PRE_FILTER_KEY:?} from cycleState: not found"));
         };
-        let labels = &node.node.labels;
         for (k, min) in s.constraints.iter().zip(&s.min) {
-            let d = k.domains.of_labels(&k.c.topology_key, labels);
+            let d = k.domains.of(&k.c.topology_key, &node.node);
             if d == Domains::NONE {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             }
@@ -461,7 +460,7 @@ impl Plugin for PodTopologySpread {
                 continue;
             }
             for (i, k) in counted.iter_mut().enumerate() {
-                match k.domains.of_labels(&k.c.topology_key, labels) {
+                match k.domains.of(&k.c.topology_key, &n.node) {
                     Domains::NONE => keyless[i] = true,
                     d => k.present[d as usize] = true,
                 }
@@ -519,7 +518,7 @@ impl Plugin for PodTopologySpread {
         }
         let mut score = 0f64;
         for (k, w) in s.constraints.iter().zip(&s.weights) {
-            let d = k.domains.of_labels(&k.c.topology_key, labels);
+            let d = k.domains.of(&k.c.topology_key, &node.node);
             if d == Domains::NONE {
                 continue;
             }
