@@ -232,7 +232,7 @@ fn affinity_kinds(pod: &PodInfo) -> (bool, bool) {
     }
 }
 
-fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, shape: u32, add: bool) {
+fn apply(usage: &mut Usage, pod: &PodInfo, shape: u32, add: bool) {
     count_on_node(&mut usage.shapes, shape, if add { 1 } else { -1 });
     let r = &pod.requests;
     if add {
@@ -241,7 +241,6 @@ fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, shape: u32, add: bool) {
         usage.non_zero_memory += r.non_zero_memory;
         usage.pods += 1;
         usage.ports.extend(pod.host_ports.iter().cloned());
-        usage.pod_list.push(pod.clone());
     } else {
         usage.requested.sub(&r.requests);
         usage.non_zero_milli_cpu -= r.non_zero_milli_cpu;
@@ -251,9 +250,6 @@ fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, shape: u32, add: bool) {
             if let Some(i) = usage.ports.iter().position(|q| q == p) {
                 usage.ports.swap_remove(i);
             }
-        }
-        if let Some(i) = usage.pod_list.iter().position(|q| q.key == pod.key) {
-            usage.pod_list.swap_remove(i);
         }
     }
 }
@@ -677,7 +673,7 @@ mod tests {
     }
 
     /// Per shape and node, the counts the snapshot's shape index gives
-    /// equal those of the pods on each node, through node removals (pods
+    /// equal those of the pods the cache accounts on each node, through node removals (pods
     /// left on unknown nodes), re-additions, relabels and deletions.
     #[test]
     fn shape_index_follows_pods_and_nodes() {
@@ -697,14 +693,12 @@ mod tests {
                     from_index.push((snap.nodes[pos].name().to_owned(), shape.rep.labels["app"].clone(), n));
                 }
             }
-            let mut from_pods: Vec<(String, String, i64)> = Vec::new();
-            for n in &snap.nodes {
-                let mut per: std::collections::BTreeMap<String, i64> = Default::default();
-                for p in &n.usage.pod_list {
-                    *per.entry(p.labels["app"].clone()).or_default() += 1;
-                }
-                from_pods.extend(per.into_iter().map(|(a, k)| (n.name().to_owned(), a, k)));
+            // The truth: the pods the cache accounts on nodes it knows.
+            let mut per: std::collections::BTreeMap<(String, String), i64> = Default::default();
+            for cp in c.pods.values().filter(|cp| c.index.contains_key(&cp.node)) {
+                *per.entry((cp.node.clone(), cp.pod.labels["app"].clone())).or_default() += 1;
             }
+            let mut from_pods: Vec<(String, String, i64)> = per.into_iter().map(|((n, a), k)| (n, a, k)).collect();
             from_index.sort();
             from_pods.sort();
             assert_eq!(from_index, from_pods);

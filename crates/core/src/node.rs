@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use rustc_hash::FxHashMap;
 
 use crate::ModelError;
-use crate::pod::{HostPort, PodInfo};
+use crate::pod::HostPort;
 use crate::resources::Resources;
 
 /// The effect of a taint.
@@ -176,9 +176,6 @@ pub struct Usage {
     pub pods: i64,
     /// Host ports in use.
     pub ports: Vec<HostPort>,
-    /// The pods themselves (shared with the cache), for plugins that look
-    /// at the pods around a node (inter-pod affinity, topology spread).
-    pub pod_list: Vec<Arc<PodInfo>>,
     /// (shape id, pods of that shape here): see [`crate::shapes`].
     pub shapes: Vec<(u32, u32)>,
 }

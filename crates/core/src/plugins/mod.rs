@@ -270,7 +270,6 @@ pub(crate) mod testutil {
         u.non_zero_memory += pod.requests.non_zero_memory;
         u.pods += 1;
         u.ports.extend(pod.host_ports.iter().cloned());
-        u.pod_list.push(Arc::new(pod.clone()));
         node
     }
 }
