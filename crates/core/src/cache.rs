@@ -139,6 +139,49 @@ impl Domains {
     }
 }
 
+/// A count per domain of one topology key (pods matching, or scores), for
+/// plugins that count the pods around nodes.
+#[derive(Debug)]
+pub struct DomainCounts {
+    /// The key's domains.
+    pub domains: Arc<Domains>,
+    /// By domain id.
+    pub counts: Vec<i64>,
+}
+
+impl DomainCounts {
+    /// Zero in every domain of `key`.
+    pub fn new(snapshot: &Snapshot, key: &str) -> Self {
+        let domains = snapshot.domains(key);
+        DomainCounts {
+            counts: vec![0; domains.len()],
+            domains,
+        }
+    }
+
+    /// Adds `v` to the domain of the node at snapshot position `pos`;
+    /// false when the node lacks the key.
+    #[inline]
+    pub fn add(&mut self, pos: usize, v: i64) -> bool {
+        match self.domains.of_node[pos] {
+            Domains::NONE => false,
+            d => {
+                self.counts[d as usize] += v;
+                true
+            }
+        }
+    }
+
+    /// The count of `node`'s domain (`None`: it lacks the key).
+    #[inline]
+    pub fn at(&self, key: &str, node: &NodeData) -> Option<i64> {
+        match self.domains.of(key, node) {
+            Domains::NONE => None,
+            d => Some(self.counts[d as usize]),
+        }
+    }
+}
+
 /// Per topology key, its [`Domains`]; valid while the node set and node
 /// labels stay the same.
 #[derive(Debug, Default)]
@@ -216,10 +259,7 @@ impl Snapshot {
     /// The labels of namespace `ns` (empty when unknown, as kube-scheduler
     /// reads a namespace it has not seen).
     pub fn namespace_labels(&self, ns: &str) -> &Labels {
-        static EMPTY: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
-        self.namespaces
-            .get(ns)
-            .unwrap_or_else(|| EMPTY.get_or_init(Labels::default))
+        self.namespaces.get(ns).unwrap_or_else(|| crate::node::no_labels())
     }
 }
 

@@ -67,6 +67,12 @@ impl Taint {
 /// Node labels.
 pub type Labels = FxHashMap<String, String>;
 
+/// No labels (what an object without any, or an unknown namespace, has).
+pub fn no_labels() -> &'static Labels {
+    static EMPTY: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(Labels::default)
+}
+
 /// The labels of an object's metadata, as a fast map.
 pub fn labels_of(labels: Option<&std::collections::BTreeMap<String, String>>) -> Labels {
     labels

@@ -12,11 +12,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::cache::{Domains, Snapshot};
+use crate::cache::{DomainCounts, Snapshot};
 use crate::constraints::AffinityTerm;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
-use crate::node::{Labels, NodeData, NodeInfo};
+use crate::node::{Labels, NodeData, NodeInfo, no_labels};
 use crate::pod::PodInfo;
 use crate::selector::LabelSelector;
 use crate::shapes::ShapeEntry;
@@ -95,55 +95,30 @@ impl InterPodAffinity {
     }
 }
 
-/// Counts (or scores) per domain of one topology key.
-#[derive(Debug)]
-struct KeyCounts {
-    key: String,
-    domains: Arc<Domains>,
-    counts: Vec<i64>,
-}
-
-/// One [`KeyCounts`] per distinct topology key.
+/// One [`DomainCounts`] per distinct topology key.
 #[derive(Debug, Default)]
-struct ByKey(Vec<KeyCounts>);
+struct ByKey(Vec<(String, DomainCounts)>);
 
 impl ByKey {
     /// The index of `key`'s counts, made on first use.
     fn slot(&mut self, key: &str, snapshot: &Snapshot) -> usize {
-        match self.0.iter().position(|k| k.key == key) {
+        match self.0.iter().position(|(k, _)| k == key) {
             Some(i) => i,
             None => {
-                let domains = snapshot.domains(key);
-                self.0.push(KeyCounts {
-                    key: key.to_owned(),
-                    counts: vec![0; domains.len()],
-                    domains,
-                });
+                self.0.push((key.to_owned(), DomainCounts::new(snapshot, key)));
                 self.0.len() - 1
             }
         }
     }
 
-    /// Adds `v` to the domain of the node at snapshot position `pos` in
-    /// slot `k`; false when the node lacks the key.
-    #[inline]
-    fn add_at(&mut self, k: usize, pos: usize, v: i64) -> bool {
-        let s = &mut self.0[k];
-        match s.domains.of_node[pos] {
-            Domains::NONE => false,
-            d => {
-                s.counts[d as usize] += v;
-                true
-            }
-        }
-    }
-
-    /// Adds `weight` × the pods of `shape` to their nodes' domains of `key`.
+    /// Adds `weight` × the pods of `shape` to their nodes' domains of `key`;
+    /// false when none of their nodes has the key.
     fn add_shape(&mut self, key: &str, snapshot: &Snapshot, shape: &ShapeEntry, weight: i64) -> bool {
         let k = self.slot(key, snapshot);
+        let counts = &mut self.0[k].1;
         let mut any = false;
         for (pos, n) in snapshot.positions(shape) {
-            any |= self.add_at(k, pos, n * weight);
+            any |= counts.add(pos, n * weight);
         }
         any
     }
@@ -151,18 +126,12 @@ impl ByKey {
     /// The count of a node's domain for `key` (`None`: the node lacks it).
     #[inline]
     fn get(&self, key: &str, node: &NodeData) -> Option<i64> {
-        let s = self.0.iter().find(|k| k.key == key)?;
-        match s.domains.of(key, node) {
-            Domains::NONE => None,
-            d => Some(s.counts[d as usize]),
-        }
+        self.0.iter().find(|(k, _)| k == key)?.1.at(key, node)
     }
 
-    fn any_positive_on(&self, node: &NodeData) -> bool {
-        self.0.iter().any(|s| match s.domains.of(&s.key, node) {
-            Domains::NONE => false,
-            d => s.counts[d as usize] > 0,
-        })
+    /// The counts of a node's domains for every key it has.
+    fn on<'a>(&'a self, node: &'a NodeData) -> impl Iterator<Item = i64> + 'a {
+        self.0.iter().filter_map(move |(k, c)| c.at(k, node))
     }
 }
 
@@ -184,11 +153,6 @@ fn resolved(terms: &[AffinityTerm], snapshot: &Snapshot) -> Vec<AffinityTerm> {
             t
         })
         .collect()
-}
-
-fn no_labels() -> &'static Labels {
-    static EMPTY: std::sync::OnceLock<Labels> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(Labels::default)
 }
 
 /// Whether `pod` matches every term (false when there are none).
@@ -366,7 +330,7 @@ impl Plugin for InterPodAffinity {
         {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY);
         }
-        if s.existing_anti_matched && s.existing_anti.any_positive_on(n) {
+        if s.existing_anti_matched && s.existing_anti.on(n).any(|c| c > 0) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY);
         }
         Status::success()
@@ -446,14 +410,7 @@ impl Plugin for InterPodAffinity {
                 "error reading {PRE_SCORE_KEY:?} from cycleState: not found"
             )));
         };
-        Ok(s.scores
-            .0
-            .iter()
-            .map(|k| match k.domains.of(&k.key, &node.node) {
-                Domains::NONE => 0,
-                d => k.counts[d as usize],
-            })
-            .sum())
+        Ok(s.scores.on(&node.node).sum())
     }
 
     /// Min–max scaling to 0–100 (all 0 when every node scores the same).

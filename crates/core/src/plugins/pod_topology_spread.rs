@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::cache::{Domains, Snapshot};
+use crate::cache::{DomainCounts, Domains, Snapshot};
 use crate::constraints::{SpreadConstraint, WhenUnsatisfiable};
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
@@ -234,8 +234,8 @@ fn has_all_keys(constraints: &[SpreadConstraint], labels: &Labels) -> bool {
 /// One constraint's counts per domain.
 struct Counted {
     c: SpreadConstraint,
-    domains: Arc<Domains>,
-    counts: Vec<i64>,
+    /// Matching pods per domain of the constraint's key.
+    counts: DomainCounts,
     /// Whether a domain has an eligible node (PreFilter) or a feasible one
     /// (PreScore).
     present: Vec<bool>,
@@ -245,12 +245,11 @@ struct Counted {
 
 impl Counted {
     fn new(c: &SpreadConstraint, pod: &PodInfo, snapshot: &Snapshot) -> Self {
-        let domains = snapshot.domains(&c.topology_key);
+        let counts = DomainCounts::new(snapshot, &c.topology_key);
         Counted {
-            counts: vec![0; domains.len()],
-            present: vec![false; domains.len()],
+            present: vec![false; counts.domains.len()],
             shapes: counting_shapes(snapshot, &c.selector, &pod.namespace),
-            domains,
+            counts,
             c: c.clone(),
         }
     }
@@ -263,9 +262,9 @@ impl Counted {
                 continue;
             }
             for (pos, n) in snapshot.positions(shape) {
-                let d = self.domains.of_node[pos];
+                let d = self.counts.domains.of_node[pos];
                 if eligible[pos] && d != Domains::NONE && self.present[d as usize] {
-                    self.counts[d as usize] += n;
+                    self.counts.counts[d as usize] += n;
                 }
             }
         }
@@ -274,7 +273,21 @@ impl Counted {
 
 /// Whether the node at `pos` has every constraint's key.
 fn has_all_domains(counted: &[Counted], pos: usize) -> bool {
-    counted.iter().all(|k| k.domains.of_node[pos] != Domains::NONE)
+    counted.iter().all(|k| k.counts.domains.of_node[pos] != Domains::NONE)
+}
+
+/// Per snapshot position, whether the node counts for constraint `k`:
+/// it has every constraint's key (when `require_all`) and passes the
+/// constraint's node inclusion policies.
+fn eligible(counted: &[Counted], k: usize, require_all: bool, pod: &PodInfo, snapshot: &Snapshot) -> Vec<bool> {
+    let c = &counted[k].c;
+    let policies = policies_apply(c, pod);
+    (0..snapshot.len())
+        .map(|pos| {
+            (!require_all || has_all_domains(counted, pos))
+                && (!policies || included(c, pod, &snapshot.nodes[pos].node))
+        })
+        .collect()
 }
 
 /// Whether node inclusion policies need each node looked at (otherwise
@@ -370,19 +383,12 @@ impl Plugin for PodTopologySpread {
             return Status::skip();
         }
         let mut counted: Vec<Counted> = cs.iter().map(|c| Counted::new(c, pod, snapshot)).collect();
-        let n = snapshot.len();
         for k in 0..counted.len() {
-            let policies = policies_apply(&counted[k].c, pod);
-            let eligible: Vec<bool> = (0..n)
-                .map(|pos| {
-                    has_all_domains(&counted, pos)
-                        && (!policies || included(&counted[k].c, pod, &snapshot.nodes[pos].node))
-                })
-                .collect();
+            let eligible = eligible(&counted, k, true, pod, snapshot);
             let k = &mut counted[k];
             for (pos, ok) in eligible.iter().enumerate() {
                 if *ok {
-                    k.present[k.domains.of_node[pos] as usize] = true;
+                    k.present[k.counts.domains.of_node[pos] as usize] = true;
                 }
             }
             k.count(snapshot, &eligible);
@@ -395,6 +401,7 @@ impl Plugin for PodTopologySpread {
                     return 0;
                 }
                 k.counts
+                    .counts
                     .iter()
                     .zip(&k.present)
                     .filter(|(_, p)| **p)
@@ -418,12 +425,12 @@ impl Plugin for PodTopologySpread {
             return Status::error(format!("reading {PRE_FILTER_KEY:?} from cycleState: not found"));
         };
         for (k, min) in s.constraints.iter().zip(&s.min) {
-            let d = k.domains.of(&k.c.topology_key, &node.node);
+            let d = k.counts.domains.of(&k.c.topology_key, &node.node);
             if d == Domains::NONE {
                 return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
             }
             let d = d as usize;
-            let matched = if k.present[d] { k.counts[d] } else { 0 };
+            let matched = if k.present[d] { k.counts.counts[d] } else { 0 };
             let self_match = i64::from(k.c.selector.matches(&pod.labels));
             if matched + self_match - min > k.c.max_skew {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
@@ -460,7 +467,7 @@ impl Plugin for PodTopologySpread {
                 continue;
             }
             for (i, k) in counted.iter_mut().enumerate() {
-                match k.domains.of(&k.c.topology_key, &n.node) {
+                match k.counts.domains.of(&k.c.topology_key, &n.node) {
                     Domains::NONE => keyless[i] = true,
                     d => k.present[d as usize] = true,
                 }
@@ -479,18 +486,11 @@ impl Plugin for PodTopologySpread {
             })
             .collect();
         // Counts over every node of those domains, feasible or not.
-        let n = snapshot.len();
         for k in 0..counted.len() {
             if counted[k].c.topology_key == HOSTNAME {
                 continue; // counted per node in Score
             }
-            let policies = policies_apply(&counted[k].c, pod);
-            let eligible: Vec<bool> = (0..n)
-                .map(|pos| {
-                    (!require_all || has_all_domains(&counted, pos))
-                        && (!policies || included(&counted[k].c, pod, &snapshot.nodes[pos].node))
-                })
-                .collect();
+            let eligible = eligible(&counted, k, require_all, pod, snapshot);
             counted[k].count(snapshot, &eligible);
         }
         state.write(
@@ -518,7 +518,7 @@ impl Plugin for PodTopologySpread {
         }
         let mut score = 0f64;
         for (k, w) in s.constraints.iter().zip(&s.weights) {
-            let d = k.domains.of(&k.c.topology_key, &node.node);
+            let d = k.counts.domains.of(&k.c.topology_key, &node.node);
             if d == Domains::NONE {
                 continue;
             }
@@ -530,7 +530,7 @@ impl Plugin for PodTopologySpread {
                     .map(|(_, c)| i64::from(*c))
                     .sum()
             } else {
-                k.counts[d as usize]
+                k.counts.counts[d as usize]
             };
             score += count as f64 * w + (k.c.max_skew - 1) as f64;
         }
