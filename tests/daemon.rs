@@ -49,6 +49,17 @@ fn config_file() -> std::path::PathBuf {
 }
 
 fn daemon(server: &ApiServer, identity: &str, admin: &str) -> Daemon {
+    run_daemon(server, identity, admin, &config_file(), &[])
+}
+
+/// `wasmsched run` against `server` with `config` and `extra` arguments.
+fn run_daemon(
+    server: &ApiServer,
+    identity: &str,
+    admin: &str,
+    config: &std::path::Path,
+    extra: &[&std::ffi::OsStr],
+) -> Daemon {
     let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args([
             "run",
@@ -60,7 +71,8 @@ fn daemon(server: &ApiServer, identity: &str, admin: &str) -> Daemon {
             admin,
         ])
         .arg("--config")
-        .arg(config_file())
+        .arg(config)
+        .args(extra)
         .env("WASMSCHED_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -91,26 +103,14 @@ fn daemon_with_plugins(
     let more = more.replace("{CACHE}", &dir.join("cache").display().to_string());
     std::fs::write(&config, format!("{FAST_LEASE}{more}")).unwrap();
     let admin = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args([
-            "run",
-            "--master",
-            &server.url(),
-            "--identity",
-            "replica-a",
-            "--admin-address",
-            &admin,
-        ])
-        .arg("--config")
-        .arg(&config)
-        .arg("--plugins")
-        .arg(&plugins)
-        .env("WASMSCHED_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start wasmsched run");
-    (Daemon(child), admin, plugins, dir)
+    let d = run_daemon(
+        server,
+        "replica-a",
+        &admin,
+        &config,
+        &["--plugins".as_ref(), plugins.as_os_str()],
+    );
+    (d, admin, plugins, dir)
 }
 
 /// The message of a pod's `PodScheduled` condition, if any.

@@ -590,11 +590,14 @@ impl Cache {
         snap.pods_with_required_anti_affinity = self.with_required_anti_affinity;
     }
 
-    /// Adds or updates a namespace's labels.
-    pub fn upsert_namespace(&mut self, name: &str, labels: Labels) {
-        if self.namespaces.get(name) != Some(&labels) {
-            Arc::make_mut(&mut self.namespaces).insert(name.to_owned(), labels);
+    /// Adds or updates a namespace's labels; false when they were already
+    /// these.
+    pub fn upsert_namespace(&mut self, name: &str, labels: Labels) -> bool {
+        if self.namespaces.get(name) == Some(&labels) {
+            return false;
         }
+        Arc::make_mut(&mut self.namespaces).insert(name.to_owned(), labels);
+        true
     }
 
     /// Removes a namespace.
@@ -619,11 +622,6 @@ impl Cache {
     /// Names of the namespaces the cache knows.
     pub fn namespace_names(&self) -> Vec<String> {
         self.namespaces.keys().cloned().collect()
-    }
-
-    /// Labels of a namespace the cache knows.
-    pub fn namespace(&self, name: &str) -> Option<&Labels> {
-        self.namespaces.get(name)
     }
 
     /// A fresh snapshot.

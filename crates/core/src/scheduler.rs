@@ -193,12 +193,12 @@ impl Scheduler {
         let Some(name) = ns.metadata.name.as_deref() else {
             return;
         };
-        let labels: crate::node::Labels = crate::node::labels_of(ns.metadata.labels.as_ref());
-        if self.cache.namespace(name) == Some(&labels) {
-            return;
+        if self
+            .cache
+            .upsert_namespace(name, crate::node::labels_of(ns.metadata.labels.as_ref()))
+        {
+            self.requeue_for(&Change::NamespaceChanged { name }, now);
         }
-        self.cache.upsert_namespace(name, labels);
-        self.requeue_for(&Change::NamespaceChanged { name }, now);
     }
 
     /// A namespace was deleted.
@@ -219,11 +219,6 @@ impl Scheduler {
     /// A workload was deleted.
     pub fn on_workload_deleted(&mut self, kind: crate::workloads::WorkloadKind, namespace: &str, name: &str) {
         self.cache.workloads_mut().remove(kind, namespace, name);
-    }
-
-    /// Names of the namespaces the cache knows.
-    pub fn namespace_names(&self) -> Vec<String> {
-        self.cache.namespace_names()
     }
 
     /// A pod was added or changed. Bound pods count as usage (and leave the

@@ -151,7 +151,7 @@ impl Loop {
             Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
             Msg::NamespacesSynced(names) => {
                 self.synced.2 = true;
-                for n in sched.namespace_names() {
+                for n in sched.cache.namespace_names() {
                     if !names.contains(&n) {
                         sched.on_namespace_deleted(&n);
                     }

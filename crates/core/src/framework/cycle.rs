@@ -202,11 +202,8 @@ impl Framework {
             return Err(ScheduleError::Unschedulable(Box::new(FitError {
                 num_all_nodes: all,
                 diagnosis: Diagnosis {
-                    node_statuses: Vec::new(),
-                    absent: None,
                     pre_filter_msg: Some(format!("pod uses {field}, which {} does not support", self.profile)),
-                    post_filter_msg: None,
-                    unschedulable_plugins: Vec::new(),
+                    ..Default::default()
                 },
                 explanation: None,
             })));
@@ -278,11 +275,10 @@ impl Framework {
                     return Err(ScheduleError::Unschedulable(Box::new(FitError {
                         num_all_nodes: all,
                         diagnosis: Diagnosis {
-                            node_statuses: Vec::new(),
                             absent: Some((all, st)),
                             pre_filter_msg: Some(msg),
-                            post_filter_msg: None,
                             unschedulable_plugins: plugins,
+                            ..Default::default()
                         },
                         explanation: None,
                     })));
