@@ -77,14 +77,14 @@ fn node_price_scores_the_cheapest_node_highest() {
     );
     let ns = nodes(&[Some("0.10"), Some("0.30"), None, Some("0.20"), Some("lots")]);
     let p = pod(json!({}));
-    let raw = l.score(&p, &refs(&ns)).unwrap();
+    let raw = l.score(&p, &refs(&ns), None).unwrap();
     assert_eq!(raw, [100, 300, -1, 200, -1]);
     assert_eq!(l.normalize(&p, &raw).unwrap(), [100, 0, 0, 50, 0]);
     // the annotation key is configurable
     let custom = host
         .load_file(&guest::node_price(), r#"{"annotation": "cost"}"#)
         .unwrap();
-    assert_eq!(custom.score(&p, &refs(&ns)).unwrap(), [-1; 5]);
+    assert_eq!(custom.score(&p, &refs(&ns), None).unwrap(), [-1; 5]);
     let bad = host
         .load_file(&guest::node_price(), r#"{"annotation": ""}"#)
         .unwrap_err();
@@ -119,7 +119,7 @@ fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
     let call = |mode: &str| {
         host.load_file(&guest::misbehave(), &format!(r#"{{"mode": "{mode}"}}"#))
             .unwrap()
-            .score(&p, &refs(&ns))
+            .score(&p, &refs(&ns), None)
     };
     assert_eq!(call("ok").unwrap(), [50, 50]);
     assert!(
@@ -138,7 +138,7 @@ fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
     // call: its instance is retired once past 3/4 of the cap.
     let leaky = host.load_file(&guest::misbehave(), r#"{"mode": "leak"}"#).unwrap();
     for i in 0..64 {
-        assert_eq!(leaky.score(&p, &refs(&ns)), Ok(vec![50, 50]), "call {i}");
+        assert_eq!(leaky.score(&p, &refs(&ns), None), Ok(vec![50, 50]), "call {i}");
     }
     let stats = leaky.stats();
     assert!(stats.retired.load(Ordering::Relaxed) >= 4, "{stats:?}");
@@ -161,10 +161,10 @@ fn a_trapped_instance_is_replaced() {
         .unwrap();
     let ns = nodes(&[None]);
     let p = pod(json!({}));
-    assert!(l.score(&p, &refs(&ns)).is_ok());
-    assert!(matches!(l.score(&p, &refs(&ns)), Err(CallError::Trap(_))));
+    assert!(l.score(&p, &refs(&ns), None).is_ok());
+    assert!(matches!(l.score(&p, &refs(&ns), None), Err(CallError::Trap(_))));
     // a fresh instance (configured again, its call count back to 0) serves
-    assert!(l.score(&p, &refs(&ns)).is_ok());
+    assert!(l.score(&p, &refs(&ns), None).is_ok());
 }
 
 #[test]
@@ -232,7 +232,10 @@ fn compiled_components_are_cached_on_disk() {
     let second = PluginHost::new(WasmEngine::new(Some(cache.clone())).unwrap(), cfg, 1);
     let l = second.load_file(&guest::node_price(), "{}").unwrap();
     assert!(l.cached);
-    assert_eq!(l.score(&pod(json!({})), &refs(&nodes(&[Some("1")]))).unwrap(), [1000]);
+    assert_eq!(
+        l.score(&pod(json!({})), &refs(&nodes(&[Some("1")])), None).unwrap(),
+        [1000]
+    );
     let mut entries: Vec<String> = std::fs::read_dir(&cache)
         .unwrap()
         .flatten()
@@ -271,7 +274,10 @@ fn a_tampered_cache_entry_is_recompiled() {
     let host = PluginHost::new(engine(), WasmConfig::default(), 1);
     let l = host.load_file(&guest::node_price(), "{}").unwrap();
     assert!(!l.cached, "recompiled, not loaded from the tampered file");
-    assert_eq!(l.score(&pod(json!({})), &refs(&nodes(&[Some("1")]))).unwrap(), [1000]);
+    assert_eq!(
+        l.score(&pod(json!({})), &refs(&nodes(&[Some("1")])), None).unwrap(),
+        [1000]
+    );
     let host = PluginHost::new(engine(), WasmConfig::default(), 1);
     assert!(host.load_file(&guest::node_price(), "{}").unwrap().cached, "rewritten");
 }
@@ -383,7 +389,7 @@ fn hot_reload_follows_configmap_updates_and_keeps_the_last_good_version() {
     let scores = slot
         .current()
         .unwrap()
-        .score(&pod(json!({})), &refs(&nodes(&[Some("2")])))
+        .score(&pod(json!({})), &refs(&nodes(&[Some("2")])), None)
         .unwrap();
     assert_eq!(scores, [2000]);
 
@@ -434,7 +440,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let other = guest::assemble("other-world", "(component)");
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
-        LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.1.0"), "{m}"),
+        LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.2.0 (or 0.1.0, the earlier contract)"), "{m}"),
         e => panic!("{e:?}"),
     }
 }
@@ -617,7 +623,7 @@ fn hostile_host_calls_are_bounded_in_time_and_memory() {
         let l = host
             .load_file(&guest::misbehave(), &format!(r#"{{"mode": "{mode}"}}"#))
             .unwrap();
-        let (r, took) = timed(|| l.filter(&p, &refs(&ns)));
+        let (r, took) = timed(|| l.filter(&p, &refs(&ns), None));
         (r, took, l)
     };
     let (r, took, l) = call("giant-key");
@@ -906,4 +912,133 @@ fn a_file_that_compiles_too_long_is_refused() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(host.compiling(), 0);
+}
+
+/// A component built against contract 0.1 still loads on the host of 0.2,
+/// registers for every change, and answers as the same plugin built from
+/// today's source (against 0.2).
+#[test]
+fn components_built_against_contract_0_1_keep_loading() {
+    let host = host_for(None, json!({}));
+    let old = host.load_file(&guest::label_gate_v0_1(), "{}").unwrap();
+    let new = host.load_file(&guest::label_gate(), "{}").unwrap();
+    assert_eq!((old.contract, new.contract), ("0.1", "0.2"));
+    assert_eq!(old.events, None, "0.1 plugins register for every change");
+    assert_eq!(old.point_names(), new.point_names());
+    let ns = nodes(&[None, None, None]);
+    let pi = pod(json!({"cluster.type": "raspberry"}));
+    let verdicts = |l: &wasmsched_wasm::Loaded| {
+        let st = l.pre_filter(&pi).unwrap();
+        let rs = l.filter(&pi, &refs(&ns), None).unwrap();
+        (
+            st.code,
+            rs.into_iter().map(|r| (r.index, r.code, r.reason)).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(verdicts(&old), verdicts(&new));
+}
+
+fn labelled_pod(name: &str, labels: serde_json::Value, node: Option<&str>) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"), "labels": labels},
+        "spec": {"schedulerName": "wasm-scheduler", "nodeName": node,
+                 "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "100m"}}}]}
+    }))
+    .unwrap()
+}
+
+/// label-spread counts the cluster's pods (bound and assumed) through the
+/// pod views of contract 0.2 and spreads them; a pod it rejected waits for
+/// the changes it registered for (a node relabelled), not for any change
+/// (a node's taints).
+#[test]
+fn pod_views_spread_pods_and_declared_events_decide_retries() {
+    use wasmsched_core::config::Config;
+    use wasmsched_core::framework::ScheduleError;
+    use wasmsched_core::scheduler::{Responsibility, Scheduler};
+    let dir = temp_dir("spread");
+    std::fs::copy(guest::label_spread(), dir.join("label-spread.wasm")).unwrap();
+    let config = Config::from_yaml(
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: label-spread}]\n  pluginConfig:\n  - name: label-spread\n    args: {topologyKey: zone}\n",
+    )
+    .unwrap();
+    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
+    wasm.directory = Some(dir);
+    let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
+    assert!(host.scan().rejected.is_empty());
+    let mut registry = wasmsched_core::plugins::Registry::builtin();
+    host.register(&mut registry);
+    let mut sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+    let node = |name: &str, labels: serde_json::Value, taints: serde_json::Value| -> Node {
+        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
+            "spec": {"taints": taints},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}))
+        .unwrap()
+    };
+    let t0 = Instant::now();
+    sched.on_node(&node("n0", json!({}), json!([])), t0).unwrap();
+    sched.on_node(&node("n1", json!({}), json!([])), t0).unwrap();
+
+    // No node has the topology label: unschedulable, for label-spread.
+    sched
+        .on_pod(&labelled_pod("web-0", json!({"app": "web"}), None), t0)
+        .unwrap();
+    let a = sched.schedule_one(t0, false).unwrap();
+    match &a.result {
+        Err(ScheduleError::Unschedulable(fit)) => {
+            assert_eq!(fit.diagnosis.unschedulable_plugins, ["label-spread"]);
+            assert!(fit.to_string().contains("2 node(s) didn't have label zone"), "{fit}");
+        }
+        r => panic!("unexpected {r:?}"),
+    }
+    // A taint on n0 is not a change label-spread registered for: the pod
+    // stays parked (well past its backoff).
+    let t1 = t0 + Duration::from_secs(30);
+    let taint = json!([{"key": "k", "value": "v", "effect": "PreferNoSchedule"}]);
+    sched.on_node(&node("n0", json!({}), taint.clone()), t1).unwrap();
+    assert!(sched.schedule_one(t1 + Duration::from_secs(30), false).is_none());
+    // A label is: the pod is retried and placed.
+    let t2 = t1 + Duration::from_secs(60);
+    sched.on_node(&node("n0", json!({"zone": "a"}), taint), t2).unwrap();
+    let a = sched
+        .schedule_one(t2 + Duration::from_secs(30), false)
+        .expect("retried");
+    assert_eq!(a.result.as_ref().unwrap().node, "n0");
+    sched.on_node(&node("n1", json!({"zone": "b"}), json!([])), t2).unwrap();
+
+    // Two zones: each next pod goes where its value has fewest pods, so
+    // zones never differ by more than maxSkew (1). Pods of another value
+    // and another namespace do not count.
+    let t3 = t2 + Duration::from_secs(120);
+    let mut other = labelled_pod("db-0", json!({"app": "db"}), Some("n1"));
+    other.metadata.namespace = Some("other".into());
+    sched.on_pod(&other, t3).unwrap();
+    let mut zones = std::collections::BTreeMap::from([("n0", 1u32), ("n1", 0)]);
+    for i in 1..6 {
+        sched
+            .on_pod(&labelled_pod(&format!("web-{i}"), json!({"app": "web"}), None), t3)
+            .unwrap();
+        let a = sched.schedule_one(t3, false).unwrap();
+        let node = a.result.as_ref().map(|r| r.node.clone()).unwrap();
+        *zones.get_mut(node.as_str()).unwrap() += 1;
+        let (a, b) = (zones["n0"], zones["n1"]);
+        assert!(a.abs_diff(b) <= 1, "web-{i} on {node}: {zones:?}");
+    }
+}
+
+/// A selector Kubernetes would refuse is the plugin's error, naming the
+/// field; the plugin's failure policy applies.
+#[test]
+fn an_invalid_pod_selector_is_an_error_naming_the_field() {
+    let host = host_for(None, json!({}));
+    let l = host
+        .load_file(&guest::misbehave(), r#"{"mode": "bad-selector"}"#)
+        .unwrap();
+    let ns = nodes(&[None, None]);
+    let snapshot = Arc::new(wasmsched_core::Snapshot::default());
+    let e = l.filter(&pod(json!({})), &refs(&ns), Some(&snapshot)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        r#"selector.match-expressions[0].operator: "Matches" is not one of In, NotIn, Exists, DoesNotExist"#
+    );
 }

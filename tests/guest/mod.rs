@@ -106,3 +106,13 @@ pub fn slow_compiling(additions: usize) -> PathBuf {
         format!("{}{func}{}", &t[..at], &t[at..])
     })
 }
+
+pub fn label_spread() -> PathBuf {
+    build("examples/label-spread/rust", None)
+}
+
+/// A component built against contract 0.1 (kept as built then, never
+/// rebuilt): the host must keep loading it.
+pub fn label_gate_v0_1() -> PathBuf {
+    repo().join("plugins/testdata/contract-0.1/label-gate.wasm")
+}

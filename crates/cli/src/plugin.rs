@@ -187,7 +187,8 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
     println!("plugin:   {} {}", l.name, l.version);
     println!("sha256:   {}", l.sha256);
     println!("points:   {}", l.point_names().join(", "));
-    println!("contract: wasmsched:plugin@0.1.0");
+    println!("contract: wasmsched:plugin {}", l.contract);
+    println!("events:   {}", events_text(l.events.as_deref()));
     println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     if let Some(b) = l.memory_bytes() {
@@ -211,6 +212,15 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
         mib(budget.limit())
     );
     Ok(())
+}
+
+/// The cluster changes a plugin registered for, as `plugin check` shows them.
+fn events_text(events: Option<&[wasmsched_core::events::ClusterEvent]>) -> String {
+    match events {
+        None => "every change (none declared)".into(),
+        Some([]) => "none (rejected pods wait for the periodic retry)".into(),
+        Some(es) => es.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+    }
 }
 
 fn code_name(c: wasmsched_wasm::GuestCode) -> &'static str {
@@ -244,7 +254,7 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
             cache.upsert_pod(Arc::new(PodInfo::from_pod(p)?));
         }
     }
-    let snapshot = cache.snapshot();
+    let snapshot = Arc::new(cache.snapshot());
     let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
     nodes.sort_by(|a, b| a.name().cmp(b.name()));
     let (l, load_ms, _host) = load(file, args, seed)?;
@@ -287,7 +297,7 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
     }
     if l.implements(P::FILTER) {
         let t = Instant::now();
-        match l.filter(&pod, &nodes) {
+        match l.filter(&pod, &nodes, Some(&snapshot)) {
             Ok(rs) => {
                 for r in rs {
                     if let Some(v) = verdicts.get_mut(r.index as usize) {
@@ -301,7 +311,7 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
     }
     if l.implements(P::SCORE) {
         let t = Instant::now();
-        match l.score(&pod, &nodes) {
+        match l.score(&pod, &nodes, Some(&snapshot)) {
             Ok(raw) => {
                 timed(&mut log, "Score", t);
                 let mut out = raw.clone();

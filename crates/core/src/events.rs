@@ -123,6 +123,43 @@ impl ClusterEvent {
     }
 }
 
+impl std::fmt::Display for ClusterEvent {
+    /// kube-scheduler's names: `Pod/Add|UpdatePodLabel`, `Node/Update`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let resource = match self.resource {
+            Resource::Node => "Node",
+            Resource::AssignedPod => "Pod",
+            Resource::UnscheduledPod => "UnscheduledPod",
+            Resource::Namespace => "Namespace",
+        };
+        let mut names: Vec<&str> = Vec::new();
+        let mut rest = self.action;
+        for (bits, name) in [
+            (Action::ALL, "All"),
+            (Action::UPDATE, "Update"),
+            (Action::ADD, "Add"),
+            (Action::DELETE, "Delete"),
+            (Action::UPDATE_NODE_ALLOCATABLE, "UpdateNodeAllocatable"),
+            (Action::UPDATE_NODE_LABEL, "UpdateNodeLabel"),
+            (Action::UPDATE_NODE_TAINT, "UpdateNodeTaint"),
+            (Action::UPDATE_NODE_CONDITION, "UpdateNodeCondition"),
+            (Action::UPDATE_NODE_ANNOTATION, "UpdateNodeAnnotation"),
+            (Action::UPDATE_POD_LABEL, "UpdatePodLabel"),
+            (Action::UPDATE_POD_SCALE_DOWN, "UpdatePodScaleDown"),
+            (Action::UPDATE_POD_TOLERATION, "UpdatePodToleration"),
+        ] {
+            if rest.contains(bits) && !bits.is_empty() {
+                names.push(name);
+                rest = Action(rest.0 & !bits.0);
+            }
+        }
+        if names.is_empty() {
+            names.push("None");
+        }
+        write!(f, "{resource}/{}", names.join("|"))
+    }
+}
+
 /// A change to the cluster, with the objects it concerns.
 #[derive(Debug, Clone, Copy)]
 pub enum Change<'a> {
@@ -270,4 +307,24 @@ pub fn pod_change(old: &PodInfo, new: &PodInfo) -> Option<Action> {
         a = a | Action::UPDATE_POD_TOLERATION;
     }
     Some(if a.is_empty() { Action::UPDATE } else { a })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_print_as_kube_scheduler_names_them() {
+        let e = |resource, action| ClusterEvent { resource, action }.to_string();
+        assert_eq!(
+            e(Resource::AssignedPod, Action::ADD | Action::UPDATE_POD_LABEL),
+            "Pod/Add|UpdatePodLabel"
+        );
+        assert_eq!(e(Resource::Node, Action::ALL), "Node/All");
+        assert_eq!(
+            e(Resource::Namespace, Action::UPDATE | Action::ADD),
+            "Namespace/Update|Add"
+        );
+        assert_eq!(e(Resource::Node, Action::NONE), "Node/None");
+    }
 }

@@ -95,6 +95,9 @@ pub struct CycleState {
     /// Per-plugin timings, recorded when this cycle is sampled
     /// ([`CycleState::sample_plugin_timings`]).
     timings: Option<std::sync::Mutex<Vec<PluginTiming>>>,
+    /// The cycle's snapshot, for plugins that read it at Filter and Score
+    /// (WebAssembly plugins' pod views), which receive only nodes there.
+    snapshot: Option<Arc<crate::cache::Snapshot>>,
 }
 
 /// How long one plugin took at one extension point in a sampled cycle (for
@@ -174,6 +177,16 @@ impl CycleState {
                 (plugins, before.into_iter().filter(|n| names.contains(n)).collect())
             }
         });
+    }
+
+    /// Shares the cycle's snapshot with the plugins ([`CycleState::snapshot`]).
+    pub fn set_snapshot(&mut self, snapshot: Arc<crate::cache::Snapshot>) {
+        self.snapshot = Some(snapshot);
+    }
+
+    /// The cycle's snapshot, when the scheduler shared it (it always does).
+    pub fn snapshot(&self) -> Option<&Arc<crate::cache::Snapshot>> {
+        self.snapshot.as_ref()
     }
 
     /// Stores a value under `key` (by convention the plugin's name).

@@ -69,7 +69,9 @@ pub struct Scheduler {
     /// Pending pods.
     pub queue: SchedulingQueue,
     frameworks: Vec<Framework>,
-    snapshot: Snapshot,
+    /// Shared with the cycle in progress ([`CycleState::snapshot`]); unique
+    /// again between cycles, so updating it copies nothing.
+    snapshot: Arc<Snapshot>,
     rng: Rng,
     next_start: usize,
     responsibility: Responsibility,
@@ -119,7 +121,7 @@ impl Scheduler {
             queue: SchedulingQueue::new(config.initial_backoff(), config.max_backoff()),
             frameworks,
             registrations,
-            snapshot: Snapshot::default(),
+            snapshot: Arc::default(),
             rng: Rng::new(seed),
             next_start: 0,
             cycles: 0,
@@ -405,9 +407,10 @@ impl Scheduler {
                 self.queue.done(&key, &qp.pod.uid);
                 continue;
             }
-            self.cache.update_snapshot(&mut self.snapshot);
+            self.cache.update_snapshot(Arc::make_mut(&mut self.snapshot));
             let fw = &self.frameworks[fi];
             let mut state = CycleState::default();
+            state.set_snapshot(self.snapshot.clone());
             self.cycles += 1;
             if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
                 state.sample_plugin_timings();

@@ -10,14 +10,19 @@ use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine};
 
 use crate::LoadError;
-use crate::host::{HostState, SchedulerPlugin, SchedulerPluginPre};
+use crate::host::{BindingsPre, HostState, v0_1, v0_2};
 use crate::limits::Budget;
 
 /// How often the engine's epoch advances: the granularity of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The interfaces a plugin may import (any 0.1.x).
-const ALLOWED_IMPORTS: [&str; 2] = ["wasmsched:plugin/cluster@0.1.", "wasmsched:plugin/host@0.1."];
+const ALLOWED_IMPORTS: [&str; 4] = [
+    "wasmsched:plugin/cluster@0.1.",
+    "wasmsched:plugin/host@0.1.",
+    "wasmsched:plugin/cluster@0.2.",
+    "wasmsched:plugin/host@0.2.",
+];
 
 /// The engine, its linker and the compiled-artifact cache.
 #[derive(Clone)]
@@ -45,7 +50,7 @@ impl std::fmt::Debug for WasmEngine {
 
 /// A component compiled and linked, ready to instantiate.
 pub(crate) struct Compiled {
-    pub pre: SchedulerPluginPre<HostState>,
+    pub pre: BindingsPre,
     pub sha256: String,
     /// Whether it came from the on-disk cache.
     pub cached: bool,
@@ -69,7 +74,10 @@ impl WasmEngine {
         cfg.wasm_memory64(false);
         let engine = Engine::new(&cfg).map_err(|e| LoadError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
-        SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        // Every minor of the contract is served: a component imports one.
+        v0_1::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
+        v0_2::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
         // Deadlines are counted in epochs; one thread advances them for all
         // stores, and stops when the engine is gone.
@@ -164,9 +172,20 @@ impl WasmEngine {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
-        let pre = SchedulerPluginPre::new(pre).map_err(|e| {
+        // The minor is the one of the plugin interface it exports (0.2
+        // unless it says 0.1).
+        let v0_1 = ty
+            .exports(engine)
+            .any(|(name, _)| name.starts_with("wasmsched:plugin/plugin@0.1."));
+        let pre = if v0_1 {
+            v0_1::SchedulerPluginPre::new(pre).map(BindingsPre::V0_1)
+        } else {
+            v0_2::SchedulerPluginPre::new(pre).map(BindingsPre::V0_2)
+        }
+        .map_err(|e| {
+            let version = if v0_1 { "0.1.0" } else { "0.2.0 (or 0.1.0, the earlier contract)" };
             LoadError::Invalid(format!(
-                "it does not export wasmsched:plugin/plugin@0.1.0 as the contract defines it: {e:#}"
+                "it does not export wasmsched:plugin/plugin@{version} as the contract defines it: {e:#}"
             ))
         })?;
         // Only a component that passed every check is cached.

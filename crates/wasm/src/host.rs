@@ -1,30 +1,198 @@
-//! The host side of the contract: bindings generated from `wit/`, and the
-//! read-only views of the pod and the node batch a plugin call receives.
+//! The host side of the contract: bindings generated from `wit/` (the
+//! current minor, 0.2) and from `wit/0.1.0/` (so that plugins built against
+//! 0.1 keep loading), and the read-only views of the pod, the node batch and
+//! the cluster's pods a plugin call receives. Both minors' imports are
+//! served by the same code: the accessors they share are written once, in
+//! macros expanded for each minor's types.
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use wasmsched_core::node::TaintEffect;
 use wasmsched_core::resources::Resources;
-use wasmsched_core::{NodeInfo, PodInfo};
+use wasmsched_core::{NodeInfo, PodInfo, Snapshot};
 use wasmtime::component::Resource;
 use wasmtime::format_err;
 
 use crate::limits::{Budget, Limiter};
 use crate::plugin::PluginStats;
 
-wasmtime::component::bindgen!({
-    world: "scheduler-plugin",
-    path: "../../wit",
-    imports: { default: trappable },
-    with: {
-        "wasmsched:plugin/cluster.pod": PodHandle,
-        "wasmsched:plugin/cluster.nodes": NodesHandle,
-    },
-});
+/// Contract 0.2 (`wit/plugin.wit`): what the SDKs build against.
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        world: "scheduler-plugin",
+        path: "../../wit",
+        imports: { default: trappable },
+        with: {
+            "wasmsched:plugin/cluster.pod": super::PodHandle,
+            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+        },
+    });
+}
 
-use wasmsched::plugin::cluster::{self, Condition, Image, Quantity, Taint, Toleration};
-use wasmsched::plugin::host::{self, Level};
+/// Contract 0.1 (`wit/0.1.0/plugin.wit`), served unchanged.
+pub mod v0_1 {
+    wasmtime::component::bindgen!({
+        world: "scheduler-plugin",
+        path: "../../wit/0.1.0",
+        imports: { default: trappable },
+        with: {
+            "wasmsched:plugin/cluster.pod": super::PodHandle,
+            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+        },
+    });
+}
+
+pub use v0_2::exports;
+
+/// An instance's exports, whichever minor it was built against; calls
+/// return 0.2's types (0.1's are a subset).
+pub(crate) enum Bindings {
+    V0_1(v0_1::SchedulerPlugin),
+    V0_2(v0_2::SchedulerPlugin),
+}
+
+/// A component made ready to instantiate, for its minor.
+#[derive(Clone)]
+pub(crate) enum BindingsPre {
+    V0_1(v0_1::SchedulerPluginPre<HostState>),
+    V0_2(v0_2::SchedulerPluginPre<HostState>),
+}
+
+use exports::wasmsched::plugin::plugin as guest;
+use v0_1::exports::wasmsched::plugin::plugin as guest_v0_1;
+
+fn code_v0_1(c: guest_v0_1::Code) -> guest::Code {
+    match c {
+        guest_v0_1::Code::Success => guest::Code::Success,
+        guest_v0_1::Code::Unschedulable => guest::Code::Unschedulable,
+        guest_v0_1::Code::UnschedulableAndUnresolvable => guest::Code::UnschedulableAndUnresolvable,
+        guest_v0_1::Code::Skip => guest::Code::Skip,
+    }
+}
+
+fn points_v0_1(p: guest_v0_1::Points) -> guest::Points {
+    use guest_v0_1::Points as Old;
+    [
+        (Old::PRE_FILTER, guest::Points::PRE_FILTER),
+        (Old::FILTER, guest::Points::FILTER),
+        (Old::PRE_SCORE, guest::Points::PRE_SCORE),
+        (Old::SCORE, guest::Points::SCORE),
+        (Old::NORMALIZE_SCORE, guest::Points::NORMALIZE_SCORE),
+    ]
+    .into_iter()
+    .filter(|(old, _)| p.contains(*old))
+    .fold(guest::Points::empty(), |acc, (_, new)| acc | new)
+}
+
+fn status_v0_1(s: guest_v0_1::Status) -> guest::Status {
+    guest::Status {
+        code: code_v0_1(s.code),
+        reason: s.reason,
+    }
+}
+
+impl BindingsPre {
+    /// The minor of the contract, as `0.x`.
+    pub(crate) fn minor(&self) -> &'static str {
+        match self {
+            BindingsPre::V0_1(_) => "0.1",
+            BindingsPre::V0_2(_) => "0.2",
+        }
+    }
+
+    pub(crate) fn engine(&self) -> &wasmtime::Engine {
+        match self {
+            BindingsPre::V0_1(p) => p.engine(),
+            BindingsPre::V0_2(p) => p.engine(),
+        }
+    }
+
+    pub(crate) fn instantiate(&self, store: &mut wasmtime::Store<HostState>) -> wasmtime::Result<Bindings> {
+        Ok(match self {
+            BindingsPre::V0_1(p) => Bindings::V0_1(p.instantiate(store)?),
+            BindingsPre::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
+        })
+    }
+}
+
+type Store<'a> = &'a mut wasmtime::Store<HostState>;
+type Call<T> = wasmtime::Result<Result<T, String>>;
+
+impl Bindings {
+    pub(crate) fn metadata(&self, s: Store<'_>) -> wasmtime::Result<guest::PluginMetadata> {
+        match self {
+            Bindings::V0_1(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: points_v0_1(m.points),
+                    events: None,
+                })
+            }
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+        }
+    }
+
+    pub(crate) fn configure(&self, s: Store<'_>, args: &str) -> Call<()> {
+        match self {
+            Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+        }
+    }
+
+    pub(crate) fn pre_filter(&self, s: Store<'_>) -> Call<guest::Status> {
+        let pod = Resource::new_borrow(0);
+        match self {
+            Bindings::V0_1(b) => Ok(b.wasmsched_plugin_plugin().call_pre_filter(s, pod)?.map(status_v0_1)),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+        }
+    }
+
+    pub(crate) fn filter(&self, s: Store<'_>) -> Call<Vec<guest::Rejection>> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self {
+            Bindings::V0_1(b) => Ok(b.wasmsched_plugin_plugin().call_filter(s, pod, nodes)?.map(|rs| {
+                rs.into_iter()
+                    .map(|r| guest::Rejection {
+                        index: r.index,
+                        code: code_v0_1(r.code),
+                        reason: r.reason,
+                    })
+                    .collect()
+            })),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+        }
+    }
+
+    pub(crate) fn pre_score(&self, s: Store<'_>) -> Call<guest::Status> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self {
+            Bindings::V0_1(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(status_v0_1)),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+        }
+    }
+
+    pub(crate) fn score(&self, s: Store<'_>) -> Call<Vec<i64>> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self {
+            Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
+        }
+    }
+
+    pub(crate) fn normalize_score(&self, s: Store<'_>, scores: &[i64]) -> Call<Vec<i64>> {
+        let pod = Resource::new_borrow(0);
+        match self {
+            Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
+            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
+        }
+    }
+}
 
 /// The type behind `resource pod`: the pod of the current call lives in the
 /// store's [`HostState`], so the handle carries nothing.
@@ -97,6 +265,8 @@ pub struct HostState {
     pub(crate) seed: u64,
     pub(crate) pod: Option<Arc<PodInfo>>,
     pub(crate) nodes: Vec<Arc<NodeInfo>>,
+    /// The cycle's snapshot, for the pod views (none outside a cycle).
+    pub(crate) snapshot: Option<Arc<Snapshot>>,
     /// The engine's epoch after which the call in progress must end: the
     /// same clock as wasmtime's epoch interruption, so guest code and host
     /// functions are held to one deadline.
@@ -122,6 +292,7 @@ impl HostState {
             seed,
             pod: None,
             nodes: Vec::new(),
+            snapshot: None,
             deadline: None,
             epochs,
             since_check: std::cell::Cell::new(0),
@@ -174,7 +345,8 @@ fn pairs(map: Option<&std::collections::BTreeMap<String, String>>) -> Vec<(Strin
         .unwrap_or_default()
 }
 
-fn quantities(r: &Resources) -> Vec<Quantity> {
+/// Every non-zero amount, as (name, amount), made into a minor's record by `mk`.
+fn quantities<Q>(r: &Resources, mk: impl Fn(String, i64) -> Q) -> Vec<Q> {
     let mut out = Vec::with_capacity(4 + r.scalar.len());
     for (name, amount) in [
         ("cpu", r.milli_cpu),
@@ -183,16 +355,10 @@ fn quantities(r: &Resources) -> Vec<Quantity> {
         ("pods", r.pods),
     ] {
         if amount != 0 {
-            out.push(Quantity {
-                name: name.into(),
-                amount,
-            });
+            out.push(mk(name.into(), amount));
         }
     }
-    out.extend(r.scalar.iter().filter(|(_, a)| *a != 0).map(|(n, a)| Quantity {
-        name: n.clone(),
-        amount: *a,
-    }));
+    out.extend(r.scalar.iter().filter(|(_, a)| *a != 0).map(|(n, a)| mk(n.clone(), *a)));
     out
 }
 
@@ -244,325 +410,630 @@ fn mix(mut h: u64, bytes: &[u8]) -> u64 {
     h
 }
 
-impl cluster::Host for HostState {}
+/// Most namespaces, and most requirements (labels and expressions), one
+/// pod selector may hold; most values one requirement may list.
+pub const MAX_SELECTOR_ITEMS: usize = 64;
 
-impl cluster::HostPod for HostState {
-    fn name(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-        Ok(self.pod()?.name.clone())
+/// A guest's pod selector, checked.
+struct ParsedSelector {
+    namespaces: Vec<String>,
+    all_namespaces: bool,
+    labels: wasmsched_core::selector::LabelSelector,
+}
+
+/// Checks a selector as Kubernetes checks a label selector; the error names
+/// the field, in the contract's terms.
+fn parse_selector(s: &v0_2::wasmsched::plugin::cluster::PodSelector) -> Result<ParsedSelector, String> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+    let too_many =
+        |field: &str, n: usize| format!("selector.{field}: {n} items, more than the host takes ({MAX_SELECTOR_ITEMS})");
+    if s.namespaces.len() > MAX_SELECTOR_ITEMS {
+        return Err(too_many("namespaces", s.namespaces.len()));
+    }
+    let requirements = s.match_labels.len() + s.match_expressions.len();
+    if requirements > MAX_SELECTOR_ITEMS {
+        return Err(too_many("match-labels and match-expressions", requirements));
+    }
+    let long = |field: String, v: &str| {
+        (v.len() > MAX_KEY_BYTES).then(|| {
+            format!(
+                "{field}: {} bytes, longer than the host takes ({MAX_KEY_BYTES})",
+                v.len()
+            )
+        })
+    };
+    for (i, n) in s.namespaces.iter().enumerate() {
+        if let Some(e) = long(format!("selector.namespaces[{i}]"), n) {
+            return Err(e);
+        }
+    }
+    for (k, v) in &s.match_labels {
+        if let Some(e) = long(format!("selector.match-labels[{k:.32}]"), k)
+            .or_else(|| long(format!("selector.match-labels[{k:.32}]"), v))
+        {
+            return Err(e);
+        }
+    }
+    let mut expressions = Vec::with_capacity(s.match_expressions.len());
+    for (i, r) in s.match_expressions.iter().enumerate() {
+        let field = format!("selector.match-expressions[{i}]");
+        if let Some(e) = long(format!("{field}.key"), &r.key) {
+            return Err(e);
+        }
+        if r.values.len() > MAX_SELECTOR_ITEMS {
+            return Err(too_many(&format!("match-expressions[{i}].values"), r.values.len()));
+        }
+        if let Some(e) = r.values.iter().find_map(|v| long(format!("{field}.values"), v)) {
+            return Err(e);
+        }
+        match (r.operator.as_str(), r.values.is_empty()) {
+            ("In" | "NotIn", true) => return Err(format!("{field}.values: must be non-empty for In and NotIn")),
+            ("Exists" | "DoesNotExist", false) => {
+                return Err(format!("{field}.values: must be empty for Exists and DoesNotExist"));
+            }
+            ("In" | "NotIn" | "Exists" | "DoesNotExist", _) => {}
+            (other, _) => {
+                return Err(format!(
+                    "{field}.operator: {other:?} is not one of In, NotIn, Exists, DoesNotExist"
+                ));
+            }
+        }
+        expressions.push(meta::LabelSelectorRequirement {
+            key: r.key.clone(),
+            operator: r.operator.clone(),
+            values: Some(r.values.clone()),
+        });
+    }
+    let selector = meta::LabelSelector {
+        match_labels: Some(s.match_labels.iter().cloned().collect()),
+        match_expressions: Some(expressions),
+    };
+    let labels = wasmsched_core::selector::LabelSelector::parse(Some(&selector), "pod selector", "selector")
+        .map_err(|e| e.to_string())?;
+    Ok(ParsedSelector {
+        namespaces: s.namespaces.clone(),
+        all_namespaces: s.all_namespaces,
+        labels,
+    })
+}
+
+/// The pods of a snapshot a selector selects, by shape (pods of one
+/// namespace with the same labels share a shape: the selector is matched
+/// once per shape, not once per pod).
+struct PodView<'a> {
+    snapshot: &'a Snapshot,
+    /// By shape id.
+    selected: Vec<bool>,
+}
+
+impl PodView<'_> {
+    /// Selected pods on one node.
+    fn on_node(&self, n: &NodeInfo) -> u32 {
+        n.usage
+            .shapes
+            .iter()
+            .filter(|(id, _)| self.selected.get(*id as usize).copied().unwrap_or(false))
+            .map(|(_, c)| *c)
+            .fold(0u32, u32::saturating_add)
     }
 
-    fn namespace(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-        Ok(self.pod()?.namespace.clone())
-    }
-
-    fn uid(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-        Ok(self.pod()?.uid.clone())
-    }
-
-    fn label(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
-        self::key("a label key", &key)?;
-        Ok(pod_object(self.pod()?)
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(&key).cloned()))
-    }
-
-    fn labels(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(pairs(pod_object(self.pod()?).metadata.labels.as_ref()))
-    }
-
-    fn annotation(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
-        self::key("an annotation key", &key)?;
-        Ok(pod_object(self.pod()?)
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(&key).cloned()))
-    }
-
-    fn annotations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(pairs(pod_object(self.pod()?).metadata.annotations.as_ref()))
-    }
-
-    fn request(&mut self, _: Resource<PodHandle>, name: String) -> wasmtime::Result<i64> {
-        self::key("a resource name", &name)?;
-        Ok(self.pod()?.requests.requests.get(&name))
-    }
-
-    fn requests(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<Quantity>> {
-        Ok(quantities(&self.pod()?.requests.requests))
-    }
-
-    fn tolerations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<Toleration>> {
-        let spec = pod_object(self.pod()?).spec.as_ref();
-        Ok(spec
-            .and_then(|s| s.tolerations.as_ref())
-            .map(|ts| {
-                ts.iter()
-                    .map(|t| Toleration {
-                        key: t.key.clone().unwrap_or_default(),
-                        operator: t.operator.clone().unwrap_or_else(|| "Equal".into()),
-                        value: t.value.clone().unwrap_or_default(),
-                        effect: t.effect.clone().unwrap_or_default(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
-    }
-
-    fn images(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<String>> {
-        Ok(self.pod()?.images.clone())
-    }
-
-    fn node_selector(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-        let spec = pod_object(self.pod()?).spec.as_ref();
-        Ok(pairs(spec.and_then(|s| s.node_selector.as_ref())))
-    }
-
-    fn priority(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<i32> {
-        Ok(self.pod()?.priority)
-    }
-
-    fn scheduler_name(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-        Ok(self.pod()?.scheduler_name.clone())
-    }
-
-    fn owner_kind(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Option<String>> {
-        Ok(pod_object(self.pod()?)
-            .metadata
-            .owner_references
-            .as_ref()
-            .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
-            .map(|r| r.kind.clone()))
-    }
-
-    fn json(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-        Ok(serde_json::to_string(pod_object(self.pod()?))?)
-    }
-
-    fn drop(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<()> {
-        Ok(())
+    /// Selected pods per domain of `key`, over every node of the snapshot.
+    fn per_domain(&self, key: &str) -> wasmsched_core::cache::DomainCounts {
+        let mut counts = wasmsched_core::cache::DomainCounts::new(self.snapshot, key);
+        for (id, shape) in self.snapshot.shapes() {
+            if self.selected[id as usize] {
+                for (pos, c) in self.snapshot.positions(shape) {
+                    counts.add(pos, c);
+                }
+            }
+        }
+        counts
     }
 }
 
-impl cluster::HostNodes for HostState {
-    fn len(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<u32> {
-        Ok(self.nodes()?.len() as u32)
-    }
+/// A count as the contract's `u32`.
+fn saturate(c: i64) -> u32 {
+    u32::try_from(c.max(0)).unwrap_or(u32::MAX)
+}
 
-    fn name(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
-        Ok(self.node(i)?.node.name.clone())
-    }
+// The accessors both minors share, written once: each macro expands into
+// an impl block of the minor whose records (`Quantity`, `Taint`, ...) are in
+// scope where it is invoked.
 
-    fn label(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
-        self::key("a label key", &key)?;
-        Ok(self.node(i)?.node.labels.get(&key).cloned())
-    }
-
-    fn labels(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
-        let mut l: Vec<(String, String)> = self
-            .node(i)?
-            .node
-            .labels
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        l.sort_unstable();
-        Ok(l)
-    }
-
-    fn annotation(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
-        self::key("an annotation key", &key)?;
-        Ok(annotation(self.node(i)?, &key).map(str::to_owned))
-    }
-
-    fn annotations(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
-        Ok(pairs(node_object(self.node(i)?).metadata.annotations.as_ref()))
-    }
-
-    fn allocatable(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
-        self::key("a resource name", &name)?;
-        Ok(self.node(i)?.node.allocatable.get(&name))
-    }
-
-    fn allocatables(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Quantity>> {
-        Ok(quantities(&self.node(i)?.node.allocatable))
-    }
-
-    fn requested(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
-        self::key("a resource name", &name)?;
-        Ok(requested(self.node(i)?, &name))
-    }
-
-    fn requesteds(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Quantity>> {
-        let n = self.node(i)?;
-        let mut r = n.usage.requested.clone();
-        r.pods = n.usage.pods;
-        Ok(quantities(&r))
-    }
-
-    fn pod_count(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<i64> {
-        Ok(self.node(i)?.usage.pods)
-    }
-
-    fn unschedulable(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<bool> {
-        Ok(self.node(i)?.node.unschedulable)
-    }
-
-    fn taints(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Taint>> {
-        Ok(self
-            .node(i)?
-            .node
-            .taints
-            .iter()
-            .map(|t| Taint {
-                key: t.key.clone(),
-                value: t.value.clone(),
-                effect: match t.effect {
-                    TaintEffect::NoSchedule => "NoSchedule",
-                    TaintEffect::PreferNoSchedule => "PreferNoSchedule",
-                    TaintEffect::NoExecute => "NoExecute",
-                }
-                .into(),
-            })
-            .collect())
-    }
-
-    fn conditions(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Condition>> {
-        Ok(node_object(self.node(i)?)
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .map(|cs| {
-                cs.iter()
-                    .map(|c| Condition {
-                        type_: c.type_.clone(),
-                        status: c.status.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
-    }
-
-    fn image_size(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<Option<i64>> {
-        self::key("an image name", &name)?;
-        let n = self.node(i)?;
-        Ok(n.node
-            .images
-            .get(&name)
-            .or_else(|| n.node.images.get(&format!("{name}:latest")))
-            .copied())
-    }
-
-    fn images(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Image>> {
-        Ok(node_object(self.node(i)?)
-            .status
-            .as_ref()
-            .and_then(|s| s.images.as_ref())
-            .map(|imgs| {
-                imgs.iter()
-                    .map(|im| Image {
-                        names: im.names.clone().unwrap_or_default(),
-                        size_bytes: im.size_bytes.unwrap_or(0),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default())
-    }
-
-    fn random(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<u64> {
-        let node = self.node(i)?.node.name.as_bytes();
-        let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
-        Ok(mix(pod, node))
-    }
-
-    fn json(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
-        Ok(serde_json::to_string(node_object(self.node(i)?))?)
-    }
-
-    fn names(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<String>> {
-        Ok(self.nodes()?.iter().map(|n| n.node.name.clone()).collect())
-    }
-
-    fn label_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
-        self::key("a label key", &key)?;
-        Ok(self.nodes()?.iter().map(|n| n.node.labels.get(&key).cloned()).collect())
-    }
-
-    fn annotation_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
-        self::key("an annotation key", &key)?;
-        Ok(self
-            .nodes()?
-            .iter()
-            .map(|n| annotation(n, &key).map(str::to_owned))
-            .collect())
-    }
-
-    fn label_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
-        self::key("a label key", &key)?;
-        Ok(self
-            .nodes()?
-            .iter()
-            .map(|n| n.node.labels.get(&key).and_then(|v| number(v)))
-            .collect())
-    }
-
-    fn annotation_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
-        self::key("an annotation key", &key)?;
-        Ok(self
-            .nodes()?
-            .iter()
-            .map(|n| annotation(n, &key).and_then(number))
-            .collect())
-    }
-
-    fn allocatable_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
-        self::key("a resource name", &name)?;
-        Ok(self.nodes()?.iter().map(|n| n.node.allocatable.get(&name)).collect())
-    }
-
-    fn requested_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
-        self::key("a resource name", &name)?;
-        Ok(self.nodes()?.iter().map(|n| requested(n, &name)).collect())
-    }
-
-    fn image_bytes(&mut self, _: Resource<NodesHandle>, names: Vec<String>) -> wasmtime::Result<Vec<i64>> {
-        // The work is names × nodes: both are bounded.
-        if names.len() > MAX_IMAGE_NAMES {
-            return Err(InputTooLarge(format!(
-                "image-bytes takes at most {MAX_IMAGE_NAMES} image names, not {}",
-                names.len()
-            ))
-            .into());
+macro_rules! pod_accessors {
+    () => {
+        fn name(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
+            Ok(self.pod()?.name.clone())
         }
-        for n in &names {
-            self::key("an image name", n)?;
+
+        fn namespace(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
+            Ok(self.pod()?.namespace.clone())
         }
-        let wanted: Vec<String> = names
-            .iter()
-            .map(|n| {
-                if n.contains(':') || n.contains('@') {
-                    n.clone()
-                } else {
-                    format!("{n}:latest")
-                }
-            })
-            .collect();
-        Ok(self
-            .nodes()?
-            .iter()
-            .map(|n| wanted.iter().filter_map(|w| n.node.images.get(w)).sum())
-            .collect())
+
+        fn uid(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
+            Ok(self.pod()?.uid.clone())
+        }
+
+        fn label(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
+            self::key("a label key", &key)?;
+            Ok(pod_object(self.pod()?)
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(&key).cloned()))
+        }
+
+        fn labels(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
+            Ok(pairs(pod_object(self.pod()?).metadata.labels.as_ref()))
+        }
+
+        fn annotation(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
+            self::key("an annotation key", &key)?;
+            Ok(pod_object(self.pod()?)
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(&key).cloned()))
+        }
+
+        fn annotations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
+            Ok(pairs(pod_object(self.pod()?).metadata.annotations.as_ref()))
+        }
+
+        fn request(&mut self, _: Resource<PodHandle>, name: String) -> wasmtime::Result<i64> {
+            self::key("a resource name", &name)?;
+            Ok(self.pod()?.requests.requests.get(&name))
+        }
+
+        fn requests(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<Quantity>> {
+            Ok(quantities(&self.pod()?.requests.requests, |name, amount| {
+                Quantity { name, amount }
+            }))
+        }
+
+        fn tolerations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<Toleration>> {
+            let spec = pod_object(self.pod()?).spec.as_ref();
+            Ok(spec
+                .and_then(|s| s.tolerations.as_ref())
+                .map(|ts| {
+                    ts.iter()
+                        .map(|t| Toleration {
+                            key: t.key.clone().unwrap_or_default(),
+                            operator: t.operator.clone().unwrap_or_else(|| "Equal".into()),
+                            value: t.value.clone().unwrap_or_default(),
+                            effect: t.effect.clone().unwrap_or_default(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default())
+        }
+
+        fn images(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<String>> {
+            Ok(self.pod()?.images.clone())
+        }
+
+        fn node_selector(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
+            let spec = pod_object(self.pod()?).spec.as_ref();
+            Ok(pairs(spec.and_then(|s| s.node_selector.as_ref())))
+        }
+
+        fn priority(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<i32> {
+            Ok(self.pod()?.priority)
+        }
+
+        fn scheduler_name(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
+            Ok(self.pod()?.scheduler_name.clone())
+        }
+
+        fn owner_kind(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Option<String>> {
+            Ok(pod_object(self.pod()?)
+                .metadata
+                .owner_references
+                .as_ref()
+                .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
+                .map(|r| r.kind.clone()))
+        }
+
+        fn json(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
+            Ok(serde_json::to_string(pod_object(self.pod()?))?)
+        }
+
+        fn drop(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<()> {
+            Ok(())
+        }
+    };
+}
+
+macro_rules! node_accessors {
+    () => {
+        fn len(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<u32> {
+            Ok(self.nodes()?.len() as u32)
+        }
+
+        fn name(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
+            Ok(self.node(i)?.node.name.clone())
+        }
+
+        fn label(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
+            self::key("a label key", &key)?;
+            Ok(self.node(i)?.node.labels.get(&key).cloned())
+        }
+
+        fn labels(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
+            let mut l: Vec<(String, String)> = self
+                .node(i)?
+                .node
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            l.sort_unstable();
+            Ok(l)
+        }
+
+        fn annotation(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
+            self::key("an annotation key", &key)?;
+            Ok(annotation(self.node(i)?, &key).map(str::to_owned))
+        }
+
+        fn annotations(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
+            Ok(pairs(node_object(self.node(i)?).metadata.annotations.as_ref()))
+        }
+
+        fn allocatable(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
+            self::key("a resource name", &name)?;
+            Ok(self.node(i)?.node.allocatable.get(&name))
+        }
+
+        fn allocatables(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Quantity>> {
+            Ok(quantities(&self.node(i)?.node.allocatable, |name, amount| {
+                Quantity { name, amount }
+            }))
+        }
+
+        fn requested(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<i64> {
+            self::key("a resource name", &name)?;
+            Ok(requested(self.node(i)?, &name))
+        }
+
+        fn requesteds(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Quantity>> {
+            let n = self.node(i)?;
+            let mut r = n.usage.requested.clone();
+            r.pods = n.usage.pods;
+            Ok(quantities(&r, |name, amount| Quantity { name, amount }))
+        }
+
+        fn pod_count(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<i64> {
+            Ok(self.node(i)?.usage.pods)
+        }
+
+        fn unschedulable(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<bool> {
+            Ok(self.node(i)?.node.unschedulable)
+        }
+
+        fn taints(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Taint>> {
+            Ok(self
+                .node(i)?
+                .node
+                .taints
+                .iter()
+                .map(|t| Taint {
+                    key: t.key.clone(),
+                    value: t.value.clone(),
+                    effect: match t.effect {
+                        TaintEffect::NoSchedule => "NoSchedule",
+                        TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+                        TaintEffect::NoExecute => "NoExecute",
+                    }
+                    .into(),
+                })
+                .collect())
+        }
+
+        fn conditions(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Condition>> {
+            Ok(node_object(self.node(i)?)
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .map(|cs| {
+                    cs.iter()
+                        .map(|c| Condition {
+                            type_: c.type_.clone(),
+                            status: c.status.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default())
+        }
+
+        fn image_size(&mut self, _: Resource<NodesHandle>, i: u32, name: String) -> wasmtime::Result<Option<i64>> {
+            self::key("an image name", &name)?;
+            let n = self.node(i)?;
+            Ok(n.node
+                .images
+                .get(&name)
+                .or_else(|| n.node.images.get(&format!("{name}:latest")))
+                .copied())
+        }
+
+        fn images(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<Image>> {
+            Ok(node_object(self.node(i)?)
+                .status
+                .as_ref()
+                .and_then(|s| s.images.as_ref())
+                .map(|imgs| {
+                    imgs.iter()
+                        .map(|im| Image {
+                            names: im.names.clone().unwrap_or_default(),
+                            size_bytes: im.size_bytes.unwrap_or(0),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default())
+        }
+
+        fn random(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<u64> {
+            let node = self.node(i)?.node.name.as_bytes();
+            let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
+            Ok(mix(pod, node))
+        }
+
+        fn json(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<String> {
+            Ok(serde_json::to_string(node_object(self.node(i)?))?)
+        }
+
+        fn names(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<String>> {
+            Ok(self.nodes()?.iter().map(|n| n.node.name.clone()).collect())
+        }
+
+        fn label_values(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<String>>> {
+            self::key("a label key", &key)?;
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| n.node.labels.get(&key).cloned())
+                .collect())
+        }
+
+        fn annotation_values(
+            &mut self,
+            _: Resource<NodesHandle>,
+            key: String,
+        ) -> wasmtime::Result<Vec<Option<String>>> {
+            self::key("an annotation key", &key)?;
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| annotation(n, &key).map(str::to_owned))
+                .collect())
+        }
+
+        fn label_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+            self::key("a label key", &key)?;
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| n.node.labels.get(&key).and_then(|v| number(v)))
+                .collect())
+        }
+
+        fn annotation_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
+            self::key("an annotation key", &key)?;
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| annotation(n, &key).and_then(number))
+                .collect())
+        }
+
+        fn allocatable_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
+            self::key("a resource name", &name)?;
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| n.node.allocatable.get(&name))
+                .collect())
+        }
+
+        fn requested_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
+            self::key("a resource name", &name)?;
+            Ok(self.nodes()?.iter().map(|n| requested(n, &name)).collect())
+        }
+
+        fn image_bytes(&mut self, _: Resource<NodesHandle>, names: Vec<String>) -> wasmtime::Result<Vec<i64>> {
+            // The work is names × nodes: both are bounded.
+            if names.len() > MAX_IMAGE_NAMES {
+                return Err(InputTooLarge(format!(
+                    "image-bytes takes at most {MAX_IMAGE_NAMES} image names, not {}",
+                    names.len()
+                ))
+                .into());
+            }
+            for n in &names {
+                self::key("an image name", n)?;
+            }
+            let wanted: Vec<String> = names
+                .iter()
+                .map(|n| {
+                    if n.contains(':') || n.contains('@') {
+                        n.clone()
+                    } else {
+                        format!("{n}:latest")
+                    }
+                })
+                .collect();
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| wanted.iter().filter_map(|w| n.node.images.get(w)).sum())
+                .collect())
+        }
+
+        fn randoms(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<u64>> {
+            let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
+            Ok(self
+                .nodes()?
+                .iter()
+                .map(|n| mix(pod, n.node.name.as_bytes()))
+                .collect())
+        }
+
+        fn drop(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<()> {
+            Ok(())
+        }
+    };
+}
+
+macro_rules! log_function {
+    () => {
+        fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
+            self.check_now()?;
+            if !self.stats.log_limit.allow() {
+                self.stats
+                    .logs_dropped
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(());
+            }
+            let message = log_line(&message);
+            let plugin = &*self.plugin;
+            match level {
+                Level::Trace => tracing::trace!(plugin, "{message}"),
+                Level::Debug => tracing::debug!(plugin, "{message}"),
+                Level::Info => tracing::info!(plugin, "{message}"),
+                Level::Warn => tracing::warn!(plugin, "{message}"),
+                Level::Error => tracing::error!(plugin, "{message}"),
+            }
+            Ok(())
+        }
+    };
+}
+
+/// Contract 0.1's imports.
+mod serve_v0_1 {
+    use super::v0_1::wasmsched::plugin::cluster::{self, Condition, Image, Quantity, Taint, Toleration};
+    use super::v0_1::wasmsched::plugin::host::{self, Level};
+    use super::*;
+
+    impl cluster::Host for HostState {}
+
+    impl cluster::HostPod for HostState {
+        pod_accessors!();
     }
 
-    fn randoms(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<Vec<u64>> {
-        let pod = mix(mix(self.seed, self.pod()?.uid.as_bytes()), b"/");
-        Ok(self.nodes()?.iter().map(|n| mix(pod, n.node.name.as_bytes())).collect())
+    impl cluster::HostNodes for HostState {
+        node_accessors!();
     }
 
-    fn drop(&mut self, _: Resource<NodesHandle>) -> wasmtime::Result<()> {
-        Ok(())
+    impl host::Host for HostState {
+        log_function!();
+    }
+}
+
+/// Contract 0.2's imports: 0.1's, and the pod views.
+mod serve_v0_2 {
+    use super::v0_2::wasmsched::plugin::cluster::{self, Condition, Image, PodSelector, Quantity, Taint, Toleration};
+    use super::v0_2::wasmsched::plugin::host::{self, Level};
+    use super::*;
+
+    impl cluster::Host for HostState {}
+
+    impl cluster::HostPod for HostState {
+        pod_accessors!();
+    }
+
+    impl cluster::HostNodes for HostState {
+        node_accessors!();
+
+        fn pod_counts(
+            &mut self,
+            _: Resource<NodesHandle>,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<u32>, String>> {
+            let view = match self.pod_view(&selector)? {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            Ok(Ok(self.nodes.iter().map(|n| view.on_node(n)).collect()))
+        }
+
+        fn domain_counts(
+            &mut self,
+            _: Resource<NodesHandle>,
+            topology_key: String,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<Option<u32>>, String>> {
+            self::key("a topology key", &topology_key)?;
+            let view = match self.pod_view(&selector)? {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            let counts = view.per_domain(&topology_key);
+            Ok(Ok(self
+                .nodes
+                .iter()
+                .map(|n| counts.at(&topology_key, &n.node).map(saturate))
+                .collect()))
+        }
+
+        fn domains(
+            &mut self,
+            _: Resource<NodesHandle>,
+            topology_key: String,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<(String, u32)>, String>> {
+            self::key("a topology key", &topology_key)?;
+            let view = match self.pod_view(&selector)? {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            let counts = view.per_domain(&topology_key);
+            let mut out: Vec<(String, u32)> = counts
+                .domains
+                .ids
+                .iter()
+                .map(|(value, &id)| (value.clone(), saturate(counts.counts[id as usize])))
+                .collect();
+            out.sort_unstable();
+            Ok(Ok(out))
+        }
+    }
+
+    impl host::Host for HostState {
+        log_function!();
+    }
+
+    impl HostState {
+        /// The shapes `selector` selects, or why it is invalid. The call's
+        /// deadline is checked first: the work grows with the cluster.
+        fn pod_view(&self, selector: &PodSelector) -> wasmtime::Result<Result<PodView<'_>, String>> {
+            self.check_now()?;
+            let (Some(pod), Some(snapshot)) = (self.pod.as_deref(), self.snapshot.as_deref()) else {
+                return Err(format_err!(
+                    "pod views are available only in Filter, PreScore and Score"
+                ));
+            };
+            let selector = match parse_selector(selector) {
+                Ok(s) => s,
+                Err(e) => return Ok(Err(e)),
+            };
+            let namespaces: Option<Vec<&str>> = if selector.all_namespaces {
+                None
+            } else if selector.namespaces.is_empty() {
+                Some(vec![pod.namespace.as_str()])
+            } else {
+                Some(selector.namespaces.iter().map(String::as_str).collect())
+            };
+            let mut selected = vec![false; snapshot.shape_ids()];
+            for (id, shape) in snapshot.shapes() {
+                let rep = &shape.rep;
+                selected[id as usize] = !rep.deleting
+                    && namespaces
+                        .as_ref()
+                        .is_none_or(|ns| ns.contains(&rep.namespace.as_str()))
+                    && selector.labels.matches(&rep.labels);
+            }
+            Ok(Ok(PodView { snapshot, selected }))
+        }
     }
 }
 
@@ -583,28 +1054,6 @@ fn log_line(message: &str) -> String {
         }
     }
     out
-}
-
-impl host::Host for HostState {
-    fn log(&mut self, level: Level, message: String) -> wasmtime::Result<()> {
-        self.check_now()?;
-        if !self.stats.log_limit.allow() {
-            self.stats
-                .logs_dropped
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            return Ok(());
-        }
-        let message = log_line(&message);
-        let plugin = &*self.plugin;
-        match level {
-            Level::Trace => tracing::trace!(plugin, "{message}"),
-            Level::Debug => tracing::debug!(plugin, "{message}"),
-            Level::Info => tracing::info!(plugin, "{message}"),
-            Level::Warn => tracing::warn!(plugin, "{message}"),
-            Level::Error => tracing::error!(plugin, "{message}"),
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.1.0`). This crate compiles it once (and keeps the
-//! compiled artifact on disk), checks that it imports nothing but the
-//! plugin world, instantiates it with a memory cap, calls it with a deadline
+//! (`wasmsched:plugin@0.2.0`; components built against 0.1.0 keep loading).
+//! This crate compiles it once (and keeps the compiled artifact on disk),
+//! checks that it imports nothing but the plugin world, instantiates it with a memory cap, calls it with a deadline
 //! per call, and wraps it as a `wasmsched_core::Plugin` so the framework runs
 //! it beside the built-ins. [`PluginHost`] loads a directory and swaps in new
 //! versions of its files while the scheduler runs.

@@ -5,15 +5,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Deserialize;
+use wasmsched_core::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use wasmsched_core::framework::{Code, CycleState, Points, Status, truncate_message};
 use wasmsched_core::{NodeInfo, Plugin, PodInfo, Snapshot};
-use wasmtime::component::Resource;
 use wasmtime::{Store, Trap};
 
 use crate::LoadError;
 use crate::engine::{Compiled, EPOCH_TICK};
 use crate::host::exports::wasmsched::plugin::plugin as guest;
-use crate::host::{DeadlineExceeded, HostState, SchedulerPlugin};
+use crate::host::{Bindings, DeadlineExceeded, HostState};
 use crate::limits::{HOSTCALL_FUEL, LimitExceeded};
 
 /// What happens when a plugin call fails (error, trap, timeout, out of memory).
@@ -134,7 +134,7 @@ pub const MAX_BATCH: usize = 512;
 
 struct Instance {
     store: Store<HostState>,
-    bindings: SchedulerPlugin,
+    bindings: Bindings,
 }
 
 /// Consecutive failures (traps, timeouts, limits) of a plugin version and
@@ -171,6 +171,10 @@ pub struct Loaded {
     pub file: String,
     /// Whether the compiled code came from the on-disk cache.
     pub cached: bool,
+    /// The minor of the contract it was built against (`0.1`, `0.2`).
+    pub contract: &'static str,
+    /// The cluster changes it registered for (none: every change).
+    pub events: Option<Vec<ClusterEvent>>,
     points: guest::Points,
     compiled: Arc<Compiled>,
     args: String,
@@ -194,6 +198,33 @@ impl std::fmt::Debug for Loaded {
     }
 }
 
+/// A guest's event registration, in the engine's terms.
+fn cluster_event(e: &guest::ClusterEvent) -> ClusterEvent {
+    use guest::EventActions as A;
+    let resource = match e.resource {
+        guest::EventResource::Node => Resource::Node,
+        guest::EventResource::Pod => Resource::AssignedPod,
+        guest::EventResource::Namespace => Resource::Namespace,
+    };
+    let action = [
+        (A::ADD, Action::ADD),
+        (A::DELETE, Action::DELETE),
+        (A::UPDATE, Action::UPDATE),
+        (A::UPDATE_NODE_ALLOCATABLE, Action::UPDATE_NODE_ALLOCATABLE),
+        (A::UPDATE_NODE_LABEL, Action::UPDATE_NODE_LABEL),
+        (A::UPDATE_NODE_TAINT, Action::UPDATE_NODE_TAINT),
+        (A::UPDATE_NODE_CONDITION, Action::UPDATE_NODE_CONDITION),
+        (A::UPDATE_NODE_ANNOTATION, Action::UPDATE_NODE_ANNOTATION),
+        (A::UPDATE_POD_LABEL, Action::UPDATE_POD_LABEL),
+        (A::UPDATE_POD_SCALE_DOWN, Action::UPDATE_POD_SCALE_DOWN),
+        (A::UPDATE_POD_TOLERATION, Action::UPDATE_POD_TOLERATION),
+    ]
+    .into_iter()
+    .filter(|(a, _)| e.actions.contains(*a))
+    .fold(Action::NONE, |acc, (_, b)| acc | b);
+    ClusterEvent { resource, action }
+}
+
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
     let within = limits.load_deadline();
@@ -201,8 +232,7 @@ pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::Plugi
         .map_err(|e| LoadError::Instantiate(e.to_string()))?;
     set_deadline(&mut inst.store, within);
     inst.bindings
-        .wasmsched_plugin_plugin()
-        .call_metadata(&mut inst.store)
+        .metadata(&mut inst.store)
         .map_err(|e| LoadError::Instantiate(classify(e, limits, within).to_string()))
 }
 
@@ -292,6 +322,8 @@ impl Loaded {
             version: meta.version.clone(),
             sha256: compiled.sha256.clone(),
             cached: compiled.cached,
+            contract: compiled.pre.minor(),
+            events: meta.events.as_ref().map(|es| es.iter().map(cluster_event).collect()),
             file,
             points: meta.points,
             compiled,
@@ -428,9 +460,8 @@ impl Loaded {
             self.stats.clone(),
         )?;
         set_deadline(&mut inst.store, within);
-        let plugin = inst.bindings.wasmsched_plugin_plugin();
-        plugin
-            .call_configure(&mut inst.store, &self.args)
+        inst.bindings
+            .configure(&mut inst.store, &self.args)
             .map_err(|e| classify(e, &self.limits, within))?
             .map_err(CallError::Plugin)?;
         Ok(inst)
@@ -443,7 +474,8 @@ impl Loaded {
         &self,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
-        f: impl FnOnce(&guest::Guest, &mut Store<HostState>) -> wasmtime::Result<Result<R, String>>,
+        snapshot: Option<&Arc<Snapshot>>,
+        f: impl FnOnce(&Bindings, &mut Store<HostState>) -> wasmtime::Result<Result<R, String>>,
     ) -> Result<R, CallError> {
         if let Some(e) = self.backing_off() {
             self.stats.skipped_backing_off.fetch_add(1, Ordering::Relaxed);
@@ -466,10 +498,15 @@ impl Loaded {
             }
             data.nodes.clear();
             data.nodes.extend(nodes.iter().map(|n| Arc::clone(n)));
+            data.snapshot = snapshot.cloned();
         }
         set_deadline(&mut inst.store, self.limits.timeout);
-        let result = f(inst.bindings.wasmsched_plugin_plugin(), &mut inst.store);
-        inst.store.data_mut().nodes.clear();
+        let result = f(&inst.bindings, &mut inst.store);
+        // The snapshot goes back to the scheduler unshared (it updates it
+        // in place between cycles).
+        let data = inst.store.data_mut();
+        data.nodes.clear();
+        data.snapshot = None;
         match result {
             Ok(r) => {
                 // Garbage-collected guests (JavaScript, Python) and leaky
@@ -505,18 +542,21 @@ impl Loaded {
 
     /// PreFilter.
     pub fn pre_filter(&self, pod: &PodInfo) -> Result<guest::Status, CallError> {
-        self.call(pod, &[], |g, s| g.call_pre_filter(&mut *s, Resource::new_borrow(0)))
+        self.call(pod, &[], None, |g, s| g.pre_filter(s))
     }
 
     /// Filter over a batch: the rejections (indexes into `nodes`). Large
     /// batches go in calls of at most [`MAX_BATCH`] nodes, each with its own
-    /// deadline.
-    pub fn filter(&self, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Result<Vec<guest::Rejection>, CallError> {
+    /// deadline. `snapshot` is what the pod views count (none: they fail).
+    pub fn filter(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        snapshot: Option<&Arc<Snapshot>>,
+    ) -> Result<Vec<guest::Rejection>, CallError> {
         let mut out = Vec::new();
         for (c, chunk) in nodes.chunks(MAX_BATCH).enumerate() {
-            let rs = self.call(pod, chunk, |g, s| {
-                g.call_filter(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
-            })?;
+            let rs = self.call(pod, chunk, snapshot, |g, s| g.filter(s))?;
             // Indexes are checked against their own call's batch, before
             // they are shifted to the whole list (where a wrong one could
             // name another call's node).
@@ -537,19 +577,25 @@ impl Loaded {
     }
 
     /// PreScore.
-    pub fn pre_score(&self, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Result<guest::Status, CallError> {
-        self.call(pod, nodes, |g, s| {
-            g.call_pre_score(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
-        })
+    pub fn pre_score(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        snapshot: Option<&Arc<Snapshot>>,
+    ) -> Result<guest::Status, CallError> {
+        self.call(pod, nodes, snapshot, |g, s| g.pre_score(s))
     }
 
     /// Score over a batch (in calls of at most [`MAX_BATCH`] nodes).
-    pub fn score(&self, pod: &PodInfo, nodes: &[&Arc<NodeInfo>]) -> Result<Vec<i64>, CallError> {
+    pub fn score(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        snapshot: Option<&Arc<Snapshot>>,
+    ) -> Result<Vec<i64>, CallError> {
         let mut out = Vec::with_capacity(nodes.len());
         for chunk in nodes.chunks(MAX_BATCH) {
-            let scores = self.call(pod, chunk, |g, s| {
-                g.call_score(&mut *s, Resource::new_borrow(0), Resource::new_borrow(0))
-            })?;
+            let scores = self.call(pod, chunk, snapshot, |g, s| g.score(s))?;
             if scores.len() != chunk.len() {
                 return Err(CallError::Plugin(format!(
                     "returned {} scores for {} nodes",
@@ -564,9 +610,7 @@ impl Loaded {
 
     /// NormalizeScore.
     pub fn normalize(&self, pod: &PodInfo, scores: &[i64]) -> Result<Vec<i64>, CallError> {
-        let out = self.call(pod, &[], |g, s| {
-            g.call_normalize_score(&mut *s, Resource::new_borrow(0), scores)
-        })?;
+        let out = self.call(pod, &[], None, |g, s| g.normalize_score(s, scores))?;
         if out.len() != scores.len() {
             return Err(CallError::Plugin(format!(
                 "normalize-score returned {} scores for {}",
@@ -708,6 +752,33 @@ impl Plugin for PluginSlot {
         self.points
     }
 
+    /// Every change: the versions that serve the slot come and go, and each
+    /// may register for other changes; [`Plugin::queueing_hint`] applies
+    /// the registration of the version serving when the change comes.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        ClusterEvent::ALL
+            .iter()
+            .copied()
+            .chain([ClusterEvent {
+                resource: Resource::Namespace,
+                action: Action::ALL,
+            }])
+            .collect()
+    }
+
+    fn queueing_hint(&self, _: &PodInfo, change: &Change<'_>) -> QueueingHint {
+        let (resource, action) = change.event();
+        let Some(v) = self.current() else {
+            return QueueingHint::Queue;
+        };
+        let events = v.events.as_deref().unwrap_or(ClusterEvent::ALL);
+        if events.iter().any(|e| e.matches(resource, action)) {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::Skip
+        }
+    }
+
     fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
         // Honour or refuse: a plugin the profile enables but that is not
         // loaded makes every pod of the profile unschedulable under
@@ -747,7 +818,7 @@ impl Plugin for PluginSlot {
 
     fn filter_nodes(
         &self,
-        _: &CycleState,
+        state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
         rejected: &mut Vec<(usize, Status)>,
@@ -756,7 +827,7 @@ impl Plugin for PluginSlot {
         if !v.implements(guest::Points::FILTER) {
             return;
         }
-        match v.filter(pod, nodes) {
+        match v.filter(pod, nodes, state.snapshot()) {
             Ok(mut rs) => {
                 rs.sort_by_key(|r| r.index);
                 for r in rs {
@@ -784,7 +855,7 @@ impl Plugin for PluginSlot {
 
     fn pre_score(
         &self,
-        _: &mut CycleState,
+        state: &mut CycleState,
         pod: &PodInfo,
         _: &wasmsched_core::Snapshot,
         nodes: &[&Arc<NodeInfo>],
@@ -801,7 +872,7 @@ impl Plugin for PluginSlot {
         if !v.implements(guest::Points::PRE_SCORE) {
             return Status::success();
         }
-        match v.pre_score(pod, nodes) {
+        match v.pre_score(pod, nodes, state.snapshot()) {
             Ok(s) => status_of(s),
             Err(e) => {
                 self.failed(pod, "PreScore", &e);
@@ -822,7 +893,7 @@ impl Plugin for PluginSlot {
 
     fn score_nodes(
         &self,
-        _: &CycleState,
+        state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
         out: &mut [i64],
@@ -836,7 +907,7 @@ impl Plugin for PluginSlot {
             return Ok(());
         }
         let normalized = v.implements(guest::Points::NORMALIZE_SCORE);
-        let result = v.score(pod, nodes).and_then(|scores| {
+        let result = v.score(pod, nodes, state.snapshot()).and_then(|scores| {
             if !normalized && let Some((i, s)) = scores.iter().enumerate().find(|(_, s)| !(0..=100).contains(*s)) {
                 return Err(CallError::Plugin(format!(
                     "score {s} for node {} is outside 0..=100 (implement normalize-score to map raw scores)",

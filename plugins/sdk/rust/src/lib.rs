@@ -23,7 +23,10 @@
 //! ```
 //!
 //! Build for `wasm32-unknown-unknown` and turn the module into a component
-//! (`plugins/build.sh rust DIR` does both).
+//! (`plugins/build.sh rust DIR` does both). The SDK builds against contract
+//! 0.2 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
+//! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`], and
+//! [`Plugin::events`] declares the changes a rejected pod waits for.
 
 #[doc(hidden)]
 pub mod bindings {
@@ -36,9 +39,54 @@ pub mod bindings {
     });
 }
 
-pub use bindings::exports::wasmsched::plugin::plugin::{Code, Points, Rejection, Status};
-pub use bindings::wasmsched::plugin::cluster::{Condition, Image, Nodes, Pod, Quantity, Taint, Toleration};
+pub use bindings::exports::wasmsched::plugin::plugin::{
+    ClusterEvent, Code, EventActions, EventResource, Points, Rejection, Status,
+};
+pub use bindings::wasmsched::plugin::cluster::{
+    Condition, Image, LabelRequirement, Nodes, Pod, PodSelector, Quantity, Taint, Toleration,
+};
 pub use serde_json;
+
+impl PodSelector {
+    /// The pods of the scheduled pod's namespace that carry every label of
+    /// `labels` (none: every pod of the namespace).
+    pub fn labels<K: Into<String>, V: Into<String>>(labels: impl IntoIterator<Item = (K, V)>) -> Self {
+        PodSelector {
+            namespaces: Vec::new(),
+            all_namespaces: false,
+            match_labels: labels.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            match_expressions: Vec::new(),
+        }
+    }
+
+    /// Also requires `key <operator> values` (`In`, `NotIn`, `Exists`,
+    /// `DoesNotExist`).
+    pub fn expression(mut self, key: impl Into<String>, operator: &str, values: &[&str]) -> Self {
+        self.match_expressions.push(LabelRequirement {
+            key: key.into(),
+            operator: operator.into(),
+            values: values.iter().map(|v| (*v).to_owned()).collect(),
+        });
+        self
+    }
+
+    /// Counts the pods of these namespaces instead.
+    pub fn in_namespaces(mut self, namespaces: &[&str]) -> Self {
+        self.namespaces = namespaces.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// Counts the pods of every namespace instead.
+    pub fn all_namespaces(mut self) -> Self {
+        self.all_namespaces = true;
+        self
+    }
+}
+
+/// A registration for changes of `resource` of the kinds in `actions`.
+pub fn event(resource: EventResource, actions: EventActions) -> ClusterEvent {
+    ClusterEvent { resource, actions }
+}
 
 /// Writes a line to the scheduler's log, attributed to the plugin.
 pub mod log {
@@ -89,6 +137,19 @@ pub trait Plugin: Sized + 'static {
     const VERSION: &'static str = "0.1.0";
     /// The extension points implemented (`Points::SCORE | Points::NORMALIZE_SCORE`).
     fn points() -> Points;
+
+    /// The cluster changes after which a pod this plugin rejected may fit
+    /// (kube-scheduler's `EventsToRegister`); such a pod is retried only
+    /// then (or after five minutes). `None`, the default: every change.
+    ///
+    /// ```ignore
+    /// fn events() -> Option<Vec<ClusterEvent>> {
+    ///     Some(vec![event(EventResource::Pod, EventActions::ADD | EventActions::DELETE)])
+    /// }
+    /// ```
+    fn events() -> Option<Vec<ClusterEvent>> {
+        None
+    }
 
     /// Builds the plugin from its args (the profile's `pluginConfig[].args`,
     /// `{}` when none). An error rejects this version of the plugin.
@@ -165,6 +226,7 @@ macro_rules! export {
                         name: <$plugin as $crate::Plugin>::NAME.into(),
                         version: <$plugin as $crate::Plugin>::VERSION.into(),
                         points: <$plugin as $crate::Plugin>::points(),
+                        events: <$plugin as $crate::Plugin>::events(),
                     }
                 }
                 fn configure(args: String) -> Result<(), String> {

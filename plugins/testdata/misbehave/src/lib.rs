@@ -16,7 +16,9 @@
 //! - `log-flood`: logs 100 000 lines with forged newlines, and one of 30 MiB;
 //! - `host-loop`: calls a host function in a loop forever;
 //! - `bad-index`: Filter rejects node index 2^32 - 512;
-//! - `long-reason`: Filter rejects node 0 with a reason of 100 000 bytes.
+//! - `long-reason`: Filter rejects node 0 with a reason of 100 000 bytes;
+//! - `bad-selector`: Filter asks `pod-counts` with an operator Kubernetes
+//!   does not know, and returns the host's answer as its error.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -25,7 +27,7 @@ use std::sync::Mutex;
 wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../wit" });
 
 use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Status};
-use wasmsched::plugin::cluster::{Nodes, Pod};
+use wasmsched::plugin::cluster::{LabelRequirement, Nodes, Pod, PodSelector};
 use wasmsched::plugin::host::{Level, log};
 
 static MODE: Mutex<(String, u64)> = Mutex::new((String::new(), 0));
@@ -84,6 +86,7 @@ impl Guest for Misbehave {
             name: "misbehave".into(),
             version: "0.1.0".into(),
             points: Points::FILTER | Points::SCORE,
+            events: None,
         }
     }
 
@@ -138,6 +141,21 @@ impl Guest for Misbehave {
                     code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
                     reason: "é".repeat(50_000),
                 }]);
+            }
+            "bad-selector" => {
+                // A selector Kubernetes would refuse: the host says why.
+                let selector = PodSelector {
+                    namespaces: Vec::new(),
+                    all_namespaces: true,
+                    match_labels: Vec::new(),
+                    match_expressions: vec![LabelRequirement {
+                        key: "app".into(),
+                        operator: "Matches".into(),
+                        values: vec!["web".into()],
+                    }],
+                };
+                nodes.pod_counts(&selector)?;
+                return Ok(Vec::new());
             }
             "bad-index" => {
                 return Ok(vec![Rejection {
