@@ -2,6 +2,8 @@
 //! example cluster and on fixtures, with placements checked against the
 //! cluster by rules written here independently of the engine's plugins.
 
+mod guest;
+
 use std::collections::{BTreeMap, HashMap};
 use std::process::{Command, Output};
 
@@ -379,6 +381,77 @@ fn a_plugin_that_fails_to_configure_follows_its_failure_policy() {
                 "{v}"
             );
         }
+    }
+}
+
+/// Processes whose environment holds `mark` (a compiler process left
+/// behind would be one).
+fn processes_marked(mark: &str) -> usize {
+    let needle = format!("WASMSCHED_TEST_MARK={mark}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .count()
+}
+
+/// Components are compiled by a process of wasmsched's own: one that
+/// compiles past `compileTimeoutSeconds` is killed (not left running), one
+/// that needs more memory than `compileMemoryMib` fails alone; either way
+/// the file is refused with a message naming the limit, and the pods are
+/// placed without it.
+#[test]
+fn a_runaway_compile_is_stopped_and_capped_in_a_process_of_its_own() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-sim-compile-{}", std::process::id()));
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    // Seconds of Cranelift, and hundreds of MiB.
+    std::fs::copy(guest::slow_compiling(600_000), plugins.join("slow.wasm")).unwrap();
+    for (case, limits, want) in [
+        (
+            "time",
+            "compileTimeoutSeconds: 1",
+            "plugin slow.wasm rejected: refused: compiling it took longer than wasmPlugins.compileTimeoutSeconds (1s); the compiler was stopped",
+        ),
+        (
+            "memory",
+            "compileMemoryMib: 32",
+            "plugin slow.wasm rejected: refused: compiling it needed more than wasmPlugins.compileMemoryMib (32 MiB)",
+        ),
+    ] {
+        let config = dir.join(format!("{case}.yaml"));
+        // A fresh cache each time: nothing compiled before is reused.
+        let cache = dir.join(format!("cache-{case}"));
+        std::fs::write(
+            &config,
+            format!("wasmPlugins:\n  cacheDirectory: {}\n  {limits}\n", cache.display()),
+        )
+        .unwrap();
+        let mark = format!("{}-{case}", std::process::id());
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .args([
+                "simulate",
+                "--plugins",
+                plugins.to_str().unwrap(),
+                "--config",
+                config.to_str().unwrap(),
+            ])
+            .env("WASMSCHED_TEST_MARK", &mark)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{case}: {stderr}");
+        assert!(stderr.contains(want), "{case}: {stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("scheduled"), "{case}");
+        assert_eq!(
+            processes_marked(&mark),
+            0,
+            "{case}: a compiler process was left running"
+        );
     }
 }
 

@@ -54,6 +54,14 @@ enum Command {
     /// Inspect and try WebAssembly plugins.
     #[command(subcommand)]
     Plugin(plugin::Command),
+    /// Compile one plugin component (stdin) into an artifact (stdout), with
+    /// capped memory: the compiler process of the other commands.
+    #[command(hide = true)]
+    CompilePlugin {
+        /// The memory cap, in MiB.
+        #[arg(long)]
+        memory_mib: u64,
+    },
 }
 
 fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
@@ -95,5 +103,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Apiserver(args) => apiserver::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
+        Command::CompilePlugin { memory_mib } => plugin::compile_plugin(memory_mib),
     }
 }

@@ -10,7 +10,7 @@ use wasmsched_core::config::Config;
 use wasmsched_core::fixture::parse_objects;
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::{Cache, NodeData, PodInfo};
-use wasmsched_wasm::{CallError, Loaded, PluginHost, WasmConfig, WasmEngine};
+use wasmsched_wasm::{CallError, Compiler, Loaded, PluginHost, WasmConfig, WasmEngine};
 
 /// Languages `plugin new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -91,7 +91,43 @@ fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
     if let Some(mib) = config.memory_budget_mib {
         engine.budget().set_limit((mib as usize) << 20);
     }
+    // Components are compiled by a process of our own, whose memory is
+    // capped and which is killed past the time limit: a component that
+    // makes the compiler run away costs neither the scheduler's memory nor
+    // a thread.
+    let memory_mib = config.compile_memory_mib();
+    let program = std::env::current_exe().context("cannot find this program to run its compiler process")?;
+    engine.set_compiler(Compiler::Process {
+        program,
+        args: vec!["compile-plugin".into(), "--memory-mib".into(), memory_mib.to_string()],
+        memory_mib,
+    });
     Ok(engine)
+}
+
+/// The compiler process: caps its memory, reads a component on stdin,
+/// writes the compiled artifact on stdout. Exits with
+/// [`wasmsched_wasm::COMPILE_REFUSED`] (stderr saying why) when the
+/// component is not valid.
+pub fn compile_plugin(memory_mib: u64) -> anyhow::Result<()> {
+    use std::io::{Read as _, Write as _};
+    wasmsched_wasm::cap_memory(memory_mib << 20).context("cannot cap the compiler's memory")?;
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .context("cannot read the component")?;
+    match wasmsched_wasm::compile_to_artifact(&bytes) {
+        Ok(artifact) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&artifact).context("cannot write the artifact")?;
+            out.flush()?;
+            Ok(())
+        }
+        Err(why) => {
+            eprintln!("{why}");
+            std::process::exit(wasmsched_wasm::COMPILE_REFUSED);
+        }
+    }
 }
 
 /// How the plugin directory is first read.

@@ -69,6 +69,11 @@ pub struct WasmConfig {
     /// 60): a file that takes longer is refused and its plugin's previous
     /// version keeps serving.
     pub compile_timeout_seconds: Option<u64>,
+    /// Most memory (heap) the compilation of one file may use, in MiB
+    /// (default 1024, or three quarters of the container's memory limit
+    /// when that is less), where compilation runs in a process of its own
+    /// (`wasmsched` does that): a file that needs more is refused.
+    pub compile_memory_mib: Option<u64>,
     /// Defaults for every plugin.
     #[serde(default)]
     pub defaults: Settings,
@@ -92,6 +97,9 @@ impl WasmConfig {
         })?;
         if cfg.compile_timeout_seconds == Some(0) {
             return Err("wasmPlugins.compileTimeoutSeconds: must be positive".into());
+        }
+        if cfg.compile_memory_mib.is_some_and(|m| m < 16) {
+            return Err("wasmPlugins.compileMemoryMib: must be at least 16".into());
         }
         if cfg.memory_budget_mib == Some(0) {
             return Err("wasmPlugins.memoryBudgetMib: must be positive".into());
@@ -141,6 +149,24 @@ struct FileEntry {
 
 /// Default of `wasmPlugins.compileTimeoutSeconds`.
 pub const DEFAULT_COMPILE_TIMEOUT_SECONDS: u64 = 60;
+
+impl WasmConfig {
+    /// `compileTimeoutSeconds`, or its default.
+    pub fn compile_timeout(&self) -> Duration {
+        Duration::from_secs(self.compile_timeout_seconds.unwrap_or(DEFAULT_COMPILE_TIMEOUT_SECONDS))
+    }
+
+    /// `compileMemoryMib`, or its default: 1024, or three quarters of the
+    /// container's memory limit when that is less (the compiler process
+    /// counts against the same limit as the scheduler, and the kernel would
+    /// rather kill a process that passes it than fail its allocation).
+    pub fn compile_memory_mib(&self) -> u64 {
+        self.compile_memory_mib.unwrap_or_else(|| {
+            let most = crate::limits::container_memory_limit().map_or(u64::MAX, |l| (l / 4 * 3) as u64 >> 20);
+            most.clamp(16, 1024)
+        })
+    }
+}
 
 /// Default of `wasmPlugins.maxFileMib`.
 pub const DEFAULT_MAX_FILE_MIB: u64 = 64;
@@ -365,14 +391,11 @@ impl PluginHost {
 
     /// Compiles and probes a file on a thread of its own, waiting at most
     /// `wasmPlugins.compileTimeoutSeconds`: a file that takes longer is
-    /// refused (its compilation finishes in the background and is dropped),
-    /// so one slow file cannot hold the scan of every other plugin.
+    /// refused, so one slow file cannot hold the scan of every other
+    /// plugin. A compiler process is killed at the limit; an in-process
+    /// compile finishes in the background and is dropped.
     fn compile_within(&self, path: &Path, bytes: Vec<u8>) -> Result<(Arc<Compiled>, PluginMetadata), LoadError> {
-        let limit = Duration::from_secs(
-            self.config
-                .compile_timeout_seconds
-                .unwrap_or(DEFAULT_COMPILE_TIMEOUT_SECONDS),
-        );
+        let limit = self.config.compile_timeout();
         let (tx, rx) = std::sync::mpsc::channel();
         let engine = self.engine.clone();
         let limits = self.config.default_limits();
@@ -382,7 +405,7 @@ impl PluginHost {
             .name(format!("wasm-compile-{}", file_name(path)))
             .spawn(move || {
                 let outcome = engine
-                    .compile(&bytes)
+                    .compile(&bytes, limit)
                     .and_then(|c| probe(&c, &limits).map(|m| (Arc::new(c), m)));
                 compiling.fetch_sub(1, Ordering::Relaxed);
                 let _ = tx.send(outcome);
@@ -391,7 +414,13 @@ impl PluginHost {
             self.compiling.fetch_sub(1, Ordering::Relaxed);
             return Err(LoadError::Engine(format!("cannot start a compile thread: {e}")));
         }
-        match rx.recv_timeout(limit) {
+        // A compiler process is killed at the limit and says so; the wait
+        // here is the backstop of an in-process compile.
+        let slack = match self.engine.compiler() {
+            crate::engine::Compiler::Process { .. } => Duration::from_secs(5),
+            crate::engine::Compiler::InProcess => Duration::ZERO,
+        };
+        match rx.recv_timeout(limit + slack) {
             Ok(outcome) => outcome,
             Err(_) => Err(LoadError::Refused(format!(
                 "compiling it took longer than wasmPlugins.compileTimeoutSeconds ({}s)",
@@ -419,7 +448,7 @@ impl PluginHost {
     /// configured with `args`.
     pub fn load_file(&self, path: &Path, args: &str) -> Result<Loaded, LoadError> {
         let bytes = read(path, self.max_file_bytes())?;
-        let compiled = Arc::new(self.engine.compile(&bytes)?);
+        let compiled = Arc::new(self.engine.compile(&bytes, self.config.compile_timeout())?);
         let meta = probe(&compiled, &self.config.default_limits())?;
         let limits = self.config.limits(&meta.name);
         Loaded::new(

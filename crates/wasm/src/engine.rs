@@ -38,6 +38,7 @@ struct Inner {
     /// The engine's epoch as the epoch thread advances it, readable by host
     /// functions (wasmtime does not expose its own counter).
     epochs: Arc<std::sync::atomic::AtomicU64>,
+    compiler: std::sync::RwLock<Compiler>,
 }
 
 impl std::fmt::Debug for WasmEngine {
@@ -60,19 +61,178 @@ pub(crate) struct Compiled {
     pub epochs: Arc<std::sync::atomic::AtomicU64>,
 }
 
+/// The engine's settings: the compiler process uses the same, so that its
+/// artifacts load here.
+fn engine_config() -> Config {
+    let mut cfg = Config::new();
+    cfg.wasm_component_model(true);
+    cfg.epoch_interruption(true);
+    cfg.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    // Proposals the contract does not need are off: several memories in
+    // one module and 64-bit memories (shared memories need the threads
+    // feature, which is not compiled in).
+    cfg.wasm_multi_memory(false);
+    cfg.wasm_memory64(false);
+    cfg
+}
+
+/// Where components are compiled.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Compiler {
+    /// In this process (a library's default, and tests'): a compile past its
+    /// time limit is abandoned, not stopped, and its memory is not capped.
+    #[default]
+    InProcess,
+    /// In a child process, `program args...`, which reads the component on
+    /// stdin and writes the compiled artifact on stdout
+    /// ([`compile_to_artifact`], capped by [`cap_memory`]): a compile past
+    /// its time limit is killed, and one past its memory cap fails alone.
+    Process {
+        /// The program (`wasmsched`).
+        program: PathBuf,
+        /// Its arguments (`compile-plugin --memory-mib N`).
+        args: Vec<String>,
+        /// The memory cap the arguments set, for messages.
+        memory_mib: u64,
+    },
+}
+
+/// The compiler process's side: compiles the component `bytes` with the
+/// engine's settings and returns the serialized artifact.
+pub fn compile_to_artifact(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let engine = Engine::new(&engine_config()).map_err(|e| e.to_string())?;
+    let component = Component::new(&engine, bytes).map_err(|e| format!("{e:#}"))?;
+    component.serialize().map_err(|e| format!("{e:#}"))
+}
+
+/// Caps this process's data (heap and private writable mappings) at
+/// `bytes`: an allocation past it fails, and the process aborts. For the
+/// compiler process, before it reads its input.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn cap_memory(bytes: u64) -> std::io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: bytes as libc::rlim_t,
+        rlim_max: bytes as libc::rlim_t,
+    };
+    // SAFETY: setrlimit reads the struct it is given, nothing else.
+    if unsafe { libc::setrlimit(libc::RLIMIT_DATA, &limit) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without setrlimit, the cap is not applied.
+#[cfg(not(unix))]
+pub fn cap_memory(_bytes: u64) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Runs the compiler process on `bytes`, killing it at `limit`.
+fn compile_in_process_of(
+    program: &Path,
+    args: &[String],
+    memory_mib: u64,
+    bytes: &[u8],
+    limit: Duration,
+) -> Result<Vec<u8>, LoadError> {
+    use std::io::{Read as _, Write as _};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(program)
+        .args(args)
+        // Few malloc arenas: each reserves address space and touches some.
+        .env("MALLOC_ARENA_MAX", "2")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| LoadError::Engine(format!("cannot start the compiler process {}: {e}", program.display())))?;
+    let (mut stdin, mut stdout, stderr) = (
+        child.stdin.take().expect("piped"),
+        child.stdout.take().expect("piped"),
+        child.stderr.take().expect("piped"),
+    );
+    let input = bytes.to_vec();
+    // The child reads all its input before it writes: feed it, and drain
+    // its outputs, on threads of their own while this one keeps the time.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stderr.take(64 << 10).read_to_end(&mut v);
+        v
+    });
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(LoadError::Engine(format!("waiting for the compiler process: {e}"))),
+        }
+    };
+    let _ = feeder.join();
+    let artifact = out.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&err.join().unwrap_or_default())
+        .trim()
+        .to_owned();
+    let Some(status) = status else {
+        return Err(LoadError::Refused(format!(
+            "compiling it took longer than wasmPlugins.compileTimeoutSeconds ({}s); the compiler was stopped",
+            limit.as_secs()
+        )));
+    };
+    if status.success() {
+        return Ok(artifact);
+    }
+    if status.code() == Some(COMPILE_REFUSED) {
+        return Err(LoadError::Invalid(stderr));
+    }
+    // An allocation past the cap aborts the process ("memory allocation of
+    // N bytes failed").
+    if stderr.contains("memory allocation") || stderr.contains("out of memory") {
+        return Err(LoadError::Refused(format!(
+            "compiling it needed more than wasmPlugins.compileMemoryMib ({memory_mib} MiB)"
+        )));
+    }
+    Err(LoadError::Engine(format!(
+        "the compiler process failed ({status}){}",
+        if stderr.is_empty() {
+            String::new()
+        } else {
+            format!(": {stderr}")
+        }
+    )))
+}
+
+/// The compiler process's exit code when the component is not valid (its
+/// stderr says why).
+pub const COMPILE_REFUSED: i32 = 3;
+
+#[allow(unsafe_code)]
+fn load_artifact(engine: &Engine, artifact: &[u8]) -> Result<Component, LoadError> {
+    // SAFETY: the artifact was just made by our own compiler process with
+    // this engine's settings, from the bytes being loaded (never from a
+    // file others could write); wasmtime checks its version and settings.
+    unsafe { Component::deserialize(engine, artifact) }
+        .map_err(|e| LoadError::Engine(format!("the compiler process's artifact does not load: {e:#}")))
+}
+
 impl WasmEngine {
     /// An engine; `cache_dir` keeps compiled artifacts across restarts.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
-        let mut cfg = Config::new();
-        cfg.wasm_component_model(true);
-        cfg.epoch_interruption(true);
-        cfg.cranelift_opt_level(wasmtime::OptLevel::Speed);
-        // Proposals the contract does not need are off: several memories in
-        // one module and 64-bit memories (shared memories need the threads
-        // feature, which is not compiled in).
-        cfg.wasm_multi_memory(false);
-        cfg.wasm_memory64(false);
-        let engine = Engine::new(&cfg).map_err(|e| LoadError::Engine(e.to_string()))?;
+        let engine = Engine::new(&engine_config()).map_err(|e| LoadError::Engine(e.to_string()))?;
         let mut linker = Linker::new(&engine);
         // Every minor of the contract is served: a component imports one.
         v0_1::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
@@ -106,8 +266,19 @@ impl WasmEngine {
                 cache_dir,
                 budget: Arc::new(Budget::new(Budget::default_limit())),
                 epochs,
+                compiler: Default::default(),
             }),
         })
+    }
+
+    /// Compiles components with `compiler` from now on.
+    pub fn set_compiler(&self, compiler: Compiler) {
+        *self.inner.compiler.write().unwrap_or_else(|p| p.into_inner()) = compiler;
+    }
+
+    /// Where components are compiled.
+    pub fn compiler(&self) -> Compiler {
+        self.inner.compiler.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// The wasmtime engine.
@@ -124,7 +295,8 @@ impl WasmEngine {
     /// Validates and compiles a component (or loads it from the cache):
     /// checks that it is a component, that it imports nothing but the
     /// plugin world's interfaces, and links it.
-    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Compiled, LoadError> {
+    /// Compiling takes at most `limit` with a [`Compiler::Process`].
+    pub(crate) fn compile(&self, bytes: &[u8], limit: Duration) -> Result<Compiled, LoadError> {
         let sha256 = hex(&Sha256::digest(bytes));
         if !wasmparser_is_component(bytes) {
             return Err(LoadError::NotAComponent(if bytes.starts_with(b"\0asm") {
@@ -150,9 +322,22 @@ impl WasmEngine {
                 }
             }
         }
-        let component = match component {
-            Some(c) => c,
-            None => Component::new(engine, bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?,
+        let component = match (component, self.compiler()) {
+            (Some(c), _) => c,
+            (None, Compiler::InProcess) => {
+                Component::new(engine, bytes).map_err(|e| LoadError::Invalid(format!("{e:#}")))?
+            }
+            (
+                None,
+                Compiler::Process {
+                    program,
+                    args,
+                    memory_mib,
+                },
+            ) => load_artifact(
+                engine,
+                &compile_in_process_of(&program, &args, memory_mib, bytes, limit)?,
+            )?,
         };
         let ty = component.component_type();
         for (name, item) in ty.imports(engine) {
@@ -183,7 +368,11 @@ impl WasmEngine {
             v0_2::SchedulerPluginPre::new(pre).map(BindingsPre::V0_2)
         }
         .map_err(|e| {
-            let version = if v0_1 { "0.1.0" } else { "0.2.0 (or 0.1.0, the earlier contract)" };
+            let version = if v0_1 {
+                "0.1.0"
+            } else {
+                "0.2.0 (or 0.1.0, the earlier contract)"
+            };
             LoadError::Invalid(format!(
                 "it does not export wasmsched:plugin/plugin@{version} as the contract defines it: {e:#}"
             ))

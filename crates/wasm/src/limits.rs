@@ -96,7 +96,7 @@ impl Budget {
 }
 
 /// cgroup v2's `memory.max` (or v1's limit) of this process, if set.
-fn container_memory_limit() -> Option<usize> {
+pub(crate) fn container_memory_limit() -> Option<usize> {
     for path in [
         "/sys/fs/cgroup/memory.max",
         "/sys/fs/cgroup/memory/memory.limit_in_bytes",
