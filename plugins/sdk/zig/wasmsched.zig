@@ -6,6 +6,8 @@
 //!     const ws = @import("wasmsched");
 //!
 //!     pub const metadata = ws.Metadata{ .name = "random", .version = "0.1.0", .points = .{ .score = true } };
+//!     // optionally `.events = &.{...}`: the cluster changes that may make a
+//!     // pod it rejected fit (see `Metadata.events`)
 //!
 //!     pub fn score(pod: ws.Pod, nodes: ws.Nodes, scores: []i64) !void { ... }
 //!
@@ -24,7 +26,8 @@
 //!     pub fn normalizeScore(pod: ws.Pod, scores: []i64) !void          // in place
 //!
 //! An error returned by a hook becomes the contract's `err`: the message given
-//! to `ws.fail`, or else the error's name.
+//! to `ws.fail` (or the host's, for a pod view's `error.Plugin`), or else the
+//! error's name.
 //!
 //! Memory: slices returned by accessors, `ws.allocator` and `ws.print` live in
 //! a per-call arena released after the export returns; never free. `args`
@@ -32,6 +35,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
+//! The SDK targets contract wasmsched:plugin@0.2.0 (wit/plugin.wit).
 
 const std = @import("std");
 
@@ -41,8 +45,11 @@ const CStr = extern struct {
     ptr: ?[*]const u8,
     len: usize,
 
+    /// Empty slices go as null: Zig may give them any address (a
+    /// zero-length allocation's is the top of the address space), and the
+    /// host rejects an address outside memory even for no bytes.
     fn of(s: []const u8) CStr {
-        return .{ .ptr = s.ptr, .len = s.len };
+        return .{ .ptr = if (s.len == 0) null else s.ptr, .len = s.len };
     }
     fn slice(self: CStr) []const u8 {
         return if (self.ptr) |p| p[0..self.len] else "";
@@ -56,6 +63,13 @@ fn CList(comptime T: type) type {
 
         fn slice(self: @This()) []T {
             return if (self.ptr) |p| p[0..self.len] else &[_]T{};
+        }
+        /// A copy of `items` in the arena, mapped by `f`, for the host.
+        fn map(comptime U: type, items: []const U, f: fn (U) T) @This() {
+            if (items.len == 0) return .{ .ptr = null, .len = 0 };
+            const list = allocator.alloc(T, items.len) catch unreachable;
+            for (items, list) |u, *t| t.* = f(u);
+            return .{ .ptr = list.ptr, .len = list.len };
         }
     };
 }
@@ -77,6 +91,27 @@ pub const OptF64 = extern struct {
 
     pub fn get(self: OptF64) ?f64 {
         return if (self.is_some) self.val else null;
+    }
+};
+
+/// An optional count, as `Nodes.domainCounts` returns it.
+pub const OptU32 = extern struct {
+    is_some: bool,
+    val: u32,
+
+    pub fn get(self: OptU32) ?u32 {
+        return if (self.is_some) self.val else null;
+    }
+};
+
+/// A topology domain (a value of the topology label) and its count of
+/// selected pods, as `Nodes.domains` returns it.
+pub const Domain = extern struct {
+    value_: CStr,
+    count: u32,
+
+    pub fn value(self: Domain) []const u8 {
+        return self.value_.slice();
     }
 };
 
@@ -179,6 +214,14 @@ const CStatus = extern struct { code: c_int, reason: CStr };
 const CRejection = extern struct { index: u32, code: u8, reason: CStr };
 const CRejections = extern struct { ptr: ?[*]CRejection, len: usize, cap: usize };
 const CMetadata = extern struct { name: [*:0]const u8, version: [*:0]const u8, points: u32 };
+const CEvents = extern struct { ptr: ?[*]const ClusterEvent, len: usize };
+const CLabelRequirement = extern struct { key: CStr, operator: CStr, values: CList(CStr) };
+const CPodSelector = extern struct {
+    namespaces: CList(CStr),
+    all_namespaces: bool,
+    match_labels: CList(Pair),
+    match_expressions: CList(CLabelRequirement),
+};
 const CErr = ?[*:0]const u8;
 
 extern fn ws_alloc(size: usize, alignment: usize) *anyopaque;
@@ -236,6 +279,9 @@ extern fn ws_nodes_allocatable_all(nodes: CNodes, resource: CStr) CList(i64);
 extern fn ws_nodes_requested_all(nodes: CNodes, resource: CStr) CList(i64);
 extern fn ws_nodes_image_bytes(nodes: CNodes, images: CList(CStr)) CList(i64);
 extern fn ws_nodes_randoms(nodes: CNodes) CList(u64);
+extern fn ws_nodes_pod_counts(nodes: CNodes, selector: *const CPodSelector, counts: *CList(u32)) CErr;
+extern fn ws_nodes_domain_counts(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, counts: *CList(OptU32)) CErr;
+extern fn ws_nodes_domains(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, domains: *CList(Domain)) CErr;
 
 // ---- the contract's types -------------------------------------------------
 
@@ -249,11 +295,96 @@ pub const Points = packed struct(u32) {
     _: u27 = 0,
 };
 
+/// What kind of object changed (kube-scheduler's `EventResource`).
+pub const EventResource = enum(c_int) {
+    node = 0,
+    /// A pod bound or assumed on a node (and the pending pod's own updates).
+    pod = 1,
+    /// A namespace (its labels).
+    namespace = 2,
+};
+
+/// How it changed (kube-scheduler's `ActionType`).
+pub const EventActions = packed struct(u32) {
+    add: bool = false,
+    delete: bool = false,
+    /// Any update, the finer kinds below included.
+    update: bool = false,
+    update_node_allocatable: bool = false,
+    update_node_label: bool = false,
+    /// Or the node became schedulable.
+    update_node_taint: bool = false,
+    update_node_condition: bool = false,
+    update_node_annotation: bool = false,
+    update_pod_label: bool = false,
+    update_pod_scale_down: bool = false,
+    update_pod_toleration: bool = false,
+    _: u21 = 0,
+};
+
+/// A kind of cluster change (kube-scheduler's `ClusterEvent`):
+/// `.{ .resource = .pod, .actions = .{ .add = true, .delete = true } }`.
+pub const ClusterEvent = extern struct {
+    resource: EventResource,
+    actions: EventActions,
+};
+
 /// What the plugin is.
 pub const Metadata = struct {
     name: [:0]const u8,
     version: [:0]const u8,
     points: Points,
+    /// The cluster changes after which a pod this plugin rejected may fit
+    /// (kube-scheduler's `EventsToRegister`): such a pod waits until one of
+    /// them happens (or five minutes pass). null, the default: every change;
+    /// `&.{}`: none (such a pod waits the five minutes).
+    events: ?[]const ClusterEvent = null,
+};
+
+/// A label a pod selector requires.
+pub const Label = struct {
+    key: []const u8,
+    value: []const u8,
+};
+
+/// A requirement of a pod selector (Kubernetes' `LabelSelectorRequirement`).
+pub const LabelRequirement = struct {
+    key: []const u8,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    operator: []const u8,
+    /// `In`, `NotIn`: at least one; `Exists`, `DoesNotExist`: none.
+    values: []const []const u8 = &.{},
+};
+
+/// Which pods a pod view counts (Kubernetes' label selector): those of
+/// `namespaces` (none: the namespace of the pod being scheduled) or, with
+/// `all_namespaces`, of every namespace, whose labels match every label of
+/// `match_labels` and every requirement of `match_expressions` (both empty:
+/// every pod). `.{ .match_labels = &.{.{ .key = "app", .value = app }} }`.
+pub const PodSelector = struct {
+    namespaces: []const []const u8 = &.{},
+    all_namespaces: bool = false,
+    match_labels: []const Label = &.{},
+    match_expressions: []const LabelRequirement = &.{},
+
+    fn lower(self: PodSelector) CPodSelector {
+        return .{
+            .namespaces = CList(CStr).map([]const u8, self.namespaces, CStr.of),
+            .all_namespaces = self.all_namespaces,
+            .match_labels = CList(Pair).map(Label, self.match_labels, lowerLabel),
+            .match_expressions = CList(CLabelRequirement).map(LabelRequirement, self.match_expressions, lowerRequirement),
+        };
+    }
+    fn lowerLabel(l: Label) Pair {
+        return .{ .key_ = CStr.of(l.key), .value_ = CStr.of(l.value) };
+    }
+    fn lowerRequirement(r: LabelRequirement) CLabelRequirement {
+        return .{
+            .key = CStr.of(r.key),
+            .operator = CStr.of(r.operator),
+            .values = CList(CStr).map([]const u8, r.values, CStr.of),
+        };
+    }
 };
 
 /// A verdict, with kube-scheduler's status codes.
@@ -417,12 +548,42 @@ pub const Nodes = struct {
     }
     /// Total size of the named images on each node (each image once).
     pub fn imageBytes(self: Nodes, image_names: []const []const u8) []const i64 {
-        const list = allocator.alloc(CStr, image_names.len) catch unreachable;
-        for (image_names, list) |n, *c| c.* = CStr.of(n);
-        return ws_nodes_image_bytes(self.c, .{ .ptr = list.ptr, .len = list.len }).slice();
+        return ws_nodes_image_bytes(self.c, CList(CStr).map([]const u8, image_names, CStr.of)).slice();
     }
     pub fn randoms(self: Nodes) []const u64 {
         return ws_nodes_randoms(self.c).slice();
+    }
+
+    // Pod views (contract 0.2): the pods bound or assumed on the cluster's
+    // nodes in this cycle (not those being deleted), counted by selector;
+    // one host call each, for the whole batch. An invalid selector fails
+    // with `error.Plugin` and the host's message, which becomes the hook's
+    // `err` when the hook returns the error (`try`), as with `fail`.
+
+    /// For every node of the batch, the number of selected pods on it.
+    pub fn podCounts(self: Nodes, selector: PodSelector) error{Plugin}![]const u32 {
+        var l: CList(u32) = .{ .ptr = null, .len = 0 };
+        const sel = selector.lower();
+        if (ws_nodes_pod_counts(self.c, &sel, &l)) |e| return hostError(e);
+        return l.slice();
+    }
+    /// For every node of the batch, the number of selected pods in its
+    /// domain: on every node of the cluster whose label `topology_key` has
+    /// the same value as this node's. None when the node lacks the label.
+    pub fn domainCounts(self: Nodes, topology_key: []const u8, selector: PodSelector) error{Plugin}![]const OptU32 {
+        var l: CList(OptU32) = .{ .ptr = null, .len = 0 };
+        const sel = selector.lower();
+        if (ws_nodes_domain_counts(self.c, CStr.of(topology_key), &sel, &l)) |e| return hostError(e);
+        return l.slice();
+    }
+    /// Every domain of `topology_key` in the cluster (each value the label
+    /// takes on a node, not only on the batch's nodes) with its number of
+    /// selected pods (0 included), sorted by value.
+    pub fn domains(self: Nodes, topology_key: []const u8, selector: PodSelector) error{Plugin}![]const Domain {
+        var l: CList(Domain) = .{ .ptr = null, .len = 0 };
+        const sel = selector.lower();
+        if (ws_nodes_domains(self.c, CStr.of(topology_key), &sel, &l)) |e| return hostError(e);
+        return l.slice();
     }
 };
 
@@ -492,6 +653,12 @@ pub fn keep(s: []const u8) []const u8 {
 
 var fail_message: ?[:0]const u8 = null;
 
+/// Fails with a message from the host (a NUL-terminated copy in the arena).
+fn hostError(message: [*:0]const u8) error{Plugin} {
+    fail_message = std.mem.span(message);
+    return error.Plugin;
+}
+
 /// Fails the hook with a formatted message: `return ws.fail("bad {s}", .{x});`
 pub fn fail(comptime fmt: []const u8, args: anytype) error{Plugin} {
     fail_message = std.fmt.allocPrintSentinel(allocator, fmt, args, 0) catch "out of memory";
@@ -534,6 +701,10 @@ pub fn plugin(comptime T: type) void {
             .version = meta.version.ptr,
             .points = @bitCast(meta.points),
         };
+        const events: CEvents = if (meta.events) |es|
+            .{ .ptr = if (es.len == 0) null else es.ptr, .len = es.len }
+        else
+            .{ .ptr = null, .len = 0 };
 
         fn configure(args: CStr) callconv(.c) CErr {
             const r: anyerror!void = T.configure(.{ .json = args.slice() });
@@ -569,6 +740,8 @@ pub fn plugin(comptime T: type) void {
         }
     };
     @export(&G.md, .{ .name = "ws_plugin" });
+    // Without it, the C SDK answers metadata `events` none.
+    if (meta.events != null) @export(&G.events, .{ .name = "ws_plugin_events" });
     if (@hasDecl(T, "configure")) @export(&G.configure, .{ .name = "ws_configure" });
     if (@hasDecl(T, "preFilter")) @export(&G.preFilter, .{ .name = "ws_pre_filter" });
     if (@hasDecl(T, "filter")) @export(&G.filter, .{ .name = "ws_filter" });

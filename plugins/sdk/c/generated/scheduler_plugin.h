@@ -62,6 +62,46 @@ typedef struct wasmsched_plugin_cluster_image_t {
   int64_t   size_bytes;
 } wasmsched_plugin_cluster_image_t;
 
+// One requirement of a label selector (Kubernetes'
+// `LabelSelectorRequirement`).
+typedef struct wasmsched_plugin_cluster_label_requirement_t {
+  scheduler_plugin_string_t   key;
+  // `In`, `NotIn`, `Exists` or `DoesNotExist`.
+  scheduler_plugin_string_t   operator_;
+  // The values of `In` and `NotIn` (at least one); empty for
+  // `Exists` and `DoesNotExist`.
+  scheduler_plugin_list_string_t   values;
+} wasmsched_plugin_cluster_label_requirement_t;
+
+typedef struct {
+  scheduler_plugin_string_t f0;
+  scheduler_plugin_string_t f1;
+} scheduler_plugin_tuple2_string_string_t;
+
+typedef struct {
+  scheduler_plugin_tuple2_string_string_t *ptr;
+  size_t len;
+} scheduler_plugin_list_tuple2_string_string_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_label_requirement_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_label_requirement_t;
+
+// Which pods a pod view counts: those of `namespaces` whose labels
+// satisfy every `match-labels` pair and every `match-expressions`
+// requirement (Kubernetes' label selector: both empty select every pod
+// of those namespaces).
+typedef struct wasmsched_plugin_cluster_pod_selector_t {
+  // The namespaces whose pods count; empty: the namespace of the pod
+  // being scheduled (as a pod affinity term without namespaces).
+  scheduler_plugin_list_string_t   namespaces;
+  // Pods of every namespace count (`namespaces` is then ignored).
+  bool   all_namespaces;
+  scheduler_plugin_list_tuple2_string_string_t   match_labels;
+  wasmsched_plugin_cluster_list_label_requirement_t   match_expressions;
+} wasmsched_plugin_cluster_pod_selector_t;
+
 typedef struct wasmsched_plugin_cluster_own_pod_t {
   int32_t __handle;
 } wasmsched_plugin_cluster_own_pod_t;
@@ -82,16 +122,6 @@ typedef struct {
   bool is_some;
   scheduler_plugin_string_t val;
 } scheduler_plugin_option_string_t;
-
-typedef struct {
-  scheduler_plugin_string_t f0;
-  scheduler_plugin_string_t f1;
-} scheduler_plugin_tuple2_string_string_t;
-
-typedef struct {
-  scheduler_plugin_tuple2_string_string_t *ptr;
-  size_t len;
-} scheduler_plugin_list_tuple2_string_string_t;
 
 typedef struct {
   wasmsched_plugin_cluster_quantity_t *ptr;
@@ -148,6 +178,55 @@ typedef struct {
   size_t len;
 } scheduler_plugin_list_u64_t;
 
+typedef struct {
+  uint32_t *ptr;
+  size_t len;
+} scheduler_plugin_list_u32_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    scheduler_plugin_list_u32_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_cluster_result_list_u32_string_t;
+
+typedef struct {
+  bool is_some;
+  uint32_t val;
+} scheduler_plugin_option_u32_t;
+
+typedef struct {
+  scheduler_plugin_option_u32_t *ptr;
+  size_t len;
+} scheduler_plugin_list_option_u32_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    scheduler_plugin_list_option_u32_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_cluster_result_list_option_u32_string_t;
+
+typedef struct {
+  scheduler_plugin_string_t f0;
+  uint32_t f1;
+} scheduler_plugin_tuple2_string_u32_t;
+
+typedef struct {
+  scheduler_plugin_tuple2_string_u32_t *ptr;
+  size_t len;
+} scheduler_plugin_list_tuple2_string_u32_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    scheduler_plugin_list_tuple2_string_u32_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t;
+
 typedef uint8_t wasmsched_plugin_host_level_t;
 
 #define WASMSCHED_PLUGIN_HOST_LEVEL_TRACE 0
@@ -165,6 +244,61 @@ typedef uint8_t exports_wasmsched_plugin_plugin_points_t;
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_SCORE (1 << 3)
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_NORMALIZE_SCORE (1 << 4)
 
+// What kind of object changed (kube-scheduler's `EventResource`).
+typedef uint8_t exports_wasmsched_plugin_plugin_event_resource_t;
+
+// A node.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_NODE 0
+// A pod bound or assumed on a node; a registration also covers the
+// updates of the pending pod itself.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_POD 1
+// A namespace (its labels, which namespace selectors read).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_NAMESPACE 2
+
+// How it changed (kube-scheduler's `ActionType`).
+typedef uint16_t exports_wasmsched_plugin_plugin_event_actions_t;
+
+// Added (a node created, a pod bound or assumed, a namespace
+// created).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_ADD (1 << 0)
+// Deleted (or a pod no longer using its node).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_DELETE (1 << 1)
+// Any update, the finer kinds below included (a namespace has only
+// this one).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE (1 << 2)
+// A node's allocatable changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_NODE_ALLOCATABLE (1 << 3)
+// A node's labels changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_NODE_LABEL (1 << 4)
+// A node's taints changed, or it became schedulable.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_NODE_TAINT (1 << 5)
+// A node's condition statuses changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_NODE_CONDITION (1 << 6)
+// A node's annotations changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_NODE_ANNOTATION (1 << 7)
+// A pod's labels changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_POD_LABEL (1 << 8)
+// A pod requests less than before.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_POD_SCALE_DOWN (1 << 9)
+// A pod's tolerations changed.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_ACTIONS_UPDATE_POD_TOLERATION (1 << 10)
+
+// A kind of cluster change (kube-scheduler's `ClusterEvent`).
+typedef struct exports_wasmsched_plugin_plugin_cluster_event_t {
+  exports_wasmsched_plugin_plugin_event_resource_t   resource;
+  exports_wasmsched_plugin_plugin_event_actions_t   actions;
+} exports_wasmsched_plugin_plugin_cluster_event_t;
+
+typedef struct {
+  exports_wasmsched_plugin_plugin_cluster_event_t *ptr;
+  size_t len;
+} exports_wasmsched_plugin_plugin_list_cluster_event_t;
+
+typedef struct {
+  bool is_some;
+  exports_wasmsched_plugin_plugin_list_cluster_event_t val;
+} exports_wasmsched_plugin_plugin_option_list_cluster_event_t;
+
 // What the plugin is.
 typedef struct exports_wasmsched_plugin_plugin_plugin_metadata_t {
   // The name the scheduler configuration enables it by
@@ -174,6 +308,12 @@ typedef struct exports_wasmsched_plugin_plugin_plugin_metadata_t {
   scheduler_plugin_string_t   version;
   // The points it implements.
   exports_wasmsched_plugin_plugin_points_t   points;
+  // (Since 0.2.) The cluster changes after which a pod this plugin
+  // rejected may fit (kube-scheduler's `EventsToRegister`). Such a
+  // pod waits, unschedulable, until one of them happens (or five
+  // minutes pass), so a narrow list spares the scheduler retries
+  // that cannot succeed. None: every change (as every 0.1 plugin).
+  exports_wasmsched_plugin_plugin_option_list_cluster_event_t   events;
 } exports_wasmsched_plugin_plugin_plugin_metadata_t;
 
 // A verdict, with kube-scheduler's status codes.
@@ -243,7 +383,7 @@ typedef struct {
   } val;
 } exports_wasmsched_plugin_plugin_result_list_s64_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.1.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.2.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -341,12 +481,34 @@ extern void wasmsched_plugin_cluster_method_nodes_requested_all(wasmsched_plugin
 extern void wasmsched_plugin_cluster_method_nodes_image_bytes(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_string_t *names, scheduler_plugin_list_s64_t *ret);
 // `random(i)` for every node.
 extern void wasmsched_plugin_cluster_method_nodes_randoms(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_u64_t *ret);
+// Pod views (since 0.2): the pods bound or assumed on the cluster's
+// nodes in this cycle, counted by label selector, as kube-scheduler's
+// InterPodAffinity and PodTopologySpread count them. Pods being
+// deleted are not counted. The host evaluates a selector once per
+// group of pods with the same namespace and labels, not once per
+// pod, so a call costs about as much as a column accessor. An
+// invalid selector (an unknown operator, `In` without values, a
+// key longer than 1024 bytes, more than 64 requirements) is an
+// error naming the field.
+// For every node of the batch, the number of selected pods on it.
+extern bool wasmsched_plugin_cluster_method_nodes_pod_counts(wasmsched_plugin_cluster_borrow_nodes_t self, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_u32_t *ret, scheduler_plugin_string_t *err);
+// For every node of the batch, the number of selected pods in its
+// topology domain: on every node of the cluster whose label
+// `topology-key` has the same value as this node's. None when the
+// node lacks the label.
+extern bool wasmsched_plugin_cluster_method_nodes_domain_counts(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *topology_key, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_option_u32_t *ret, scheduler_plugin_string_t *err);
+// Every domain of `topology-key` in the cluster (each value the
+// label takes on a node, not only on the batch's nodes) with the
+// number of selected pods in it, sorted by value. Domains without
+// a selected pod are listed with 0, so the minimum over the list is
+// the one a spreading rule compares against.
+extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *topology_key, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_tuple2_string_u32_t *ret, scheduler_plugin_string_t *err);
 
-// Imported Functions from `wasmsched:plugin/host@0.1.0`
+// Imported Functions from `wasmsched:plugin/host@0.2.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.1.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.2.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
@@ -369,6 +531,16 @@ void scheduler_plugin_list_string_free(scheduler_plugin_list_string_t *ptr);
 
 void wasmsched_plugin_cluster_image_free(wasmsched_plugin_cluster_image_t *ptr);
 
+void wasmsched_plugin_cluster_label_requirement_free(wasmsched_plugin_cluster_label_requirement_t *ptr);
+
+void scheduler_plugin_tuple2_string_string_free(scheduler_plugin_tuple2_string_string_t *ptr);
+
+void scheduler_plugin_list_tuple2_string_string_free(scheduler_plugin_list_tuple2_string_string_t *ptr);
+
+void wasmsched_plugin_cluster_list_label_requirement_free(wasmsched_plugin_cluster_list_label_requirement_t *ptr);
+
+void wasmsched_plugin_cluster_pod_selector_free(wasmsched_plugin_cluster_pod_selector_t *ptr);
+
 extern void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle);
 
 extern wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsched_plugin_cluster_own_pod_t handle);
@@ -378,10 +550,6 @@ extern void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own
 extern wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t handle);
 
 void scheduler_plugin_option_string_free(scheduler_plugin_option_string_t *ptr);
-
-void scheduler_plugin_tuple2_string_string_free(scheduler_plugin_tuple2_string_string_t *ptr);
-
-void scheduler_plugin_list_tuple2_string_string_free(scheduler_plugin_list_tuple2_string_string_t *ptr);
 
 void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr);
 
@@ -404,6 +572,26 @@ void scheduler_plugin_list_option_f64_free(scheduler_plugin_list_option_f64_t *p
 void scheduler_plugin_list_s64_free(scheduler_plugin_list_s64_t *ptr);
 
 void scheduler_plugin_list_u64_free(scheduler_plugin_list_u64_t *ptr);
+
+void scheduler_plugin_list_u32_free(scheduler_plugin_list_u32_t *ptr);
+
+void wasmsched_plugin_cluster_result_list_u32_string_free(wasmsched_plugin_cluster_result_list_u32_string_t *ptr);
+
+void scheduler_plugin_option_u32_free(scheduler_plugin_option_u32_t *ptr);
+
+void scheduler_plugin_list_option_u32_free(scheduler_plugin_list_option_u32_t *ptr);
+
+void wasmsched_plugin_cluster_result_list_option_u32_string_free(wasmsched_plugin_cluster_result_list_option_u32_string_t *ptr);
+
+void scheduler_plugin_tuple2_string_u32_free(scheduler_plugin_tuple2_string_u32_t *ptr);
+
+void scheduler_plugin_list_tuple2_string_u32_free(scheduler_plugin_list_tuple2_string_u32_t *ptr);
+
+void wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_free(wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t *ptr);
+
+void exports_wasmsched_plugin_plugin_list_cluster_event_free(exports_wasmsched_plugin_plugin_list_cluster_event_t *ptr);
+
+void exports_wasmsched_plugin_plugin_option_list_cluster_event_free(exports_wasmsched_plugin_plugin_option_list_cluster_event_t *ptr);
 
 void exports_wasmsched_plugin_plugin_plugin_metadata_free(exports_wasmsched_plugin_plugin_plugin_metadata_t *ptr);
 

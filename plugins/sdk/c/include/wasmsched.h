@@ -3,6 +3,8 @@
  *
  * A plugin is one C file that
  *   - names itself:      WS_PLUGIN("my-plugin", "0.1.0", WS_SCORE);
+ *   - optionally, says which cluster changes may make a pod it rejected fit:
+ *                        WS_EVENTS({WS_EVENT_NODE, WS_ADD | WS_UPDATE_NODE_LABEL});
  *   - defines the hooks of the points it implements (any of ws_configure,
  *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score).
  * Hooks it does not define answer "not implemented" (ws_configure: accepts
@@ -16,9 +18,12 @@
  *
  * Errors: a hook returns NULL for success, or an error message (any
  * NUL-terminated string: a literal, ws_buf_cstr, ...): the host gets it as the
- * `err` of the contract's result.
+ * `err` of the contract's result. The accessors that can fail (the pod views)
+ * answer the same way, so a hook can return their error as is.
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
+ *
+ * The SDK targets contract wasmsched:plugin@0.2.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H
@@ -59,12 +64,18 @@ typedef struct ws_quantity { ws_str name; int64_t amount; } ws_quantity;
 typedef struct ws_taint { ws_str key; ws_str value; ws_str effect; } ws_taint;
 typedef struct ws_toleration { ws_str key; ws_str operator_; ws_str value; ws_str effect; } ws_toleration;
 typedef struct ws_condition { ws_str type; ws_str status; } ws_condition;
+typedef struct ws_opt_u32 { bool is_some; uint32_t val; } ws_opt_u32;
+/* A topology domain (a value of the topology label) and its count of pods. */
+typedef struct ws_domain { ws_str value; uint32_t count; } ws_domain;
 
 typedef WS_LIST(ws_str) ws_strs;
 typedef WS_LIST(ws_opt_str) ws_opt_strs;
 typedef WS_LIST(ws_opt_f64) ws_opt_f64s;
 typedef WS_LIST(int64_t) ws_i64s;
 typedef WS_LIST(uint64_t) ws_u64s;
+typedef WS_LIST(uint32_t) ws_u32s;
+typedef WS_LIST(ws_opt_u32) ws_opt_u32s;
+typedef WS_LIST(ws_domain) ws_domains;
 typedef WS_LIST(ws_pair) ws_pairs;
 typedef WS_LIST(ws_quantity) ws_quantities;
 typedef WS_LIST(ws_taint) ws_taints;
@@ -103,6 +114,52 @@ typedef struct ws_metadata {
 /* WS_PLUGIN("node-price", "0.1.0", WS_SCORE | WS_NORMALIZE_SCORE); */
 #define WS_PLUGIN(NAME, VERSION, POINTS) \
     const ws_metadata ws_plugin = {(NAME), (VERSION), (uint32_t)(POINTS)}
+
+/* What kind of object changed (kube-scheduler's EventResource). */
+typedef enum ws_event_resource {
+    WS_EVENT_NODE = 0,
+    WS_EVENT_POD = 1,       /* a pod bound or assumed on a node (and the pending pod's own updates) */
+    WS_EVENT_NAMESPACE = 2, /* its labels */
+} ws_event_resource;
+
+/* How it changed (kube-scheduler's ActionType). */
+typedef enum ws_event_actions {
+    WS_ADD = 1 << 0,
+    WS_DELETE = 1 << 1,
+    WS_UPDATE = 1 << 2, /* any update, the finer kinds below included */
+    WS_UPDATE_NODE_ALLOCATABLE = 1 << 3,
+    WS_UPDATE_NODE_LABEL = 1 << 4,
+    WS_UPDATE_NODE_TAINT = 1 << 5, /* or the node became schedulable */
+    WS_UPDATE_NODE_CONDITION = 1 << 6,
+    WS_UPDATE_NODE_ANNOTATION = 1 << 7,
+    WS_UPDATE_POD_LABEL = 1 << 8,
+    WS_UPDATE_POD_SCALE_DOWN = 1 << 9,
+    WS_UPDATE_POD_TOLERATION = 1 << 10,
+} ws_event_actions;
+
+/* A kind of cluster change (kube-scheduler's ClusterEvent). */
+typedef struct ws_cluster_event {
+    ws_event_resource resource;
+    uint32_t actions; /* ws_event_actions, or-ed */
+} ws_cluster_event;
+
+typedef struct ws_events {
+    const ws_cluster_event *ptr;
+    size_t len;
+} ws_events;
+
+/* The cluster changes after which a pod this plugin rejected may fit
+ * (kube-scheduler's EventsToRegister): such a pod waits until one of them
+ * happens (or five minutes pass).
+ *   WS_EVENTS({WS_EVENT_POD, WS_ADD | WS_DELETE | WS_UPDATE_POD_LABEL},
+ *             {WS_EVENT_NODE, WS_ADD | WS_UPDATE_NODE_LABEL});
+ * Without WS_EVENTS the plugin registers for every change (metadata `events`
+ * is none). An empty list, `const ws_events ws_plugin_events = {NULL, 0};`,
+ * leaves such a pod to the five minutes. */
+#define WS_EVENTS(...)                                                   \
+    static const ws_cluster_event ws_plugin_event_list[] = {__VA_ARGS__}; \
+    const ws_events ws_plugin_events = {                                 \
+        ws_plugin_event_list, sizeof ws_plugin_event_list / sizeof ws_plugin_event_list[0]}
 
 /* ---- handles and accessors (wit: cluster.pod, cluster.nodes) ---------- */
 
@@ -156,6 +213,48 @@ ws_i64s ws_nodes_allocatable_all(ws_nodes nodes, ws_str resource);
 ws_i64s ws_nodes_requested_all(ws_nodes nodes, ws_str resource);
 ws_i64s ws_nodes_image_bytes(ws_nodes nodes, ws_strs images);
 ws_u64s ws_nodes_randoms(ws_nodes nodes);
+
+/* ---- pod views (wit: cluster.nodes, since contract 0.2) ----------------- */
+
+typedef struct ws_label_requirement {
+    ws_str key;
+    ws_str operator_; /* "In", "NotIn", "Exists" or "DoesNotExist" */
+    ws_strs values;   /* In, NotIn: at least one; Exists, DoesNotExist: none */
+} ws_label_requirement;
+typedef WS_LIST(ws_label_requirement) ws_label_requirements;
+
+/* Which pods a pod view counts (Kubernetes' label selector): those of
+ * `namespaces` (none: the namespace of the pod being scheduled) or, with
+ * all_namespaces, of every namespace, whose labels match every pair of
+ * match_labels and every requirement of match_expressions (both empty: every
+ * pod). Zero-initialize it and set what is needed:
+ *   ws_pair app = {WS_S("app"), value};
+ *   ws_pod_selector peers = {.match_labels = {&app, 1}}; */
+typedef struct ws_pod_selector {
+    ws_strs namespaces;
+    bool all_namespaces;
+    ws_pairs match_labels;
+    ws_label_requirements match_expressions;
+} ws_pod_selector;
+
+/* The pods bound or assumed on the cluster's nodes in this cycle (not those
+ * being deleted), counted by selector; one host call each, for the whole
+ * batch. Each returns NULL and sets its last argument, or, for an invalid
+ * selector, the host's error message (NUL-terminated, arena) and an empty
+ * list: `if ((e = ws_nodes_pod_counts(nodes, &peers, &counts))) return e;` */
+
+/* For every node of the batch, the number of selected pods on it. */
+const char *ws_nodes_pod_counts(ws_nodes nodes, const ws_pod_selector *selector, ws_u32s *counts);
+/* For every node of the batch, the number of selected pods in its domain:
+ * on every node of the cluster whose label `topology_key` has the same
+ * value as this node's. None (is_some false) when the node lacks the label. */
+const char *ws_nodes_domain_counts(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
+                                   ws_opt_u32s *counts);
+/* Every domain of `topology_key` in the cluster (each value the label takes
+ * on a node, not only on the batch's nodes) with its number of selected pods
+ * (0 included), sorted by value. */
+const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
+                             ws_domains *domains);
 
 /* ---- results ------------------------------------------------------------ */
 

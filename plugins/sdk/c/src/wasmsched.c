@@ -27,6 +27,17 @@ _Static_assert(offsetof(ws_rejection, code) == offsetof(exports_wasmsched_plugin
 _Static_assert(offsetof(ws_rejection, reason) == offsetof(exports_wasmsched_plugin_plugin_rejection_t, reason), "rejection.reason");
 _Static_assert(offsetof(ws_opt_f64, val) == offsetof(scheduler_plugin_option_f64_t, val), "option<f64>");
 _Static_assert(offsetof(ws_image, size_bytes) == offsetof(wasmsched_plugin_cluster_image_t, size_bytes), "image");
+SAME_LAYOUT(ws_opt_u32, scheduler_plugin_option_u32_t);
+SAME_LAYOUT(ws_domain, scheduler_plugin_tuple2_string_u32_t);
+_Static_assert(offsetof(ws_opt_u32, val) == offsetof(scheduler_plugin_option_u32_t, val), "option<u32>");
+_Static_assert(offsetof(ws_domain, count) == offsetof(scheduler_plugin_tuple2_string_u32_t, f1), "domain");
+/* Selectors go to the host as the plugin wrote them. */
+SAME_LAYOUT(ws_label_requirement, wasmsched_plugin_cluster_label_requirement_t);
+SAME_LAYOUT(ws_pod_selector, wasmsched_plugin_cluster_pod_selector_t);
+_Static_assert(offsetof(ws_label_requirement, values) == offsetof(wasmsched_plugin_cluster_label_requirement_t, values), "label-requirement");
+_Static_assert(offsetof(ws_pod_selector, all_namespaces) == offsetof(wasmsched_plugin_cluster_pod_selector_t, all_namespaces), "pod-selector");
+_Static_assert(offsetof(ws_pod_selector, match_labels) == offsetof(wasmsched_plugin_cluster_pod_selector_t, match_labels), "pod-selector");
+_Static_assert(offsetof(ws_pod_selector, match_expressions) == offsetof(wasmsched_plugin_cluster_pod_selector_t, match_expressions), "pod-selector");
 
 /* ======================================================================
  * Memory: one bump arena over the linear memory above __heap_base.
@@ -736,6 +747,40 @@ ws_i64s ws_nodes_image_bytes(ws_nodes nodes, ws_strs images) {
 LIST_GETTER(ws_u64s, scheduler_plugin_list_u64_t, ws_nodes_randoms(ws_nodes nodes),
             wasmsched_plugin_cluster_method_nodes_randoms(N(nodes), &l))
 
+/* The generated bindings take the selector by non-const pointer; they only
+ * read it. */
+static inline wasmsched_plugin_cluster_pod_selector_t *SEL(const ws_pod_selector *s) {
+    return (wasmsched_plugin_cluster_pod_selector_t *)(uintptr_t)s;
+}
+
+/* The pod views: the list on success (left empty on error); the host's error
+ * as a NUL-terminated copy. */
+const char *ws_nodes_pod_counts(ws_nodes nodes, const ws_pod_selector *selector, ws_u32s *counts) {
+    scheduler_plugin_list_u32_t l = {0};
+    gstr err;
+    bool ok = wasmsched_plugin_cluster_method_nodes_pod_counts(N(nodes), SEL(selector), &l, &err);
+    *counts = (ws_u32s){l.ptr, l.len};
+    return ok ? NULL : ws_str_cstr(S(err));
+}
+
+const char *ws_nodes_domain_counts(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
+                                   ws_opt_u32s *counts) {
+    gstr k = G(topology_key), err;
+    scheduler_plugin_list_option_u32_t l = {0};
+    bool ok = wasmsched_plugin_cluster_method_nodes_domain_counts(N(nodes), &k, SEL(selector), &l, &err);
+    *counts = (ws_opt_u32s){(ws_opt_u32 *)l.ptr, l.len};
+    return ok ? NULL : ws_str_cstr(S(err));
+}
+
+const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
+                             ws_domains *domains) {
+    gstr k = G(topology_key), err;
+    scheduler_plugin_list_tuple2_string_u32_t l = {0};
+    bool ok = wasmsched_plugin_cluster_method_nodes_domains(N(nodes), &k, SEL(selector), &l, &err);
+    *domains = (ws_domains){(ws_domain *)l.ptr, l.len};
+    return ok ? NULL : ws_str_cstr(S(err));
+}
+
 /* ======================================================================
  * Results
  * ====================================================================== */
@@ -787,6 +832,11 @@ __attribute__((weak)) const char *ws_normalize_score(ws_pod pod, int64_t *scores
  * ====================================================================== */
 
 extern const ws_metadata ws_plugin; /* WS_PLUGIN(...) in the plugin */
+/* WS_EVENTS(...) in the plugin, if any (weak: its address is NULL without). */
+extern const ws_events ws_plugin_events __attribute__((weak));
+
+/* Every flag of the contract's event-actions. */
+#define EVENT_ACTIONS ((1u << 11) - 1)
 
 static bool finish(const char *error, gstr *err) {
     call_leave();
@@ -803,6 +853,17 @@ void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_pl
     ret->name = G(ws_cstr(ws_plugin.name));
     ret->version = G(ws_cstr(ws_plugin.version));
     ret->points = (exports_wasmsched_plugin_plugin_points_t)ws_plugin.points;
+    ret->events.is_some = &ws_plugin_events != NULL;
+    if (ret->events.is_some) {
+        size_t n = ws_plugin_events.len;
+        exports_wasmsched_plugin_plugin_cluster_event_t *events =
+            ws_alloc(n * sizeof *events, _Alignof(exports_wasmsched_plugin_plugin_cluster_event_t));
+        for (size_t i = 0; i < n; i++) {
+            events[i].resource = (exports_wasmsched_plugin_plugin_event_resource_t)ws_plugin_events.ptr[i].resource;
+            events[i].actions = (exports_wasmsched_plugin_plugin_event_actions_t)(ws_plugin_events.ptr[i].actions & EVENT_ACTIONS);
+        }
+        ret->events.val = (exports_wasmsched_plugin_plugin_list_cluster_event_t){events, n};
+    }
     call_leave();
 }
 
