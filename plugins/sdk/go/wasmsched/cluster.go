@@ -49,6 +49,39 @@ type Option[T any] struct {
 	Value T
 }
 
+// PodSelector chooses the pods a pod view counts: those of Namespaces whose
+// labels have every MatchLabels pair and satisfy every MatchExpressions
+// requirement (Kubernetes' label selector: both empty select every pod of
+// those namespaces).
+type PodSelector struct {
+	// Namespaces whose pods count; empty: the namespace of the pod being
+	// scheduled (as a pod affinity term without namespaces).
+	Namespaces []string
+	// AllNamespaces counts the pods of every namespace (Namespaces is then
+	// ignored).
+	AllNamespaces bool
+	MatchLabels   map[string]string
+	// MatchExpressions is Kubernetes' matchExpressions.
+	MatchExpressions []LabelRequirement
+}
+
+// LabelRequirement is one requirement of a label selector.
+type LabelRequirement struct {
+	Key string
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	Operator string
+	// Values of In and NotIn (at least one); empty for Exists and
+	// DoesNotExist.
+	Values []string
+}
+
+// DomainCount is a topology domain (a value of the topology key) and the
+// number of selected pods in it.
+type DomainCount struct {
+	Value string
+	Count int
+}
+
 // Pod is the pod being scheduled: a handle valid during the call that
 // receives it. Every accessor asks the host and copies only what it returns.
 type Pod struct{ h int32 }
@@ -318,6 +351,72 @@ func (ns Nodes) Randoms() []uint64 {
 	nodesRandoms(ns.h, retArea())
 	v := retI64s()
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(v))), len(v))
+}
+
+// The pod views count the pods bound or assumed on the cluster's nodes in
+// this cycle (not those being deleted), as kube-scheduler's InterPodAffinity
+// and PodTopologySpread count them. The host matches a selector once per
+// group of pods with the same namespace and labels, so a call costs about as
+// much as a column accessor. An invalid selector (an unknown operator, In
+// without values, ...) is an error naming the field.
+
+// PodCounts is, for every node, the number of pods on it that sel selects.
+func (ns Nodes) PodCounts(sel PodSelector) ([]int, error) {
+	f := lowerSelector(sel)
+	nodesPodCounts(ns.h, f.ns, f.nsLen, f.all, f.labels, f.labelsLen, f.exprs, f.exprsLen, retArea())
+	base, n, err := retResult("pod-counts")
+	if err != nil {
+		return nil, err
+	}
+	v := make([]int, n)
+	for i := range v {
+		v[i] = int(u32At(base + addr(i)*4))
+	}
+	return v, nil
+}
+
+// DomainCounts is, for every node, the number of pods that sel selects in
+// its topology domain: on every node of the cluster whose label topologyKey
+// has the same value as this node's. Not Ok when the node lacks the label.
+func (ns Nodes) DomainCounts(topologyKey string, sel PodSelector) ([]Option[int], error) {
+	f := lowerSelector(sel)
+	kp, kn := lowerString(topologyKey)
+	nodesDomainCounts(ns.h, kp, kn, f.ns, f.nsLen, f.all, f.labels, f.labelsLen, f.exprs, f.exprsLen, retArea())
+	base, n, err := retResult("domain-counts")
+	if err != nil {
+		return nil, err
+	}
+	// option<u32>: 8-byte elements, tag at 0, value at 4.
+	v := make([]Option[int], n)
+	for i := range v {
+		e := base + addr(i)*8
+		if u8At(e) != 0 {
+			v[i] = Option[int]{Ok: true, Value: int(u32At(e + 4))}
+		}
+	}
+	return v, nil
+}
+
+// Domains is every domain of topologyKey in the cluster (each value the
+// label takes on a node, not only on the batch's nodes) with the number of
+// pods that sel selects in it, sorted by value. Domains without a selected
+// pod are listed with 0, so the minimum over the list is the one a
+// spreading rule compares against.
+func (ns Nodes) Domains(topologyKey string, sel PodSelector) ([]DomainCount, error) {
+	f := lowerSelector(sel)
+	kp, kn := lowerString(topologyKey)
+	nodesDomains(ns.h, kp, kn, f.ns, f.nsLen, f.all, f.labels, f.labelsLen, f.exprs, f.exprsLen, retArea())
+	base, n, err := retResult("domains")
+	if err != nil {
+		return nil, err
+	}
+	// tuple<string, u32>: 12-byte elements, string at 0, count at 8.
+	v := make([]DomainCount, n)
+	for i := range v {
+		e := base + addr(i)*12
+		v[i] = DomainCount{Value: stringAt(e), Count: int(u32At(e + 8))}
+	}
+	return v, nil
 }
 
 // retOptStrings reads list<option<string>>: 12-byte elements, tag at 0.

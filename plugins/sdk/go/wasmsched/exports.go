@@ -119,7 +119,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -128,13 +128,44 @@ func exportMetadata() addr {
 	if registered.plugin == nil {
 		name = ""
 	}
+	// plugin-metadata: {name: string @0, version: string @8, points: u8
+	// @16, events: option<list<cluster-event>> @20}, 32 bytes.
 	strOut(a, name)
 	strOut(a+8, registered.version)
 	putU32(a+16, points(registered.plugin)) // no plugin: no points
+	eventsOut(a + 20)
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#configure
+// eventsOut writes the plugin's option<list<cluster-event>> at a: tag at 0,
+// list at 4, of {resource: u8 @0, actions: u16 @2} (4 bytes). None (every
+// change) when the plugin has no EventsToRegister.
+func eventsOut(a addr) {
+	p, ok := registered.plugin.(EnqueueExtensions)
+	if !ok {
+		putU32(a, 0)
+		return
+	}
+	// metadata has no error result: a panic traps, logged first.
+	defer func() {
+		if r := recover(); r != nil {
+			Errorf("events-to-register: panic: %v", r)
+			panic(r)
+		}
+	}()
+	events := p.EventsToRegister()
+	words := make([]uint16, 2*len(events))
+	for i, e := range events {
+		words[2*i] = uint16(e.Resource)
+		words[2*i+1] = uint16(e.Actions)
+	}
+	hold(words)
+	putU32(a, 1)
+	putU32(a+4, addrOf(unsafe.Pointer(unsafe.SliceData(words))))
+	putU32(a+8, uint32(len(events)))
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -174,7 +205,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -194,7 +225,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -224,7 +255,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -245,7 +276,7 @@ func exportPreScore(pod, nodes int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#score
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -266,7 +297,7 @@ func exportScore(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.1.0#normalize-score
+//go:wasmexport wasmsched:plugin/plugin@0.2.0#normalize-score
 func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
 	begin()
 	defer end()

@@ -18,9 +18,10 @@
 //
 //	func main() {}
 //
-// The points the plugin implements are the methods it has. A returned
-// error, or a panic, becomes the contract's error result: the host applies
-// the plugin's failure policy and logs the message.
+// The points the plugin implements are the methods it has; an
+// EventsToRegister method lists the cluster changes that may make a pod it
+// rejected fit. A returned error, or a panic, becomes the contract's error
+// result: the host applies the plugin's failure policy and logs the message.
 //
 // Build with plugins/build.sh go DIR (standard Go, GOOS=wasip1,
 // -buildmode=c-shared): the component imports only the plugin world.
@@ -67,6 +68,68 @@ type Scorer interface {
 type ScoreNormalizer interface {
 	NormalizeScore(pod Pod, scores []int64) ([]int64, error)
 }
+
+// EnqueueExtensions lists the cluster changes after which a pod the plugin
+// rejected may fit (kube-scheduler's EventsToRegister). Such a pod waits,
+// unschedulable, until one of them happens (or five minutes pass), so a
+// narrow list spares the scheduler retries that cannot succeed. A plugin
+// without the method registers for every change; an empty list registers
+// for none. It is called before Configure, so it cannot depend on the args.
+type EnqueueExtensions interface {
+	EventsToRegister() []ClusterEvent
+}
+
+// ClusterEvent is a kind of cluster change (kube-scheduler's ClusterEvent).
+type ClusterEvent struct {
+	Resource EventResource
+	Actions  EventActions
+}
+
+// EventResource is what kind of object changed (kube-scheduler's
+// EventResource).
+type EventResource uint8
+
+const (
+	// ResourceNode: a node.
+	ResourceNode EventResource = iota
+	// ResourcePod: a pod bound or assumed on a node; a registration also
+	// covers the updates of the pending pod itself.
+	ResourcePod
+	// ResourceNamespace: a namespace (its labels, which namespace selectors
+	// read).
+	ResourceNamespace
+)
+
+// EventActions is how it changed, a set of flags (kube-scheduler's
+// ActionType): combine them with |.
+type EventActions uint16
+
+const (
+	// ActionAdd: a node created, a pod bound or assumed, a namespace created.
+	ActionAdd EventActions = 1 << iota
+	// ActionDelete: deleted (or a pod no longer using its node).
+	ActionDelete
+	// ActionUpdate: any update, the finer kinds below included (a namespace
+	// has only this one).
+	ActionUpdate
+	// ActionUpdateNodeAllocatable: a node's allocatable changed.
+	ActionUpdateNodeAllocatable
+	// ActionUpdateNodeLabel: a node's labels changed.
+	ActionUpdateNodeLabel
+	// ActionUpdateNodeTaint: a node's taints changed, or it became
+	// schedulable.
+	ActionUpdateNodeTaint
+	// ActionUpdateNodeCondition: a node's condition statuses changed.
+	ActionUpdateNodeCondition
+	// ActionUpdateNodeAnnotation: a node's annotations changed.
+	ActionUpdateNodeAnnotation
+	// ActionUpdatePodLabel: a pod's labels changed.
+	ActionUpdatePodLabel
+	// ActionUpdatePodScaleDown: a pod requests less than before.
+	ActionUpdatePodScaleDown
+	// ActionUpdatePodToleration: a pod's tolerations changed.
+	ActionUpdatePodToleration
+)
 
 // Code is a verdict, with kube-scheduler's status codes.
 type Code uint8
