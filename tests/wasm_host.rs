@@ -440,7 +440,10 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let other = guest::assemble("other-world", "(component)");
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
-        LoadError::Invalid(m) => assert!(m.contains("does not export wasmsched:plugin/plugin@0.2.0 (or 0.1.0, the earlier contract)"), "{m}"),
+        LoadError::Invalid(m) => assert!(
+            m.contains("does not export wasmsched:plugin/plugin@0.2.0 (or 0.1.0, the earlier contract)"),
+            "{m}"
+        ),
         e => panic!("{e:?}"),
     }
 }
