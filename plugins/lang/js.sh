@@ -14,10 +14,11 @@
 #
 # Engine (WASMSCHED_JS_BACKEND): `starlingmonkey` (the default) builds with
 # `-d all` (no WASI import at all); `quickjs` builds with the QuickJS backend
-# and --backend-qjs-stub-wasi: smaller and faster, but componentize-qjs 0.4.5
-# drops borrowed handles only after the call returns, so wasmtime traps every
-# call that receives the pod or the nodes ("borrow handles still remain at the
-# end of the call"). Use it once componentize-qjs fixes that.
+# and --backend-qjs-stub-wasi: smaller and faster, but its adapter module
+# has several memories, which the host refuses (multi-memory is off), and
+# componentize-qjs 0.4.5 drops borrowed handles only after the call returns,
+# so wasmtime would trap every call that receives the pod or the nodes. Use
+# it once both are fixed.
 set -euo pipefail
 dir="$(cd "${1:?usage: js.sh DIR OUT}" && pwd)"
 out="${2:?usage: js.sh DIR OUT}"

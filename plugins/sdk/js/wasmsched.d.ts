@@ -24,6 +24,32 @@ export declare const Points: {
   readonly NORMALIZE_SCORE: "normalizeScore";
 };
 
+export type EventResource = "node" | "pod" | "namespace";
+export declare const EventResource: {
+  readonly NODE: "node";
+  readonly POD: "pod";
+  readonly NAMESPACE: "namespace";
+};
+export type EventAction =
+  | "add" | "delete" | "update"
+  | "updateNodeAllocatable" | "updateNodeLabel" | "updateNodeTaint" | "updateNodeCondition" | "updateNodeAnnotation"
+  | "updatePodLabel" | "updatePodScaleDown" | "updatePodToleration";
+export declare const EventActions: {
+  readonly ADD: "add";
+  readonly DELETE: "delete";
+  readonly UPDATE: "update";
+  readonly UPDATE_NODE_ALLOCATABLE: "updateNodeAllocatable";
+  readonly UPDATE_NODE_LABEL: "updateNodeLabel";
+  readonly UPDATE_NODE_TAINT: "updateNodeTaint";
+  readonly UPDATE_NODE_CONDITION: "updateNodeCondition";
+  readonly UPDATE_NODE_ANNOTATION: "updateNodeAnnotation";
+  readonly UPDATE_POD_LABEL: "updatePodLabel";
+  readonly UPDATE_POD_SCALE_DOWN: "updatePodScaleDown";
+  readonly UPDATE_POD_TOLERATION: "updatePodToleration";
+};
+/** A kind of cluster change: changes of `resource` of any of `actions`. */
+export interface ClusterEvent { resource: EventResource; actions: EventAction[] }
+
 export interface Status { code: Code; reason?: string }
 export interface Rejection { index: number; code?: Code; reason?: string }
 export interface Quantity { name: string; amount: number }
@@ -31,6 +57,19 @@ export interface Taint { key: string; value: string; effect: string }
 export interface Toleration { key: string; operator: string; value: string; effect: string }
 export interface Condition { type: string; status: string }
 export interface Image { names: string[]; sizeBytes: number }
+/** `key operator values`: operator `In`, `NotIn` (values: at least one),
+ * `Exists` or `DoesNotExist` (no values). */
+export interface LabelRequirement { key: string; operator: string; values?: string[] }
+/** Which pods a pod view counts (every field optional): those with every
+ * label of `matchLabels` that satisfy every `matchExpressions` requirement
+ * (both empty: every pod), in `namespaces` (empty: the namespace of the pod
+ * being scheduled) or in every namespace with `allNamespaces`. */
+export interface PodSelector {
+  matchLabels?: Record<string, string> | [string, string][];
+  matchExpressions?: LabelRequirement[];
+  namespaces?: string[];
+  allNamespaces?: boolean;
+}
 
 /** The pod being scheduled; valid during the call that receives it. */
 export interface Pod {
@@ -83,12 +122,26 @@ export interface Nodes {
   requestedAll(name: string): number[];
   imageBytes(names: string[]): number[];
   randoms(): number[];
+  // Pod views: the pods bound or assumed in the cluster that `selector`
+  // selects, counted; they throw a PluginError when the host rejects the
+  // selector.
+  /** Per node of the batch: the selected pods on it. */
+  podCounts(selector?: PodSelector): number[];
+  /** Per node of the batch: the selected pods in its domain of
+   * `topologyKey`; none when the node lacks the label. */
+  domainCounts(topologyKey: string, selector?: PodSelector): Opt<number>[];
+  /** Every domain of `topologyKey` in the cluster with its selected pods
+   * (0 included), sorted by value. */
+  domains(topologyKey: string, selector?: PodSelector): [string, number][];
 }
 
 export interface PluginDefinition {
   name: string;
   version?: string;
   points?: Point[];
+  /** The cluster changes after which a pod the plugin rejected may fit;
+   * not set: every change. */
+  events?: ClusterEvent[];
   configure?(args: any): void;
   preFilter?(pod: Pod): Status | Code | void;
   filter?(pod: Pod, nodes: Nodes): Iterable<Rejection>;

@@ -9,13 +9,15 @@
 //   });
 //
 // The points a plugin implements are the functions it defines (preFilter,
-// filter, preScore, score, normalizeScore) unless `points` lists them.
-// `configure(args)` receives the args as parsed JSON. Throwing (a
-// PluginError, an Error or a string) returns an error to the host.
-// `pod` and `nodes` are the contract's handles, with the WIT accessors in
-// camelCase (see README.md and wasmsched.d.ts).
+// filter, preScore, score, normalizeScore) unless `points` lists them;
+// `events` lists the cluster changes a pod it rejected waits for (default:
+// every change). `configure(args)` receives the args as parsed JSON.
+// Throwing (a PluginError, an Error or a string) returns an error to the
+// host. `pod` and `nodes` are the contract's handles, with the WIT accessors
+// in camelCase (see README.md and wasmsched.d.ts); the pod views take a
+// plain-object selector. The SDK builds against contract 0.2 (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.1.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.2.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -34,8 +36,32 @@ export const Points = Object.freeze({
   NORMALIZE_SCORE: "normalizeScore",
 });
 
+/** The kinds of object, as `events[].resource` takes them. */
+export const EventResource = Object.freeze({
+  NODE: "node",
+  POD: "pod",
+  NAMESPACE: "namespace",
+});
+
+/** The kinds of change, as `events[].actions` takes them. */
+export const EventActions = Object.freeze({
+  ADD: "add",
+  DELETE: "delete",
+  UPDATE: "update",
+  UPDATE_NODE_ALLOCATABLE: "updateNodeAllocatable",
+  UPDATE_NODE_LABEL: "updateNodeLabel",
+  UPDATE_NODE_TAINT: "updateNodeTaint",
+  UPDATE_NODE_CONDITION: "updateNodeCondition",
+  UPDATE_NODE_ANNOTATION: "updateNodeAnnotation",
+  UPDATE_POD_LABEL: "updatePodLabel",
+  UPDATE_POD_SCALE_DOWN: "updatePodScaleDown",
+  UPDATE_POD_TOLERATION: "updatePodToleration",
+});
+
 const POINTS = ["preFilter", "filter", "preScore", "score", "normalizeScore"];
 const CODES = new Set(Object.values(Code));
+const RESOURCES = Object.values(EventResource);
+const ACTIONS = Object.values(EventActions);
 
 /** An error whose message the host receives as is. */
 export class PluginError extends Error {
@@ -91,8 +117,10 @@ function status(v) {
   return { code: v.code ?? "success", reason: v.reason ?? "" };
 }
 
-// s64 crosses as a BigInt on StarlingMonkey, as a Number on QuickJS.
+// s64 crosses as a BigInt on StarlingMonkey, as a Number on QuickJS; an
+// absent option as undefined on StarlingMonkey, as null on QuickJS.
 const BIG = globalThis.__wasmsched_backend !== "quickjs";
+const NONE = BIG ? undefined : null;
 function scores(v) {
   const a = Array.isArray(v) ? v : Array.from(v);
   if (!BIG) return a;
@@ -105,6 +133,64 @@ function numbers(v) {
   return Array.from(v, Number);
 }
 
+// The pod views take a plain-object selector (every field optional), return
+// plain arrays and throw a PluginError with the host's error. They replace
+// the generated ones on the class of the `nodes` handle when the first one
+// comes in.
+function podSelector(s) {
+  const labels = s?.matchLabels ?? {};
+  return {
+    namespaces: s?.namespaces ?? [],
+    allNamespaces: Boolean(s?.allNamespaces),
+    matchLabels: Array.isArray(labels) ? labels : Object.entries(labels),
+    matchExpressions: (s?.matchExpressions ?? []).map((r) => ({
+      key: r.key,
+      operator: r.operator,
+      values: r.values ?? [],
+    })),
+  };
+}
+function view(f) {
+  try {
+    return Array.from(f());
+  } catch (e) {
+    // An err result comes as an error whose payload is the host's message.
+    if (e != null && typeof e.payload === "string") throw new PluginError(e.payload);
+    throw e;
+  }
+}
+let viewsReady = false;
+function withViews(nodes) {
+  if (viewsReady) return nodes;
+  const proto = Object.getPrototypeOf(nodes);
+  const { podCounts, domainCounts, domains } = proto;
+  proto.podCounts = function (selector) {
+    return view(() => podCounts.call(this, podSelector(selector)));
+  };
+  proto.domainCounts = function (topologyKey, selector) {
+    return view(() => domainCounts.call(this, topologyKey, podSelector(selector)));
+  };
+  proto.domains = function (topologyKey, selector) {
+    return view(() => domains.call(this, topologyKey, podSelector(selector)));
+  };
+  viewsReady = true;
+  return nodes;
+}
+
+// `events` as metadata takes it; not declared: none (every change).
+function clusterEvents(events) {
+  if (events === undefined || events === null) return NONE;
+  if (!Array.isArray(events)) throw new Error("definePlugin: `events` must be an array of { resource, actions }");
+  return events.map((e) => {
+    if (!RESOURCES.includes(e?.resource)) throw new Error(`definePlugin: unknown event resource ${e?.resource}`);
+    if (!Array.isArray(e.actions)) throw new Error(`definePlugin: the actions of a ${e.resource} event must be an array`);
+    for (const a of e.actions) {
+      if (!ACTIONS.includes(a)) throw new Error(`definePlugin: unknown event action ${a}`);
+    }
+    return { resource: e.resource, actions: Object.fromEntries(ACTIONS.map((a) => [a, e.actions.includes(a)])) };
+  });
+}
+
 /**
  * Turns a plugin definition into the export of world `scheduler-plugin`.
  * The plugin module must `export default definePlugin({...})`.
@@ -113,6 +199,7 @@ function numbers(v) {
  * @param {string} def.name  the name the scheduler configuration enables it by
  * @param {string} [def.version]
  * @param {string[]} [def.points]  default: the point functions defined
+ * @param {{resource: string, actions: string[]}[]} [def.events]  default: every change
  * @param {(args: any) => void} [def.configure]  args parsed from JSON
  * @param {(pod) => Status|string|void} [def.preFilter]
  * @param {(pod, nodes) => Rejection[]} [def.filter]
@@ -130,6 +217,7 @@ export function definePlugin(def) {
     if (typeof def[p] !== "function") throw new Error(`definePlugin: point ${p} has no function`);
   }
   const flags = Object.fromEntries(POINTS.map((p) => [p, points.includes(p)]));
+  const events = clusterEvents(def.events);
   const notImplemented = () => {
     throw "not implemented";
   };
@@ -151,7 +239,7 @@ export function definePlugin(def) {
   const configure = def.configure ? def.configure.bind(def) : () => {};
 
   return {
-    metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags }),
+    metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags, events }),
     configure: guard((args) => {
       let parsed;
       try {
@@ -164,13 +252,13 @@ export function definePlugin(def) {
     preFilter: guard((pod) => status(preFilter(pod))),
     filter: guard((pod, nodes) => {
       const out = [];
-      for (const r of filter(pod, nodes) ?? []) {
+      for (const r of filter(pod, withViews(nodes)) ?? []) {
         out.push(r.code !== undefined && r.reason !== undefined ? r : { index: r.index, code: r.code ?? "unschedulable", reason: r.reason ?? "" });
       }
       return out;
     }),
-    preScore: guard((pod, nodes) => status(preScore(pod, nodes))),
-    score: guard((pod, nodes) => scores(score(pod, nodes))),
+    preScore: guard((pod, nodes) => status(preScore(pod, withViews(nodes)))),
+    score: guard((pod, nodes) => scores(score(pod, withViews(nodes)))),
     normalizeScore: guard((pod, s) => scores(normalizeScore(pod, numbers(s)))),
   };
 }

@@ -13,22 +13,26 @@ turns the module into a component of world ``wasmsched:plugin/scheduler-plugin``
             return [r % 101 for r in nodes.randoms()]
 
 The points a plugin implements are the methods it overrides (or the
-``points`` attribute, if set). ``configure`` receives the args as parsed JSON.
-Raise :class:`PluginError` (or any exception) to return an error to the host.
-``pod`` and ``nodes`` are the contract's handles: see :class:`Pod` and
-:class:`Nodes` for their accessors (snake_case names of the WIT functions).
+``points`` attribute, if set); ``events`` lists the cluster changes a pod it
+rejected waits for (default: every change). ``configure`` receives the args
+as parsed JSON. Raise :class:`PluginError` (or any exception) to return an
+error to the host. ``pod`` and ``nodes`` are the contract's handles: see
+:class:`Pod` and :class:`Nodes` for their accessors (snake_case names of the
+WIT functions); the pod views take a :class:`PodSelector`. The SDK builds
+against contract 0.2 (``wit/plugin.wit``).
 """
 
 from __future__ import annotations
 
 import json as _json
 import sys as _sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, Flag, auto
-from typing import Iterable, List, Optional, Protocol, Tuple
+from typing import Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 
 __all__ = [
     "Plugin", "PluginError", "Code", "Status", "Rejection", "Points", "Level",
+    "EventResource", "EventActions", "ClusterEvent", "LabelRequirement", "PodSelector",
     "Pod", "Nodes", "log", "trace", "debug", "info", "warn", "error",
 ]
 
@@ -72,8 +76,46 @@ class Points(Flag):
     NORMALIZE_SCORE = auto()
 
 
+class EventResource(Enum):
+    """What kind of object changed (kube-scheduler's ``EventResource``)."""
+
+    #: A node.
+    NODE = 0
+    #: A pod bound or assumed on a node (and updates of the pending pod).
+    POD = 1
+    #: A namespace (its labels).
+    NAMESPACE = 2
+
+
+class EventActions(Flag):
+    """How it changed (kube-scheduler's ``ActionType``). ``UPDATE`` is any
+    update, the finer kinds included."""
+
+    ADD = auto()
+    DELETE = auto()
+    UPDATE = auto()
+    UPDATE_NODE_ALLOCATABLE = auto()
+    UPDATE_NODE_LABEL = auto()
+    UPDATE_NODE_TAINT = auto()
+    UPDATE_NODE_CONDITION = auto()
+    UPDATE_NODE_ANNOTATION = auto()
+    UPDATE_POD_LABEL = auto()
+    UPDATE_POD_SCALE_DOWN = auto()
+    UPDATE_POD_TOLERATION = auto()
+
+
+@dataclass
+class ClusterEvent:
+    """A kind of cluster change a plugin registers for: changes of
+    ``resource`` of any of the kinds in ``actions``."""
+
+    resource: EventResource
+    actions: EventActions
+
+
 class PluginError(Exception):
-    """Raised by a plugin: the host receives ``str(error)`` as the error."""
+    """Raised by a plugin: the host receives ``str(error)`` as the error.
+    The pod views raise it too, with the host's error."""
 
 
 # ---------------------------------------------------------------------------
@@ -126,6 +168,46 @@ def warn(message: str) -> None:
 
 def error(message: str) -> None:
     log(Level.ERROR, message)
+
+
+# ---------------------------------------------------------------------------
+# Label selectors of the pod views
+
+
+@dataclass
+class LabelRequirement:
+    """One requirement of a label selector: ``key`` ``operator`` (``In``,
+    ``NotIn``, ``Exists``, ``DoesNotExist``) ``values`` (at least one for
+    ``In`` and ``NotIn``, none otherwise)."""
+
+    key: str
+    operator: str
+    values: List[str] = field(default_factory=list)
+
+
+@dataclass
+class PodSelector:
+    """Which pods a pod view counts: those with every label of
+    ``match_labels`` (a dict, or (key, value) pairs) that satisfy every
+    requirement of ``match_expressions`` (both empty: every pod), in
+    ``namespaces`` (empty: the namespace of the pod being scheduled) or in
+    every namespace with ``all_namespaces``."""
+
+    match_labels: Union[Mapping[str, str], Iterable[Tuple[str, str]]] = field(default_factory=dict)
+    match_expressions: List[LabelRequirement] = field(default_factory=list)
+    namespaces: List[str] = field(default_factory=list)
+    all_namespaces: bool = False
+
+
+def _selector(selector: Optional[PodSelector], fields: dict) -> PodSelector:
+    """A pod view's selector: the one given, or one made of keyword args."""
+    if selector is None:
+        return PodSelector(**fields)
+    if fields:
+        raise TypeError("pass a PodSelector or its fields as keyword arguments, not both")
+    if not isinstance(selector, PodSelector):
+        raise TypeError(f"a pod view takes a PodSelector (or its fields as keyword arguments), not {type(selector).__name__}")
+    return selector
 
 
 # ---------------------------------------------------------------------------
@@ -186,6 +268,14 @@ class Nodes(Protocol):
     def requested_all(self, name: str) -> List[int]: ...
     def image_bytes(self, names: List[str]) -> List[int]: ...
     def randoms(self) -> List[int]: ...
+    # Pod views: the pods bound or assumed in the cluster that a PodSelector
+    # (or its fields as keyword args) selects, counted; PluginError when the
+    # host rejects the selector.
+    def pod_counts(self, selector: Optional[PodSelector] = None, **fields) -> List[int]: ...
+    def domain_counts(self, topology_key: str, selector: Optional[PodSelector] = None,
+                      **fields) -> List[Optional[int]]: ...
+    def domains(self, topology_key: str, selector: Optional[PodSelector] = None,
+                **fields) -> List[Tuple[str, int]]: ...
 
 
 # ---------------------------------------------------------------------------
@@ -205,6 +295,10 @@ class Plugin:
     version: str = "0.1.0"
     #: The points implemented; by default, the methods overridden.
     points: Optional[Points] = None
+    #: The cluster changes after which a pod the plugin rejected may fit, as
+    #: :class:`ClusterEvent` s; such a pod is retried only then (or after
+    #: five minutes). None, the default: every change.
+    events: Optional[List[ClusterEvent]] = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

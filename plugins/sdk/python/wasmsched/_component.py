@@ -3,6 +3,7 @@ world `scheduler-plugin`. Imported by the app module the build generates;
 only importable inside a componentize-py build."""
 
 import sys
+from collections.abc import Mapping
 
 from componentize_py_types import Err
 from wit_world import exports
@@ -13,6 +14,37 @@ import wasmsched as _sdk
 
 # `len(nodes)` as well as `nodes.len()`.
 _cluster.Nodes.__len__ = lambda self: self.len()
+
+
+# The pod views take a wasmsched.PodSelector (or its fields as keyword args)
+# and raise PluginError with the host's error.
+def _wit_selector(selector, fields):
+    s = _sdk._selector(selector, fields)
+    labels = s.match_labels.items() if isinstance(s.match_labels, Mapping) else s.match_labels
+    return _cluster.PodSelector(
+        list(s.namespaces),
+        bool(s.all_namespaces),
+        [(k, v) for k, v in labels],
+        [_cluster.LabelRequirement(r.key, r.operator, list(r.values)) for r in s.match_expressions],
+    )
+
+
+def _view(f, *args):
+    try:
+        return f(*args)
+    except Err as e:
+        raise _sdk.PluginError(e.value) from None
+
+
+_pod_counts = _cluster.Nodes.pod_counts
+_domain_counts = _cluster.Nodes.domain_counts
+_domains = _cluster.Nodes.domains
+_cluster.Nodes.pod_counts = lambda self, selector=None, **fields: _view(
+    _pod_counts, self, _wit_selector(selector, fields))
+_cluster.Nodes.domain_counts = lambda self, topology_key, selector=None, **fields: _view(
+    _domain_counts, self, topology_key, _wit_selector(selector, fields))
+_cluster.Nodes.domains = lambda self, topology_key, selector=None, **fields: _view(
+    _domains, self, topology_key, _wit_selector(selector, fields))
 
 
 class _LogWriter:
@@ -58,6 +90,9 @@ _POINTS = {
     _sdk.Points.NORMALIZE_SCORE: _wit.Points.NORMALIZE_SCORE,
 }
 
+_RESOURCES = {r: _wit.EventResource(r.value) for r in _sdk.EventResource}
+_ACTIONS = {a: _wit.EventActions[a.name] for a in _sdk.EventActions}
+
 _p = _sdk._instance()
 
 
@@ -79,6 +114,19 @@ def _ints(v):
     return v if type(v) is list else list(v)
 
 
+def _events(events):
+    if events is None:
+        return None
+    out = []
+    for e in events:
+        actions = _wit.EventActions(0)
+        for sdk_a, wit_a in _ACTIONS.items():
+            if sdk_a in e.actions:
+                actions |= wit_a
+        out.append(_wit.ClusterEvent(_RESOURCES[e.resource], actions))
+    return out
+
+
 class Plugin(exports.Plugin):
     def metadata(self):
         _install_stdio()
@@ -86,7 +134,7 @@ class Plugin(exports.Plugin):
         for sdk_pt, wit_pt in _POINTS.items():
             if sdk_pt in _p._points():
                 pts |= wit_pt
-        return _wit.PluginMetadata(_p.name, _p.version, pts)
+        return _wit.PluginMetadata(_p.name, _p.version, pts, _events(_p.events))
 
     def configure(self, args):
         _install_stdio()

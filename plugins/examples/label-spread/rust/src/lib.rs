@@ -62,12 +62,16 @@ impl Plugin for LabelSpread {
     }
 
     fn configure(args: &Value) -> Result<Self, String> {
+        if !args.is_object() {
+            return Err("args: must be a JSON object".into());
+        }
+        // The range is PodTopologySpread's (an int32).
         let max_skew = match args.get("maxSkew") {
             None => 1,
             Some(v) => v
                 .as_u64()
-                .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
-                .ok_or("args.maxSkew: must be an integer of at least 1")? as u32,
+                .filter(|n| (1..=i32::MAX as u64).contains(n))
+                .ok_or(format!("args.maxSkew: must be an integer from 1 to {}", i32::MAX))? as u32,
         };
         Ok(LabelSpread {
             label: non_empty(args, "label", "app")?,
