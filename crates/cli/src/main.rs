@@ -7,6 +7,7 @@ mod apiserver;
 mod bench;
 mod bench_e2e;
 mod demo;
+mod extender;
 mod plugin;
 mod run;
 mod simulate;
@@ -51,6 +52,8 @@ enum Command {
     Bench(bench::Args),
     /// Serve a Kubernetes API server double on 127.0.0.1 (plain HTTP, no auth) for kubectl or a scheduler.
     Apiserver(apiserver::Args),
+    /// Serve kube-scheduler's extender protocol (filter, prioritize) with the same profiles and plugins.
+    Extender(extender::Args),
     /// Inspect and try WebAssembly plugins.
     #[command(subcommand)]
     Plugin(plugin::Command),
@@ -102,6 +105,7 @@ fn main() -> anyhow::Result<()> {
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Apiserver(args) => apiserver::run(args),
+        Command::Extender(args) => extender::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
         Command::CompilePlugin { memory_mib } => plugin::compile_plugin(memory_mib),
     }

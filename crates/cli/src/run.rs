@@ -105,9 +105,15 @@ pub fn default_identity() -> String {
     format!("{host}_{:08x}", (t.subsec_nanos() ^ std::process::id().rotate_left(16)))
 }
 
-async fn client(args: &Args, identity: &str) -> anyhow::Result<kube::Client> {
-    let config = if let Some(url) = &args.master {
-        let mut c = match &args.kubeconfig {
+/// A client of the API server of `--master` (over the kubeconfig's
+/// credentials, if one is given), else of `--kubeconfig`, else in-cluster.
+pub async fn client(
+    kubeconfig: Option<&std::path::Path>,
+    master: Option<&str>,
+    identity: &str,
+) -> anyhow::Result<kube::Client> {
+    let config = if let Some(url) = master {
+        let mut c = match kubeconfig {
             Some(p) => {
                 let kc = kube::config::Kubeconfig::read_from(p)
                     .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
@@ -117,7 +123,7 @@ async fn client(args: &Args, identity: &str) -> anyhow::Result<kube::Client> {
         };
         c.cluster_url = url.parse().with_context(|| format!("--master {url:?} is not a URL"))?;
         c
-    } else if let Some(p) = &args.kubeconfig {
+    } else if let Some(p) = kubeconfig {
         let kc = kube::config::Kubeconfig::read_from(p)
             .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
         kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
@@ -180,7 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {
-        let client = client(&args, &identity).await?;
+        let client = client(args.kubeconfig.as_deref(), args.master.as_deref(), &identity).await?;
         let _watch = match &plugins {
             Some(h) if h.config().watch.unwrap_or(true) => Some(
                 h.watch(Duration::from_millis(300), Duration::from_secs(30))

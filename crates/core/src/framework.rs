@@ -4,9 +4,11 @@
 //! and parallel filtering and scoring over node chunks.
 
 mod cycle;
+mod extender;
 mod status;
 
 pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
+pub use extender::ExtenderVerdicts;
 pub use status::{Code, Reason, Status, truncate_message};
 
 use std::any::Any;

@@ -13,6 +13,7 @@ pub mod cache;
 pub mod config;
 pub mod constraints;
 pub mod events;
+pub mod extender;
 pub mod fixture;
 pub mod framework;
 pub mod node;

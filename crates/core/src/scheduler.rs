@@ -32,6 +32,9 @@ pub enum Responsibility {
     /// Every pending pod; pods naming no profile use the first one
     /// (`simulate`: a what-if tool).
     AllPods,
+    /// No pending pod: the scheduler only keeps the cluster's state (an
+    /// extender, which places nothing itself).
+    CachedOnly,
 }
 
 /// The outcome of one scheduling attempt.
@@ -509,10 +512,20 @@ impl Scheduler {
     pub fn panics(&self) -> u64 {
         self.panics
     }
+
+    /// The cluster as it is now (bound and assumed pods, nodes), for
+    /// evaluating plugins outside a scheduling cycle (an extender).
+    pub fn snapshot_now(&mut self) -> Arc<Snapshot> {
+        self.cache.update_snapshot(Arc::make_mut(&mut self.snapshot));
+        self.snapshot.clone()
+    }
 }
 
 /// The profile that schedules pods naming `scheduler_name`.
 fn profile_index(frameworks: &[Framework], responsibility: Responsibility, scheduler_name: &str) -> Option<usize> {
+    if responsibility == Responsibility::CachedOnly {
+        return None;
+    }
     match frameworks.iter().position(|f| f.profile == scheduler_name) {
         Some(i) => Some(i),
         None if responsibility == Responsibility::AllPods => Some(0),

@@ -89,6 +89,19 @@ impl Status {
         }
     }
 
+    /// Marks every cache synced (a process that keeps none: a stateless
+    /// extender).
+    pub(crate) fn mark_synced(&self) {
+        for f in [
+            &self.nodes_synced,
+            &self.pods_synced,
+            &self.namespaces_synced,
+            &self.workloads_synced,
+        ] {
+            f.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// Ready: every cache synced (and plugins loaded, which happens before start).
     pub fn ready(&self) -> bool {
         self.nodes_synced.load(Ordering::Relaxed)

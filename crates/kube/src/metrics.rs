@@ -80,6 +80,7 @@ pub struct Metrics {
     pending: Mutex<[u64; 4]>,
     bindings: Mutex<BTreeMap<&'static str, u64>>,
     plugins: Mutex<BTreeMap<(String, &'static str, &'static str), Histogram>>,
+    extender: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
     /// 1 while this replica leads.
     pub leader: AtomicBool,
     /// Events written.
@@ -114,6 +115,16 @@ impl Metrics {
     pub fn plugin(&self, plugin: &str, point: &'static str, status: &'static str, took: Duration) {
         lock(&self.plugins)
             .entry((plugin.to_owned(), point, status))
+            .or_insert_with(|| Histogram::with(&PLUGIN_BUCKETS))
+            .observe(took.as_secs_f64());
+    }
+
+    /// One extender request: `verb` (`filter`, `prioritize`), `result`
+    /// (`ok`, `error`), and how long it took from its first byte read to
+    /// its answer written.
+    pub fn extender_request(&self, verb: &'static str, result: &'static str, took: Duration) {
+        lock(&self.extender)
+            .entry((verb, result))
             .or_insert_with(|| Histogram::with(&PLUGIN_BUCKETS))
             .observe(took.as_secs_f64());
     }
@@ -165,6 +176,27 @@ impl Metrics {
                 h,
             );
         }
+        let extender = lock(&self.extender);
+        if !extender.is_empty() {
+            o.push_str("# HELP wasmsched_extender_requests_total Extender requests, by verb and result.\n# TYPE wasmsched_extender_requests_total counter\n");
+            for ((verb, result), h) in extender.iter() {
+                let _ = writeln!(
+                    o,
+                    "wasmsched_extender_requests_total{{verb=\"{verb}\",result=\"{result}\"}} {}",
+                    h.count
+                );
+            }
+            o.push_str("# HELP wasmsched_extender_request_duration_seconds Extender request latency in seconds, by verb and result.\n# TYPE wasmsched_extender_request_duration_seconds histogram\n");
+            for ((verb, result), h) in extender.iter() {
+                histogram(
+                    &mut o,
+                    "wasmsched_extender_request_duration_seconds",
+                    &format!("verb=\"{verb}\",result=\"{result}\""),
+                    h,
+                );
+            }
+        }
+        drop(extender);
         o.push_str("# HELP scheduler_pending_pods Number of pending pods, by the queue type.\n# TYPE scheduler_pending_pods gauge\n");
         let p = *lock(&self.pending);
         for (q, n) in ["active", "backoff", "unschedulable", "gated"].iter().zip(p) {

@@ -22,6 +22,7 @@ use wasmsched_core::scheduler::Scheduler;
 use crate::binder::{BindJob, BindOutcome, BindResult};
 use crate::daemon::Status;
 use crate::leader::Leadership;
+use crate::metrics::Metrics;
 use crate::reporter::{PodRef, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report};
 
 /// What the scheduling thread is told.
@@ -74,22 +75,15 @@ struct Loop {
     status: Arc<Status>,
     leadership: Arc<Leadership>,
     rt: tokio::runtime::Handle,
-    /// Whether the first list of nodes, of pods, and of namespaces has
-    /// been applied: no cycle runs before all of them and the workload
-    /// lists (as kube-scheduler waits for its informers), or bound pods not
-    /// listed yet would leave their nodes looking free, namespace selectors
-    /// select nothing, and default spreading spreads nothing.
-    synced: (bool, bool, bool),
-    /// The workload kinds listed (Services, ReplicationControllers,
-    /// ReplicaSets, StatefulSets): default spreading reads them.
-    workload_lists: HashSet<wasmsched_core::workloads::WorkloadKind>,
+    /// Which first lists have been applied.
+    synced: Synced,
     /// The plugin host's change count last seen.
     plugin_changes: u64,
 }
 
 impl Loop {
     fn may_schedule(&self) -> bool {
-        self.synced == (true, true, true) && self.workload_lists.len() == 4 && self.leadership.is_leading()
+        self.synced.all() && self.leadership.is_leading()
     }
 
     fn report(&self, r: Report) {
@@ -100,76 +94,14 @@ impl Loop {
 
     /// Applies one message; false when the loop must stop.
     fn handle(&mut self, msg: Msg) -> bool {
-        let now = Instant::now();
-        let sched = &mut self.sched;
-        match msg {
-            Msg::Stop => return false,
-            Msg::Leader => {}
-            Msg::Node(n) => {
-                if let Err(e) = sched.on_node(&n, now) {
-                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(error = %e, "skipping a node that cannot be parsed");
-                }
-            }
-            Msg::NodeGone(name) => sched.on_node_deleted(&name),
-            Msg::NodesSynced(names) => {
-                self.synced.0 = true;
-                let gone: Vec<String> = sched
-                    .cache
-                    .node_names()
-                    .filter(|n| !names.contains(*n))
-                    .map(str::to_owned)
-                    .collect();
-                for n in gone {
-                    sched.on_node_deleted(&n);
-                }
-            }
-            Msg::Pod(p) => {
-                if let Err(e) = sched.on_pod(&p, now) {
-                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(error = %e, "a pod cannot be parsed");
-                    self.refuse_malformed(&p, &e.to_string());
-                }
-            }
-            Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
-            Msg::Namespace(ns) => sched.on_namespace(&ns, now),
-            Msg::Workload(w) => {
-                if let Err(e) = sched.on_workload(&w) {
-                    self.status.metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(error = %e, "skipping a workload whose selector cannot be parsed");
-                }
-            }
-            Msg::WorkloadGone { kind, namespace, name } => sched.on_workload_deleted(kind, &namespace, &name),
-            Msg::WorkloadsSynced(kind, keys) => {
-                self.workload_lists.insert(kind);
-                for (k, ns, name) in sched.cache.workloads().keys() {
-                    if k == kind && !keys.contains(&format!("{ns}/{name}")) {
-                        sched.on_workload_deleted(k, &ns, &name);
-                    }
-                }
-            }
-            Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
-            Msg::NamespacesSynced(names) => {
-                self.synced.2 = true;
-                for n in sched.cache.namespace_names() {
-                    if !names.contains(&n) {
-                        sched.on_namespace_deleted(&n);
-                    }
-                }
-            }
-            Msg::PodsSynced(keys) => {
-                self.synced.1 = true;
-                // A relist: whatever we know that the server no longer has is gone.
-                let mut known: Vec<String> = sched.cache.pod_keys().cloned().collect();
-                known.extend(sched.queue.all_keys());
-                for k in known {
-                    if !keys.contains(&k) && !sched.cache.is_assumed(&k) {
-                        sched.on_pod_deleted(&k, "", now);
-                    }
-                }
+        match apply(&mut self.sched, &mut self.synced, msg, &self.status.metrics) {
+            Applied::Done => true,
+            Applied::Stop => false,
+            Applied::MalformedPod(p, e) => {
+                self.refuse_malformed(&p, &e);
+                true
             }
         }
-        true
     }
 
     /// A pending pod of ours that cannot be parsed is not placed blindly:
@@ -317,8 +249,7 @@ pub(crate) fn run(
         status,
         leadership,
         rt,
-        synced: (false, false, false),
-        workload_lists: HashSet::new(),
+        synced: Synced::default(),
         plugin_changes: 0,
     };
     let mut last_gauge = Instant::now();
@@ -374,6 +305,111 @@ pub(crate) fn run(
         }
         idle = !(l.may_schedule() && l.cycle());
     }
+}
+
+/// Which first lists have been applied: no cycle runs before every one (as
+/// kube-scheduler waits for its informers), or bound pods not listed yet
+/// would leave their nodes looking free, namespace selectors select
+/// nothing, and default spreading spreads nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Synced {
+    /// Nodes, pods, namespaces.
+    pub lists: (bool, bool, bool),
+    /// The workload kinds listed (Services, ReplicationControllers,
+    /// ReplicaSets, StatefulSets): default spreading reads them.
+    pub workloads: HashSet<wasmsched_core::workloads::WorkloadKind>,
+}
+
+impl Synced {
+    /// Every first list applied.
+    pub fn all(&self) -> bool {
+        self.lists == (true, true, true) && self.workloads.len() == 4
+    }
+}
+
+/// What applying a watch message leaves to its caller.
+pub(crate) enum Applied {
+    /// Nothing.
+    Done,
+    /// The loop must stop.
+    Stop,
+    /// A pod that cannot be parsed (and why): the scheduler refuses it if
+    /// it is pending and its own.
+    MalformedPod(Box<Pod>, String),
+}
+
+/// Applies one watch message to the scheduler's state (its cache and
+/// queue) and to `synced`; says what the caller must do about it.
+pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metrics: &Metrics) -> Applied {
+    let now = Instant::now();
+    match msg {
+        Msg::Stop => return Applied::Stop,
+        Msg::Leader => {}
+        Msg::Node(n) => {
+            if let Err(e) = sched.on_node(&n, now) {
+                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "skipping a node that cannot be parsed");
+            }
+        }
+        Msg::NodeGone(name) => sched.on_node_deleted(&name),
+        Msg::NodesSynced(names) => {
+            synced.lists.0 = true;
+            let gone: Vec<String> = sched
+                .cache
+                .node_names()
+                .filter(|n| !names.contains(*n))
+                .map(str::to_owned)
+                .collect();
+            for n in gone {
+                sched.on_node_deleted(&n);
+            }
+        }
+        Msg::Pod(p) => {
+            if let Err(e) = sched.on_pod(&p, now) {
+                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "a pod cannot be parsed");
+                return Applied::MalformedPod(p, e.to_string());
+            }
+        }
+        Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),
+        Msg::Namespace(ns) => sched.on_namespace(&ns, now),
+        Msg::Workload(w) => {
+            if let Err(e) = sched.on_workload(&w) {
+                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "skipping a workload whose selector cannot be parsed");
+            }
+        }
+        Msg::WorkloadGone { kind, namespace, name } => sched.on_workload_deleted(kind, &namespace, &name),
+        Msg::WorkloadsSynced(kind, keys) => {
+            synced.workloads.insert(kind);
+            for (k, ns, name) in sched.cache.workloads().keys() {
+                if k == kind && !keys.contains(&format!("{ns}/{name}")) {
+                    sched.on_workload_deleted(k, &ns, &name);
+                }
+            }
+        }
+        Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
+        Msg::NamespacesSynced(names) => {
+            synced.lists.2 = true;
+            for n in sched.cache.namespace_names() {
+                if !names.contains(&n) {
+                    sched.on_namespace_deleted(&n);
+                }
+            }
+        }
+        Msg::PodsSynced(keys) => {
+            synced.lists.1 = true;
+            // A relist: whatever we know that the server no longer has is gone.
+            let mut known: Vec<String> = sched.cache.pod_keys().cloned().collect();
+            known.extend(sched.queue.all_keys());
+            for k in known {
+                if !keys.contains(&k) && !sched.cache.is_assumed(&k) {
+                    sched.on_pod_deleted(&k, "", now);
+                }
+            }
+        }
+    }
+    Applied::Done
 }
 
 #[cfg(test)]

@@ -191,10 +191,7 @@ impl Framework {
         if all == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        state.total_nodes = all;
-        state.image_nodes = snapshot.image_nodes.clone();
-        state.skip_filter = vec![false; self.filter.len()];
-        state.skip_score = vec![false; self.score.len()];
+        self.start_cycle(state, snapshot);
 
         // Honour or refuse: a field the engine does not implement makes the
         // pod unschedulable, as a PreFilter rejection would.
@@ -209,48 +206,7 @@ impl Framework {
             })));
         }
 
-        // PreFilter
-        for e in &self.pre_filter {
-            let name = e.plugin.name();
-            let t = state.clock();
-            let st = e.plugin.pre_filter(state, pod, snapshot);
-            state.record(&*e.plugin, "PreFilter", st.code(), t);
-            match st.code() {
-                Code::Success => {}
-                Code::Skip => {
-                    for (i, f) in self.filter.iter().enumerate() {
-                        if f.plugin.name() == name {
-                            state.skip_filter[i] = true;
-                        }
-                    }
-                }
-                Code::Error => {
-                    return Err(ScheduleError::Error(format!(
-                        "running PreFilter plugin {name:?}: {}",
-                        st.message()
-                    )));
-                }
-                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
-                    let st = st.with_plugin(name.to_owned());
-                    let diagnosis = Diagnosis {
-                        node_statuses: snapshot
-                            .nodes
-                            .iter()
-                            .map(|n| (n.name().to_owned(), st.clone()))
-                            .collect(),
-                        absent: None,
-                        pre_filter_msg: Some(st.message()),
-                        post_filter_msg: None,
-                        unschedulable_plugins: vec![name.to_owned()],
-                    };
-                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
-                        num_all_nodes: all,
-                        diagnosis,
-                        explanation: None,
-                    })));
-                }
-            }
-        }
+        self.run_pre_filter(state, pod, snapshot)?;
 
         // PreFilter node subsets (kube-scheduler's PreFilterResult): only
         // the nodes every narrowing plugin named are filtered; the others
@@ -391,71 +347,11 @@ impl Framework {
             });
         }
 
-        // PreScore
-        for e in &self.pre_score {
-            let name = e.plugin.name();
-            let t = state.clock();
-            let st = e.plugin.pre_score(state, pod, snapshot, &nodes);
-            state.record(&*e.plugin, "PreScore", st.code(), t);
-            match st.code() {
-                Code::Success => {}
-                Code::Skip => {
-                    for (i, s) in self.score.iter().enumerate() {
-                        if s.plugin.name() == name {
-                            state.skip_score[i] = true;
-                        }
-                    }
-                }
-                _ => {
-                    return Err(ScheduleError::Error(format!(
-                        "running PreScore plugin {name:?}: {}",
-                        st.message()
-                    )));
-                }
-            }
-        }
+        self.run_pre_score(state, pod, snapshot, &nodes)?;
 
         // Score, NormalizeScore, weights
-        let p = self.score.len();
-        let raw = self.score_all(state, pod, &nodes)?;
-        let mut totals = vec![0i64; nodes.len()];
-        let mut column = vec![0i64; nodes.len()];
         let mut per_plugin: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
-        for (j, e) in self.score.iter().enumerate() {
-            if state.skip_score[j] {
-                if explain {
-                    per_plugin.push((Vec::new(), Vec::new()));
-                }
-                continue;
-            }
-            for (k, c) in column.iter_mut().enumerate() {
-                *c = raw[k * p + j];
-            }
-            let before = if explain { column.clone() } else { Vec::new() };
-            let t = state.clock();
-            let st = e.plugin.normalize_scores(state, pod, &mut column);
-            state.record(&*e.plugin, "NormalizeScore", st.code(), t);
-            if !st.is_success() {
-                return Err(ScheduleError::Error(format!(
-                    "running NormalizeScore of plugin {:?}: {}",
-                    e.plugin.name(),
-                    st.message()
-                )));
-            }
-            for (k, &s) in column.iter().enumerate() {
-                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s) {
-                    return Err(ScheduleError::Error(format!(
-                        "plugin {:?} returns an invalid score {s} for node {:?}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
-                        e.plugin.name(),
-                        nodes[k].name()
-                    )));
-                }
-                totals[k] += s * e.weight;
-            }
-            if explain {
-                per_plugin.push((before, column.clone()));
-            }
-        }
+        let totals = self.weighted_scores(state, pod, &nodes, explain.then_some(&mut per_plugin))?;
 
         // Select: highest total, ties uniformly at random (reservoir sampling).
         let mut best = 0;
@@ -501,6 +397,156 @@ impl Framework {
             feasible_nodes: nodes.len(),
             explanation,
         })
+    }
+
+    /// Sets up the cycle state for this framework and snapshot.
+    pub(crate) fn start_cycle(&self, state: &mut CycleState, snapshot: &Snapshot) {
+        state.total_nodes = snapshot.len();
+        state.image_nodes = snapshot.image_nodes.clone();
+        state.skip_filter = vec![false; self.filter.len()];
+        state.skip_score = vec![false; self.score.len()];
+    }
+
+    /// Runs the PreFilter plugins: a `Skip` skips that plugin's Filter; a
+    /// rejection rejects the pod on every node; an error fails the cycle.
+    pub(crate) fn run_pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+    ) -> Result<(), ScheduleError> {
+        let all = snapshot.len();
+        for e in &self.pre_filter {
+            let name = e.plugin.name();
+            let t = state.clock();
+            let st = e.plugin.pre_filter(state, pod, snapshot);
+            state.record(&*e.plugin, "PreFilter", st.code(), t);
+            match st.code() {
+                Code::Success => {}
+                Code::Skip => {
+                    for (i, f) in self.filter.iter().enumerate() {
+                        if f.plugin.name() == name {
+                            state.skip_filter[i] = true;
+                        }
+                    }
+                }
+                Code::Error => {
+                    return Err(ScheduleError::Error(format!(
+                        "running PreFilter plugin {name:?}: {}",
+                        st.message()
+                    )));
+                }
+                Code::Unschedulable | Code::UnschedulableAndUnresolvable => {
+                    let st = st.with_plugin(name.to_owned());
+                    let diagnosis = Diagnosis {
+                        node_statuses: snapshot
+                            .nodes
+                            .iter()
+                            .map(|n| (n.name().to_owned(), st.clone()))
+                            .collect(),
+                        absent: None,
+                        pre_filter_msg: Some(st.message()),
+                        post_filter_msg: None,
+                        unschedulable_plugins: vec![name.to_owned()],
+                    };
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
+                        num_all_nodes: all,
+                        diagnosis,
+                        explanation: None,
+                    })));
+                }
+            }
+        }
+
+        Ok(())
+    }
+
+    /// Runs the PreScore plugins over the feasible `nodes`: a `Skip` skips
+    /// that plugin's Score; anything but success fails the cycle.
+    pub(crate) fn run_pre_score(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        nodes: &[&Arc<NodeInfo>],
+    ) -> Result<(), ScheduleError> {
+        for e in &self.pre_score {
+            let name = e.plugin.name();
+            let t = state.clock();
+            let st = e.plugin.pre_score(state, pod, snapshot, nodes);
+            state.record(&*e.plugin, "PreScore", st.code(), t);
+            match st.code() {
+                Code::Success => {}
+                Code::Skip => {
+                    for (i, s) in self.score.iter().enumerate() {
+                        if s.plugin.name() == name {
+                            state.skip_score[i] = true;
+                        }
+                    }
+                }
+                _ => {
+                    return Err(ScheduleError::Error(format!(
+                        "running PreScore plugin {name:?}: {}",
+                        st.message()
+                    )));
+                }
+            }
+        }
+
+        Ok(())
+    }
+
+    /// Score, NormalizeScore and weights over the feasible `nodes`: the
+    /// weighted total of each. With `keep`, each plugin's scores before and
+    /// after NormalizeScore are kept (for explanations).
+    pub(crate) fn weighted_scores(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        mut keep: Option<&mut Vec<(Vec<i64>, Vec<i64>)>>,
+    ) -> Result<Vec<i64>, ScheduleError> {
+        let p = self.score.len();
+        let raw = self.score_all(state, pod, nodes)?;
+        let mut totals = vec![0i64; nodes.len()];
+        let mut column = vec![0i64; nodes.len()];
+        for (j, e) in self.score.iter().enumerate() {
+            if state.skip_score[j] {
+                if let Some(k) = keep.as_deref_mut() {
+                    k.push((Vec::new(), Vec::new()));
+                }
+                continue;
+            }
+            for (k, c) in column.iter_mut().enumerate() {
+                *c = raw[k * p + j];
+            }
+            let before = if keep.is_some() { column.clone() } else { Vec::new() };
+            let t = state.clock();
+            let st = e.plugin.normalize_scores(state, pod, &mut column);
+            state.record(&*e.plugin, "NormalizeScore", st.code(), t);
+            if !st.is_success() {
+                return Err(ScheduleError::Error(format!(
+                    "running NormalizeScore of plugin {:?}: {}",
+                    e.plugin.name(),
+                    st.message()
+                )));
+            }
+            for (k, &s) in column.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&s) {
+                    return Err(ScheduleError::Error(format!(
+                        "plugin {:?} returns an invalid score {s} for node {:?}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        e.plugin.name(),
+                        nodes[k].name()
+                    )));
+                }
+                totals[k] += s * e.weight;
+            }
+            if let Some(k) = keep.as_deref_mut() {
+                k.push((before, column.clone()));
+            }
+        }
+
+        Ok(totals)
     }
 
     /// Runs the Reserve plugins; on failure, Unreserve runs for those that
@@ -589,7 +635,7 @@ impl Framework {
 
     /// Filters only the nodes at snapshot positions `idx` (a PreFilter node
     /// subset), all of them.
-    fn filter_subset(
+    pub(crate) fn filter_subset(
         &self,
         state: &CycleState,
         pod: &PodInfo,

@@ -1,0 +1,98 @@
+//! `wasmsched extender`: the same profiles and plugins behind
+//! kube-scheduler's extender protocol.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use wasmsched_kube::extender::{ExtenderOptions, serve};
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Where to serve the verbs (`{prefix}/filter`, `{prefix}/prioritize`).
+    #[arg(long, default_value = "0.0.0.0:8888")]
+    listen: SocketAddr,
+    /// The path the verbs hang under (the path of kube-scheduler's `urlPrefix`).
+    #[arg(long, default_value = "/")]
+    prefix: String,
+    /// Scheduler configuration (KubeSchedulerConfiguration YAML); default: one `wasm-scheduler` profile.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The profile whose plugins answer (default: the first).
+    #[arg(long)]
+    profile: Option<String>,
+    /// Also run the profile's built-in plugins (by default only its WebAssembly plugins: kube-scheduler runs its own built-ins).
+    #[arg(long)]
+    builtins: bool,
+    /// Kubeconfig file (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config).
+    #[arg(long, env = "KUBECONFIG")]
+    kubeconfig: Option<PathBuf>,
+    /// API server URL, overriding the kubeconfig.
+    #[arg(long)]
+    master: Option<String>,
+    /// No API server: answer from what each request holds (full `Nodes`; requests with node names only are refused).
+    #[arg(long, conflicts_with_all = ["kubeconfig", "master"])]
+    stateless: bool,
+    /// Directory of WebAssembly plugins (overrides `wasmPlugins.directory`).
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// Address of /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "0.0.0.0:10251")]
+    admin_address: SocketAddr,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut config = crate::load_config(args.config.as_deref())?;
+    // Every plugin is compiled before the first answer: an extender that
+    // answered without one would let kube-scheduler place pods the plugin
+    // would have refused.
+    let (registry, plugins) =
+        crate::plugin::registry(&mut config, args.plugins.as_deref(), 0, crate::plugin::FirstScan::Now)?;
+    let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    rt.block_on(async move {
+        let client = match args.stateless {
+            true => None,
+            false => Some(
+                crate::run::client(
+                    args.kubeconfig.as_deref(),
+                    args.master.as_deref(),
+                    &crate::run::default_identity(),
+                )
+                .await?,
+            ),
+        };
+        let _watch = match &plugins {
+            Some(h) if h.config().watch.unwrap_or(true) => Some(
+                h.watch(Duration::from_millis(300), Duration::from_secs(30))
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            _ => None,
+        };
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let running = serve(
+            ExtenderOptions {
+                config,
+                registry,
+                plugins,
+                profile: args.profile,
+                builtins: args.builtins,
+                listen: args.listen,
+                prefix: args.prefix,
+                admin: Some(args.admin_address),
+            },
+            client,
+            stop_rx,
+        )
+        .await?;
+        match running.admin {
+            Some(admin) => eprintln!("extender listening on http://{} (admin http://{admin})", running.addr),
+            None => eprintln!("extender listening on http://{}", running.addr),
+        }
+        crate::run::shutdown_signal().await;
+        let _ = stop_tx.send(true);
+        let _ = running.server.await;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}

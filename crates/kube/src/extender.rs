@@ -1,0 +1,434 @@
+//! Extender mode: the same profiles and plugins behind kube-scheduler's
+//! extender protocol (`filter`, `prioritize`), for clusters that keep
+//! kube-scheduler and add wasmsched to its `extenders:`.
+//!
+//! With an API server the extender keeps the cluster's state as the daemon
+//! does (watchers feeding the core scheduler's cache, which places
+//! nothing), so it answers `nodeCacheCapable` requests (node names only)
+//! with usage-aware plugins. Without one it answers from what each request
+//! holds (full `Nodes`, no bound pods).
+//!
+//! ```text
+//! kube-scheduler ── POST {prefix}/filter, /prioritize ──> axum ──> worker thread:
+//!                                                         framework on the cache's snapshot
+//! watchers ──> cache thread (core scheduler, no queue) ──┘
+//! ```
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use tokio::sync::{mpsc, watch};
+use wasmsched_core::cache::{Cache, Snapshot};
+use wasmsched_core::config::Config;
+use wasmsched_core::extender::{ExtenderArgs, ExtenderFilterResult, HostPriority, NodeList, extender_score};
+use wasmsched_core::framework::{Code, CycleState, Framework, ScheduleError};
+use wasmsched_core::plugins::Registry;
+use wasmsched_core::scheduler::{Responsibility, Scheduler};
+use wasmsched_core::{NodeData, PodInfo};
+
+use crate::daemon::Status;
+use crate::schedule::{Applied, Msg, Synced, apply};
+use crate::watch::{
+    NAMESPACES, NODES, PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, watch_kind,
+};
+
+/// How the extender runs.
+pub struct ExtenderOptions {
+    /// The scheduler configuration (its profiles and plugins).
+    pub config: Config,
+    /// Plugins the profiles may enable (built-ins, plus WebAssembly plugins).
+    pub registry: Registry,
+    /// The WebAssembly plugin host, for readiness and metrics.
+    pub plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
+    /// The profile whose plugins run (none: the first).
+    pub profile: Option<String>,
+    /// Run the profile's built-in plugins too (by default only its
+    /// WebAssembly plugins run: kube-scheduler runs its own built-ins).
+    pub builtins: bool,
+    /// Where the verbs are served.
+    pub listen: SocketAddr,
+    /// The path the verbs hang under (kube-scheduler's `urlPrefix` path):
+    /// `{prefix}/filter`, `{prefix}/prioritize`.
+    pub prefix: String,
+    /// Address of `/healthz`, `/readyz`, `/metrics` (none: not served).
+    pub admin: Option<SocketAddr>,
+}
+
+/// A running extender.
+pub struct Running {
+    /// Where the verbs are served.
+    pub addr: SocketAddr,
+    /// Where the admin endpoints are served.
+    pub admin: Option<SocketAddr>,
+    /// Ends when the server stops.
+    pub server: tokio::task::JoinHandle<()>,
+}
+
+/// Messages from the watchers the cache thread may fall behind by.
+const MSG_CAPACITY: usize = 4096;
+
+struct Extender {
+    framework: Framework,
+    /// The cluster as the watchers report it (none: stateless).
+    cluster: Option<Mutex<Scheduler>>,
+    status: Arc<Status>,
+}
+
+/// The framework of `profile` (or the first), without its built-in plugins
+/// unless `builtins`.
+fn extender_framework(config: &Config, registry: &Registry, opts: &ExtenderOptions) -> anyhow::Result<Framework> {
+    let frameworks = config.build_frameworks(registry)?;
+    let mut fw = match &opts.profile {
+        None => frameworks.into_iter().next(),
+        Some(p) => frameworks.into_iter().find(|f| &f.profile == p),
+    }
+    .ok_or_else(|| {
+        anyhow::anyhow!(
+            "no profile {} in the configuration",
+            opts.profile.as_deref().unwrap_or("at all")
+        )
+    })?;
+    if !opts.builtins {
+        let builtin = Registry::builtin();
+        let ours = |e: &wasmsched_core::framework::Enabled| builtin.get(e.plugin.name()).is_none();
+        fw.pre_filter.retain(ours);
+        fw.filter.retain(ours);
+        fw.post_filter.clear();
+        fw.pre_score.retain(ours);
+        fw.score.retain(ours);
+        fw.reserve.retain(ours);
+    }
+    Ok(fw)
+}
+
+/// Starts the extender: the watchers (with `client`), the cache thread,
+/// the verbs and the admin endpoints. Stops when `stop` turns true.
+pub async fn serve(
+    opts: ExtenderOptions,
+    client: Option<kube::Client>,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<Running> {
+    let framework = extender_framework(&opts.config, &opts.registry, &opts)?;
+    let names: Vec<String> = framework.plugins().iter().map(|p| p.name().to_owned()).collect();
+    tracing::info!(profile = %framework.profile, plugins = ?names, "extender plugins");
+    let status = Arc::new(Status::new(opts.plugins.clone()));
+    let cluster = match &client {
+        Some(_) => Some(Mutex::new(Scheduler::new(
+            &opts.config,
+            &opts.registry,
+            0,
+            Responsibility::CachedOnly,
+        )?)),
+        None => {
+            tracing::warn!(
+                "no API server: each request is answered from what it holds (full Nodes, without the pods bound on them); requests with NodeNames only are refused"
+            );
+            status.mark_synced();
+            None
+        }
+    };
+    let ext = Arc::new(Extender {
+        framework,
+        cluster,
+        status: status.clone(),
+    });
+    if let Some(client) = client {
+        start_watchers(client, ext.clone(), stop.clone());
+    }
+    let admin = match opts.admin {
+        Some(a) => Some(crate::admin::serve(a, status.clone()).await?),
+        None => None,
+    };
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on {} for the extender: {e}", opts.listen))?;
+    let addr = listener.local_addr()?;
+    let prefix = opts.prefix.trim_end_matches('/').to_owned();
+    let app = axum::Router::new()
+        .route(
+            &format!("{prefix}/filter"),
+            post({
+                let ext = ext.clone();
+                move |body: Bytes| verb(ext, "filter", body)
+            }),
+        )
+        .route(
+            &format!("{prefix}/prioritize"),
+            post({
+                let ext = ext.clone();
+                move |body: Bytes| verb(ext, "prioritize", body)
+            }),
+        );
+    let mut stop_server = stop;
+    let server = tokio::spawn(async move {
+        let shutdown = async move {
+            let _ = stop_server.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+            tracing::error!(error = %e, "extender server stopped");
+        }
+    });
+    tracing::info!(%addr, prefix = %format!("{prefix}/"), "extender verbs: filter prioritize");
+    Ok(Running { addr, admin, server })
+}
+
+/// The watchers feed a thread that applies their messages to the cache.
+fn start_watchers(client: kube::Client, ext: Arc<Extender>, stop: watch::Receiver<bool>) {
+    let (tx, mut rx) = mpsc::channel::<Msg>(MSG_CAPACITY);
+    let st = ext.status.clone();
+    tokio::spawn(watch_kind(client.clone(), NODES, tx.clone(), st.clone(), stop.clone()));
+    tokio::spawn(watch_kind(client.clone(), PODS, tx.clone(), st.clone(), stop.clone()));
+    tokio::spawn(watch_kind(
+        client.clone(),
+        NAMESPACES,
+        tx.clone(),
+        st.clone(),
+        stop.clone(),
+    ));
+    tokio::spawn(watch_kind(
+        client.clone(),
+        SERVICES,
+        tx.clone(),
+        st.clone(),
+        stop.clone(),
+    ));
+    tokio::spawn(watch_kind(
+        client.clone(),
+        REPLICATION_CONTROLLERS,
+        tx.clone(),
+        st.clone(),
+        stop.clone(),
+    ));
+    tokio::spawn(watch_kind(
+        client.clone(),
+        REPLICA_SETS,
+        tx.clone(),
+        st.clone(),
+        stop.clone(),
+    ));
+    tokio::spawn(watch_kind(client, STATEFUL_SETS, tx, st, stop));
+    std::thread::Builder::new()
+        .name("extender-cache".into())
+        .spawn(move || {
+            let mut synced = Synced::default();
+            while let Some(msg) = rx.blocking_recv() {
+                let Some(cluster) = &ext.cluster else { return };
+                let mut sched = cluster.lock().unwrap_or_else(|p| p.into_inner());
+                if matches!(apply(&mut sched, &mut synced, msg, &ext.status.metrics), Applied::Stop) {
+                    return;
+                }
+                // Apply what else is waiting under the same lock.
+                while let Ok(msg) = rx.try_recv() {
+                    if matches!(apply(&mut sched, &mut synced, msg, &ext.status.metrics), Applied::Stop) {
+                        return;
+                    }
+                }
+            }
+        })
+        .expect("cannot start the extender's cache thread");
+}
+
+/// Serves one verb: the body is decoded and answered on a blocking thread
+/// (the framework's own pool does the parallel part), never on the
+/// reactor. An error of the extender is the answer's `Error` (filter), or
+/// a 500 with the message (prioritize, whose answer is a bare list).
+async fn verb(ext: Arc<Extender>, verb: &'static str, body: Bytes) -> Response {
+    let started = Instant::now();
+    let work = {
+        let ext = ext.clone();
+        tokio::task::spawn_blocking(move || match verb {
+            "filter" => {
+                let r = ext.filter(&body);
+                let ok = r.error.is_empty();
+                (serde_json::to_vec(&r).map_err(|e| e.to_string()), ok)
+            }
+            _ => match ext.prioritize(&body) {
+                Ok(list) => (serde_json::to_vec(&list).map_err(|e| e.to_string()), true),
+                Err(e) => (Err(e), false),
+            },
+        })
+    };
+    let (answer, ok) = work
+        .await
+        .unwrap_or_else(|e| (Err(format!("the request failed: {e}")), false));
+    ext.status
+        .metrics
+        .extender_request(verb, if ok { "ok" } else { "error" }, started.elapsed());
+    match answer {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => {
+            tracing::warn!(verb, error = %e, "extender request failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, e).into_response()
+        }
+    }
+}
+
+/// The nodes of a request, resolved against a snapshot.
+struct Candidates {
+    snapshot: Arc<Snapshot>,
+    /// Snapshot positions, in request order.
+    idx: Vec<usize>,
+    /// Names the snapshot does not know (names mode only).
+    unknown: Vec<String>,
+    /// The request's node objects by name (full-node mode), to echo back.
+    objects: Option<HashMap<String, k8s_openapi::api::core::v1::Node>>,
+    /// The request's node names in order (for a names-mode answer).
+    names_mode: bool,
+}
+
+impl Extender {
+    fn decode(&self, body: &[u8]) -> Result<(PodInfo, Candidates), String> {
+        let args: ExtenderArgs =
+            serde_json::from_slice(body).map_err(|e| format!("cannot read the request (ExtenderArgs): {e}"))?;
+        let pod = args.pod.ok_or("the request has no Pod")?;
+        let pod = PodInfo::from_pod(&pod).map_err(|e| e.to_string())?;
+        let candidates = match (args.node_names, args.nodes) {
+            (Some(names), _) => {
+                let Some(cluster) = &self.cluster else {
+                    return Err("this extender has no API server, so it knows no node by name: configure it with nodeCacheCapable: false".into());
+                };
+                let snapshot = cluster.lock().unwrap_or_else(|p| p.into_inner()).snapshot_now();
+                let mut idx = Vec::with_capacity(names.len());
+                let mut unknown = Vec::new();
+                for n in names {
+                    match snapshot.position(&n) {
+                        Some(i) => idx.push(i),
+                        None => unknown.push(n),
+                    }
+                }
+                Candidates {
+                    snapshot,
+                    idx,
+                    unknown,
+                    objects: None,
+                    names_mode: true,
+                }
+            }
+            (None, Some(NodeList { items })) => self.whole_nodes(items)?,
+            (None, None) => return Err("the request has neither Nodes nor NodeNames".into()),
+        };
+        Ok((pod, candidates))
+    }
+
+    /// Full-node mode: from the cache when it knows every node of the
+    /// request (usage included), else from the request's objects alone.
+    fn whole_nodes(&self, items: Vec<k8s_openapi::api::core::v1::Node>) -> Result<Candidates, String> {
+        let names: Vec<String> = items
+            .iter()
+            .map(|n| n.metadata.name.clone().unwrap_or_default())
+            .collect();
+        let cached = self.cluster.as_ref().and_then(|c| {
+            let snapshot = c.lock().unwrap_or_else(|p| p.into_inner()).snapshot_now();
+            let idx: Option<Vec<usize>> = names.iter().map(|n| snapshot.position(n)).collect();
+            idx.map(|idx| (snapshot, idx))
+        });
+        let (snapshot, idx) = match cached {
+            Some(found) => found,
+            None => {
+                let mut cache = Cache::new();
+                for n in &items {
+                    cache.upsert_node(NodeData::from_node(n).map_err(|e| e.to_string())?);
+                }
+                let snapshot = Arc::new(cache.snapshot());
+                let idx = names.iter().filter_map(|n| snapshot.position(n)).collect();
+                (snapshot, idx)
+            }
+        };
+        Ok(Candidates {
+            snapshot,
+            idx,
+            unknown: Vec::new(),
+            objects: Some(
+                items
+                    .into_iter()
+                    .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
+                    .collect(),
+            ),
+            names_mode: false,
+        })
+    }
+
+    fn filter(&self, body: &[u8]) -> ExtenderFilterResult {
+        let (pod, c) = match self.decode(body) {
+            Ok(d) => d,
+            Err(error) => {
+                return ExtenderFilterResult {
+                    error,
+                    ..Default::default()
+                };
+            }
+        };
+        let mut state = CycleState::default();
+        state.set_snapshot(c.snapshot.clone());
+        let verdicts = match self
+            .framework
+            .filter_for_extender(&mut state, &pod, &c.snapshot, &c.idx)
+        {
+            Ok(v) => v,
+            Err(e) => {
+                return ExtenderFilterResult {
+                    error: error_text(e),
+                    ..Default::default()
+                };
+            }
+        };
+        let mut out = ExtenderFilterResult::default();
+        for n in c.unknown {
+            out.failed_nodes
+                .insert(n, "node(s) were not in the extender's cache yet".into());
+        }
+        for (i, st) in verdicts.rejected {
+            let name = c.snapshot.nodes[i].name().to_owned();
+            let map = if st.code() == Code::UnschedulableAndUnresolvable {
+                &mut out.failed_and_unresolvable_nodes
+            } else {
+                &mut out.failed_nodes
+            };
+            map.insert(name, st.message());
+        }
+        let passed = verdicts.feasible.iter().map(|&i| c.snapshot.nodes[i].name());
+        if c.names_mode {
+            out.node_names = Some(passed.map(str::to_owned).collect());
+        } else if let Some(mut objects) = c.objects {
+            out.nodes = Some(NodeList {
+                items: passed.filter_map(|n| objects.remove(n)).collect(),
+            });
+        }
+        out
+    }
+
+    fn prioritize(&self, body: &[u8]) -> Result<Vec<HostPriority>, String> {
+        let (pod, c) = self.decode(body)?;
+        let mut state = CycleState::default();
+        state.set_snapshot(c.snapshot.clone());
+        let (totals, max) = self
+            .framework
+            .prioritize_for_extender(&mut state, &pod, &c.snapshot, &c.idx)
+            .map_err(error_text)?;
+        let mut out: Vec<HostPriority> = c
+            .idx
+            .iter()
+            .zip(totals)
+            .map(|(&i, t)| HostPriority {
+                host: c.snapshot.nodes[i].name().to_owned(),
+                score: extender_score(t, max),
+            })
+            .collect();
+        // Nodes the cache does not know yet score 0.
+        out.extend(c.unknown.into_iter().map(|host| HostPriority { host, score: 0 }));
+        Ok(out)
+    }
+}
+
+fn error_text(e: ScheduleError) -> String {
+    match e {
+        ScheduleError::Error(m) => m,
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,338 @@
+//! End-to-end tests of `wasmsched extender`, the real binary: the API
+//! server double feeds its cache, and this test plays kube-scheduler's
+//! extender client (the same verbs, the same JSON, a per-request
+//! `httpTimeout`). Every answer is checked against what `simulate` says for
+//! the same pod, cluster and plugins.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
+
+/// kube-scheduler's `httpTimeout` for the extender in `deploy/extender/`.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn data(name: &str) -> PathBuf {
+    repo().join("tests/data/extender").join(name)
+}
+
+struct Extender {
+    child: Child,
+    addr: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl Drop for Extender {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The example plugins (prebuilt) in a directory of their own.
+fn plugin_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wasmsched-extender-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for p in ["node-price", "label-gate"] {
+        std::fs::copy(
+            repo().join(format!("plugins/prebuilt/{p}.wasm")),
+            dir.join(format!("{p}.wasm")),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// Starts `wasmsched extender` with `args` and waits until it is ready.
+async fn extender(args: &[&str]) -> Extender {
+    let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["extender", "--listen", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"])
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed on drop from here on, whatever happens.
+    let unknown: SocketAddr = "0.0.0.0:0".parse().unwrap();
+    let mut ext = Extender {
+        child,
+        addr: unknown,
+        admin: unknown,
+    };
+    let mut lines = BufReader::new(ext.child.stderr.take().unwrap()).lines();
+    let (addr, admin) = loop {
+        let line = lines.next().expect("the extender exited before listening").unwrap();
+        if let Some(rest) = line.strip_prefix("extender listening on http://") {
+            let (a, b) = rest.split_once(" (admin http://").unwrap();
+            break (a.parse().unwrap(), b.trim_end_matches(')').parse().unwrap());
+        }
+    };
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (ext.addr, ext.admin) = (addr, admin);
+    for _ in 0..200 {
+        if support::http(admin, "GET", "/readyz", None, None).await.status == 200 {
+            return ext;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the extender never became ready");
+}
+
+/// One extender call as kube-scheduler makes it: POST, JSON, within
+/// `httpTimeout`; anything but 200 is an error.
+async fn call(e: &Extender, verb: &str, body: &Value) -> Value {
+    let body = body.to_string();
+    let raw = tokio::time::timeout(
+        HTTP_TIMEOUT,
+        support::http(
+            e.addr,
+            "POST",
+            &format!("/{verb}"),
+            Some("application/json"),
+            Some(&body),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{verb} took longer than httpTimeout"));
+    assert_eq!(raw.status, 200, "{verb}: {}", String::from_utf8_lossy(&raw.body));
+    raw.json()
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn node_names(list: &Value) -> Vec<String> {
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn scores(list: &Value) -> Vec<(String, i64)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["Host"].as_str().unwrap().to_owned(), h["Score"].as_i64().unwrap()))
+        .collect()
+}
+
+/// kube-scheduler asks the extender about the pods `simulate` places on
+/// the same cluster with the same plugins: the nodes that pass are as many
+/// as simulate found feasible, the node simulate picks scores highest, a
+/// pod no node fits fails everywhere with the plugin's reason; full-node
+/// requests get the same answers as node-name requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extender_answers_as_simulate_places() {
+    let server = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    server
+        .load_text(&std::fs::read_to_string(data("cluster.yaml")).unwrap())
+        .unwrap();
+    let plugins = plugin_dir("e2e");
+    let (config, plugins_arg) = (data("config.yaml"), plugins.to_str().unwrap().to_owned());
+    let ext = extender(&[
+        "--master",
+        &server.url(),
+        "--config",
+        config.to_str().unwrap(),
+        "--plugins",
+        &plugins_arg,
+    ])
+    .await;
+
+    let sim = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["simulate", "-o", "json", "--cluster"])
+        .arg(data("cluster.yaml"))
+        .arg("--config")
+        .arg(&config)
+        .args(["--plugins", &plugins_arg])
+        .output()
+        .unwrap();
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+    let sim: Value = serde_json::from_slice(&sim.stdout).unwrap();
+
+    let nodes = support::http(server.addr(), "GET", "/api/v1/nodes", None, None)
+        .await
+        .json();
+    let all = node_names(&nodes);
+    assert_eq!(all.len(), 6);
+    let mut checked = 0;
+    for placement in sim["placements"].as_array().unwrap() {
+        let key = placement["pod"].as_str().unwrap();
+        let (ns, name) = key.split_once('/').unwrap();
+        let pod = support::http(
+            server.addr(),
+            "GET",
+            &format!("/api/v1/namespaces/{ns}/pods/{name}"),
+            None,
+            None,
+        )
+        .await
+        .json();
+        let by_name = call(&ext, "filter", &json!({"Pod": pod, "NodeNames": all, "Nodes": null})).await;
+        assert_eq!(by_name["Error"], "", "{key}");
+        let feasible = names(&by_name["NodeNames"]);
+        assert_eq!(
+            feasible.len() as u64,
+            placement["feasibleNodes"].as_u64().unwrap(),
+            "{key}: {by_name}"
+        );
+        // The same request with whole nodes (an extender that is not
+        // nodeCacheCapable) gets the same answer, as whole nodes.
+        let whole = call(&ext, "filter", &json!({"Pod": pod, "Nodes": {"items": nodes["items"]}})).await;
+        assert_eq!(node_names(&whole["Nodes"]), feasible, "{key}");
+        assert_eq!(whole["NodeNames"], Value::Null);
+        assert_eq!(
+            whole["FailedAndUnresolvableNodes"],
+            by_name["FailedAndUnresolvableNodes"]
+        );
+
+        match placement["node"].as_str() {
+            None => {
+                // label-gate rejects every node for good, with its reason;
+                // simulate counts the same reason on every node.
+                let failed = by_name["FailedAndUnresolvableNodes"].as_object().unwrap();
+                assert_eq!(failed.len(), 6, "{key}");
+                let reason = failed["pi-0"].as_str().unwrap();
+                assert_eq!(reason, "node(s) were not of the requested cluster.type mainframe");
+                assert!(
+                    placement["reason"].as_str().unwrap().contains(&format!("6 {reason}")),
+                    "{placement}"
+                );
+            }
+            Some(chosen) => {
+                let s = scores(&call(&ext, "prioritize", &json!({"Pod": pod, "NodeNames": feasible})).await);
+                assert_eq!(s.len(), feasible.len());
+                let best = s.iter().map(|(_, v)| *v).max().unwrap();
+                assert!(s.iter().all(|(_, v)| (0..=10).contains(v)), "{s:?}");
+                assert!(
+                    s.contains(&(chosen.to_owned(), best)),
+                    "{key}: simulate chose {chosen}; {s:?}"
+                );
+                let whole = call(
+                    &ext,
+                    "prioritize",
+                    &json!({"Pod": pod, "Nodes": {"items": whole["Nodes"]["items"]}}),
+                )
+                .await;
+                assert_eq!(scores(&whole), s, "{key}");
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 3);
+
+    // Payloads shaped as kube-scheduler marshals them (a pod with init
+    // containers, nodes with every status field).
+    let args: Value = serde_json::from_str(&std::fs::read_to_string(data("args-names.json")).unwrap()).unwrap();
+    let r = call(&ext, "filter", &args).await;
+    assert_eq!(names(&r["NodeNames"]), ["pi-0", "pi-1", "pi-2"]);
+    assert_eq!(r["FailedNodes"], json!({}));
+    let s = scores(
+        &call(
+            &ext,
+            "prioritize",
+            &json!({"Pod": args["Pod"], "NodeNames": r["NodeNames"]}),
+        )
+        .await,
+    );
+    // Cheapest first: 0.05 → 10, 0.07 → 9, 0.30 → 0.
+    assert_eq!(s, [("pi-0".into(), 10), ("pi-1".into(), 9), ("pi-2".into(), 0)]);
+    let args: Value = serde_json::from_str(&std::fs::read_to_string(data("args-nodes.json")).unwrap()).unwrap();
+    let r = call(&ext, "filter", &args).await;
+    assert_eq!(node_names(&r["Nodes"]), ["pi-1"]);
+    assert_eq!(
+        r["FailedAndUnresolvableNodes"],
+        json!({"x86-2": "node(s) were not of the requested cluster.type raspberry"})
+    );
+
+    let metrics = support::http(ext.admin, "GET", "/metrics", None, None).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    assert!(
+        text.contains("wasmsched_extender_requests_total{verb=\"filter\",result=\"ok\"} 8"),
+        "{text}"
+    );
+    assert!(text.contains("wasmsched_extender_request_duration_seconds_bucket{verb=\"prioritize\",result=\"ok\""));
+}
+
+/// Without an API server the extender answers from what each request
+/// holds: a list of 500 whole nodes is filtered and scored from the
+/// request alone; a request of node names, which it cannot resolve, and
+/// a malformed one get the extender's `Error`, not a failed call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_extender_answers_from_the_request() {
+    let plugins = plugin_dir("stateless");
+    let ext = extender(&[
+        "--stateless",
+        "--config",
+        data("config.yaml").to_str().unwrap(),
+        "--plugins",
+        plugins.to_str().unwrap(),
+    ])
+    .await;
+    let nodes: Vec<Value> = (0..500)
+        .map(|i| {
+            json!({
+                "metadata": {"name": format!("n-{i:03}"), "creationTimestamp": null,
+                             "labels": {"cluster.type": if i % 2 == 0 { "raspberry" } else { "x86" }},
+                             "annotations": {"price": format!("0.{:03}", 500 - i)}},
+                "spec": {},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                           "conditions": [{"type": "Ready", "status": "True"}]}
+            })
+        })
+        .collect();
+    let args: Value = serde_json::from_str(&std::fs::read_to_string(data("args-names.json")).unwrap()).unwrap();
+    let pod = &args["Pod"];
+    let r = call(
+        &ext,
+        "filter",
+        &json!({"Pod": pod, "Nodes": {"items": nodes}, "NodeNames": null}),
+    )
+    .await;
+    assert_eq!(r["Error"], "");
+    let passed = node_names(&r["Nodes"]);
+    assert_eq!(passed.len(), 250);
+    assert!(passed.iter().all(|n| n[2..].parse::<u32>().unwrap() % 2 == 0));
+    assert_eq!(r["FailedAndUnresolvableNodes"].as_object().unwrap().len(), 250);
+    let s = scores(&call(&ext, "prioritize", &json!({"Pod": pod, "Nodes": r["Nodes"]})).await);
+    // The last raspberry node is the cheapest.
+    assert_eq!(s.iter().max_by_key(|(_, v)| *v).unwrap(), &("n-498".to_owned(), 10));
+
+    let r = call(&ext, "filter", &args).await;
+    assert!(r["Error"].as_str().unwrap().contains("nodeCacheCapable: false"), "{r}");
+    let raw = support::http(
+        ext.addr,
+        "POST",
+        "/filter",
+        Some("application/json"),
+        Some("{\"Pod\": "),
+    )
+    .await;
+    assert_eq!(raw.status, 200);
+    assert!(
+        raw.json()["Error"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read the request (ExtenderArgs)")
+    );
+}
