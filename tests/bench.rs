@@ -33,3 +33,48 @@ fn json_summary_on_last_line() {
     );
     assert!(v["pods_per_sec"].as_f64().unwrap() > 0.0);
 }
+
+/// `bench --extender` asks the extender (fed by the API server double) as
+/// kube-scheduler would, in both modes, and reports each verb.
+#[test]
+fn extender_bench_reports_both_modes() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-bench-extender-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
+        dir.join("node-price.wasm"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "bench",
+            "--extender",
+            "--nodes",
+            "300",
+            "--pods",
+            "20",
+            "--json",
+            "--wasm",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    // kube-scheduler sends 50% - 300/125 % = 48% of 300 nodes.
+    assert_eq!(v["nodes_per_request"], 144);
+    for mode in ["names", "nodes"] {
+        for verb in ["filter", "prioritize"] {
+            let m = &v["modes"][mode][verb];
+            assert_eq!(m["requests"], 20, "{mode} {verb}: {v}");
+            assert!(m["p99_ms"].as_f64().unwrap() >= m["p50_ms"].as_f64().unwrap());
+        }
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["bench", "--extender"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--wasm DIR"));
+}

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Deserialize;
 use serde_json::Value;
@@ -82,13 +82,20 @@ fn manifests_parse_into_kubernetes_types() {
                     );
                     assert_eq!(spec.security_context.as_ref().unwrap().run_as_non_root, Some(true));
                 }
+                "Service" => drop(round_trip::<Service>(&doc, &what)),
                 "ConfigMap" => {
                     let cm = round_trip::<ConfigMap>(&doc, &what);
                     if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("config.yaml")) {
                         let c =
                             wasmsched_core::config::Config::from_yaml(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
                         wasmsched_wasm::WasmConfig::from_value(c.wasm_plugins.as_ref()).unwrap();
-                        assert!(c.leader_election.is_some());
+                        // The daemon elects a leader; the extender binds nothing.
+                        if !f.to_string_lossy().contains("extender") {
+                            assert!(c.leader_election.is_some());
+                        }
+                    }
+                    if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("scheduler-config.yaml")) {
+                        check_extender_entry(cfg, &what);
                     }
                 }
                 other => panic!("{what}: no check for kind {other}"),
@@ -106,5 +113,48 @@ fn manifests_parse_into_kubernetes_types() {
         "Pod",
     ] {
         assert!(kinds.iter().any(|x| x == k), "no {k} in deploy/");
+    }
+}
+
+/// kube-scheduler's `extenders:` entry names the verbs `wasmsched
+/// extender` serves, at the port its Service exposes, with the fields
+/// kube-scheduler reads.
+fn check_extender_entry(cfg: &str, what: &str) {
+    let c: Value = serde_yaml::from_str(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let e = &c["extenders"][0];
+    let url = e["urlPrefix"].as_str().unwrap();
+    assert!(
+        url.ends_with(":8888/"),
+        "{what}: urlPrefix {url} (the Service's port is 8888)"
+    );
+    assert_eq!(e["filterVerb"], "filter", "{what}");
+    assert_eq!(e["prioritizeVerb"], "prioritize", "{what}");
+    assert!(e["weight"].as_i64().unwrap() > 0, "{what}: weight");
+    assert!(e["nodeCacheCapable"].is_boolean(), "{what}: nodeCacheCapable");
+    assert!(e["ignorable"].is_boolean(), "{what}: ignorable");
+    let timeout = e["httpTimeout"].as_str().unwrap();
+    assert!(
+        wasmsched_kube::parse_duration(timeout).is_some(),
+        "{what}: httpTimeout {timeout}"
+    );
+    for key in e.as_object().unwrap().keys() {
+        assert!(
+            [
+                "urlPrefix",
+                "filterVerb",
+                "prioritizeVerb",
+                "preemptVerb",
+                "bindVerb",
+                "weight",
+                "enableHTTPS",
+                "tlsConfig",
+                "httpTimeout",
+                "nodeCacheCapable",
+                "managedResources",
+                "ignorable"
+            ]
+            .contains(&key.as_str()),
+            "{what}: kube-scheduler's Extender has no field {key}"
+        );
     }
 }

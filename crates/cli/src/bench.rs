@@ -50,6 +50,11 @@ pub struct Args {
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
     wasm: Option<PathBuf>,
+    /// The extender (`wasmsched extender`, fed by the API server double)
+    /// answering `--pods` filter and prioritize requests over all nodes,
+    /// with node names and with whole nodes; needs `--wasm DIR`.
+    #[arg(long, conflicts_with = "e2e")]
+    extender: bool,
 }
 
 fn parse_workload(s: &str) -> Result<synthetic::Workload, String> {
@@ -85,6 +90,20 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.extender {
+        let Some(wasm) = args.wasm else {
+            anyhow::bail!("--extender runs WebAssembly plugins: give their directory with --wasm DIR");
+        };
+        return crate::bench_extender::run(crate::bench_extender::ExtenderBench {
+            nodes: args.nodes,
+            percentage: args.percentage.unwrap_or(0).min(100),
+            pods: args.pods,
+            seed: args.seed,
+            json: args.json,
+            config: args.config,
+            wasm,
+        });
+    }
     if args.e2e {
         return crate::bench_e2e::run(crate::bench_e2e::E2e {
             nodes: args.nodes,

@@ -40,6 +40,9 @@ pub struct Args {
     /// Address of /healthz, /readyz and /metrics.
     #[arg(long, default_value = "0.0.0.0:10251")]
     admin_address: SocketAddr,
+    /// Largest request read, in MiB (whole nodes are ~1–5 KiB each); a larger one is refused with 413.
+    #[arg(long, default_value_t = 64)]
+    max_request_mib: usize,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -80,6 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 listen: args.listen,
                 prefix: args.prefix,
                 admin: Some(args.admin_address),
+                max_request_bytes: args.max_request_mib << 20,
             },
             client,
             stop_rx,

@@ -6,6 +6,7 @@
 mod apiserver;
 mod bench;
 mod bench_e2e;
+mod bench_extender;
 mod demo;
 mod extender;
 mod plugin;

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 
 /// kube-scheduler's `MaxExtenderPriority`: the highest score an extender
 /// gives a node.
@@ -96,15 +97,54 @@ macro_rules! go_struct {
 }
 
 /// `v1.NodeList` as the request carries it (Kubernetes JSON: `items`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Each node is kept as the JSON it came as, decoded on demand: an
+/// extender that knows the nodes needs only their names, and answers with
+/// the nodes that passed as they were sent, without a round trip through
+/// the object model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NodeList {
-    /// The nodes.
+    /// The nodes, as sent.
     #[serde(default, deserialize_with = "null_as_empty")]
-    pub items: Vec<Node>,
+    pub items: Vec<Box<RawValue>>,
 }
 
-fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Node>, D::Error> {
-    Ok(Option::<Vec<Node>>::deserialize(d)?.unwrap_or_default())
+impl PartialEq for NodeList {
+    fn eq(&self, other: &Self) -> bool {
+        self.items.len() == other.items.len() && self.items.iter().zip(&other.items).all(|(a, b)| a.get() == b.get())
+    }
+}
+
+impl NodeList {
+    /// The name of each node (`metadata.name`, empty when absent), reading
+    /// nothing else of it.
+    pub fn names(&self) -> Result<Vec<String>, serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(default)]
+            name: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Named {
+            #[serde(default)]
+            metadata: Option<Meta>,
+        }
+        self.items
+            .iter()
+            .map(|raw| {
+                let n: Named = serde_json::from_str(raw.get())?;
+                Ok(n.metadata.and_then(|m| m.name).unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// The nodes, decoded.
+    pub fn nodes(&self) -> Result<Vec<Node>, serde_json::Error> {
+        self.items.iter().map(|raw| serde_json::from_str(raw.get())).collect()
+    }
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Box<RawValue>>, D::Error> {
+    Ok(Option::<Vec<Box<RawValue>>>::deserialize(d)?.unwrap_or_default())
 }
 
 go_struct! {

@@ -58,7 +58,13 @@ pub struct ExtenderOptions {
     pub prefix: String,
     /// Address of `/healthz`, `/readyz`, `/metrics` (none: not served).
     pub admin: Option<SocketAddr>,
+    /// Largest request body read, in bytes (whole nodes: ~1–5 KiB each).
+    pub max_request_bytes: usize,
 }
+
+/// The default of [`ExtenderOptions::max_request_bytes`]: 5000 whole nodes
+/// of several KiB each fit.
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 64 << 20;
 
 /// A running extender.
 pub struct Running {
@@ -164,7 +170,8 @@ pub async fn serve(
                 let ext = ext.clone();
                 move |body: Bytes| verb(ext, "prioritize", body)
             }),
-        );
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(opts.max_request_bytes));
     let mut stop_server = stop;
     let server = tokio::spawn(async move {
         let shutdown = async move {
@@ -277,7 +284,7 @@ struct Candidates {
     /// Names the snapshot does not know (names mode only).
     unknown: Vec<String>,
     /// The request's node objects by name (full-node mode), to echo back.
-    objects: Option<HashMap<String, k8s_openapi::api::core::v1::Node>>,
+    objects: Option<HashMap<String, Box<serde_json::value::RawValue>>>,
     /// The request's node names in order (for a names-mode answer).
     names_mode: bool,
 }
@@ -310,19 +317,17 @@ impl Extender {
                     names_mode: true,
                 }
             }
-            (None, Some(NodeList { items })) => self.whole_nodes(items)?,
+            (None, Some(list)) => self.whole_nodes(list)?,
             (None, None) => return Err("the request has neither Nodes nor NodeNames".into()),
         };
         Ok((pod, candidates))
     }
 
     /// Full-node mode: from the cache when it knows every node of the
-    /// request (usage included), else from the request's objects alone.
-    fn whole_nodes(&self, items: Vec<k8s_openapi::api::core::v1::Node>) -> Result<Candidates, String> {
-        let names: Vec<String> = items
-            .iter()
-            .map(|n| n.metadata.name.clone().unwrap_or_default())
-            .collect();
+    /// request (usage included; the nodes' JSON is then only read for their
+    /// names), else from the request's objects alone.
+    fn whole_nodes(&self, list: NodeList) -> Result<Candidates, String> {
+        let names = list.names().map_err(|e| format!("cannot read Nodes: {e}"))?;
         let cached = self.cluster.as_ref().and_then(|c| {
             let snapshot = c.lock().unwrap_or_else(|p| p.into_inner()).snapshot_now();
             let idx: Option<Vec<usize>> = names.iter().map(|n| snapshot.position(n)).collect();
@@ -332,8 +337,8 @@ impl Extender {
             Some(found) => found,
             None => {
                 let mut cache = Cache::new();
-                for n in &items {
-                    cache.upsert_node(NodeData::from_node(n).map_err(|e| e.to_string())?);
+                for n in list.nodes().map_err(|e| format!("cannot read Nodes: {e}"))? {
+                    cache.upsert_node(NodeData::from_node(&n).map_err(|e| e.to_string())?);
                 }
                 let snapshot = Arc::new(cache.snapshot());
                 let idx = names.iter().filter_map(|n| snapshot.position(n)).collect();
@@ -344,12 +349,7 @@ impl Extender {
             snapshot,
             idx,
             unknown: Vec::new(),
-            objects: Some(
-                items
-                    .into_iter()
-                    .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
-                    .collect(),
-            ),
+            objects: Some(names.into_iter().zip(list.items).collect()),
             names_mode: false,
         })
     }
