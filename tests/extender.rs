@@ -156,6 +156,7 @@ async fn the_extender_answers_as_simulate_places() {
         config.to_str().unwrap(),
         "--plugins",
         &plugins_arg,
+        "--bind",
     ])
     .await;
 
@@ -272,6 +273,55 @@ async fn the_extender_answers_as_simulate_places() {
         "{text}"
     );
     assert!(text.contains("wasmsched_extender_request_duration_seconds_bucket{verb=\"prioritize\",result=\"ok\""));
+
+    // preempt: of the nodes kube-scheduler would preempt on, those where
+    // the plugins accept the pod once the victims are gone (label-gate
+    // still refuses the x86 node for a Raspberry Pi pod), victims as sent.
+    let pi = support::http(server.addr(), "GET", "/api/v1/namespaces/edge/pods/pi", None, None)
+        .await
+        .json();
+    let db = support::http(server.addr(), "GET", "/api/v1/namespaces/shop/pods/db-0", None, None)
+        .await
+        .json();
+    let db0 = db["metadata"]["uid"].as_str().unwrap().to_owned();
+    let r = call(
+        &ext,
+        "preempt",
+        &json!({"Pod": pi, "NodeNameToMetaVictims": {
+            "x86-0": {"Pods": [{"UID": db0}], "NumPDBViolations": 0},
+            "pi-1": {"Pods": [], "NumPDBViolations": 1}}}),
+    )
+    .await;
+    assert_eq!(
+        r,
+        json!({"NodeNameToMetaVictims": {"pi-1": {"Pods": [], "NumPDBViolations": 1}}})
+    );
+    // Whole victims (an extender that is not nodeCacheCapable): by UID.
+    let r = call(
+        &ext,
+        "preempt",
+        &json!({"Pod": pi, "NodeNameToVictims": {"pi-0": {"Pods": [db], "NumPDBViolations": 0}}}),
+    )
+    .await;
+    assert_eq!(
+        r,
+        json!({"NodeNameToMetaVictims": {"pi-0": {"Pods": [{"UID": db0}], "NumPDBViolations": 0}}})
+    );
+
+    // bind: through the API server, as the daemon binds; binding a bound
+    // pod elsewhere is refused with the server's reason.
+    let any = support::http(server.addr(), "GET", "/api/v1/namespaces/shop/pods/any", None, None)
+        .await
+        .json();
+    let uid = any["metadata"]["uid"].as_str().unwrap();
+    let bind = |node: &str| json!({"PodName": "any", "PodNamespace": "shop", "PodUID": uid, "Node": node});
+    assert_eq!(call(&ext, "bind", &bind("x86-0")).await, json!({"Error": ""}));
+    let bound = support::http(server.addr(), "GET", "/api/v1/namespaces/shop/pods/any", None, None)
+        .await
+        .json();
+    assert_eq!(bound["spec"]["nodeName"], "x86-0");
+    let again = call(&ext, "bind", &bind("pi-0")).await;
+    assert!(again["Error"].as_str().unwrap().contains("already assigned"), "{again}");
 }
 
 /// Without an API server the extender answers from what each request

@@ -135,6 +135,8 @@ pub fn run(b: ExtenderBench) -> anyhow::Result<()> {
                 prefix: "/".into(),
                 admin: None,
                 max_request_bytes: wasmsched_kube::extender::DEFAULT_MAX_REQUEST_BYTES,
+                bind: false,
+                api_timeout: Duration::from_secs(10),
             },
             Some(client),
             stop_rx,

@@ -43,6 +43,12 @@ pub struct Args {
     /// Largest request read, in MiB (whole nodes are ~1–5 KiB each); a larger one is refused with 413.
     #[arg(long, default_value_t = 64)]
     max_request_mib: usize,
+    /// Serve the bind verb: bind pods through the API server as `wasmsched run` does (kube-scheduler's `bindVerb`).
+    #[arg(long, conflicts_with = "stateless")]
+    bind: bool,
+    /// Longest a binding request may take, in seconds.
+    #[arg(long, default_value_t = 10)]
+    api_timeout: u64,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -84,6 +90,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 prefix: args.prefix,
                 admin: Some(args.admin_address),
                 max_request_bytes: args.max_request_mib << 20,
+                bind: args.bind,
+                api_timeout: Duration::from_secs(args.api_timeout.max(1)),
             },
             client,
             stop_rx,

@@ -458,6 +458,29 @@ impl Cache {
         }
     }
 
+    /// A copy of this cache without the pods whose UIDs are in `uids`: the
+    /// cluster as it would be once they are gone (preemption's what-if).
+    /// Costs a pass over every node and pod.
+    pub fn without_pods(&self, uids: &std::collections::HashSet<&str>) -> Cache {
+        let mut c = Cache::new();
+        for n in &self.nodes {
+            c.upsert_node((*n.node).clone());
+        }
+        c.namespaces = self.namespaces.clone();
+        c.workloads = self.workloads.clone();
+        for cp in self.pods.values() {
+            if uids.contains(cp.pod.uid.as_str()) {
+                continue;
+            }
+            if cp.assumed {
+                c.assume_pod(cp.pod.clone(), &cp.node);
+            } else {
+                c.upsert_pod(cp.pod.clone());
+            }
+        }
+        c
+    }
+
     /// Adds or updates a pod seen in the cluster. Bound, non-terminal pods
     /// count as usage on their node; an assumed pod that is now seen bound to
     /// the same node is confirmed; unbound or terminal pods are removed.
@@ -708,6 +731,36 @@ mod tests {
         }))
         .unwrap();
         Arc::new(PodInfo::from_pod(&p).unwrap())
+    }
+
+    /// The cache without some pods is the cluster once they are gone: their
+    /// usage and counts leave their nodes, everything else stays, and the
+    /// cache itself is untouched.
+    #[test]
+    fn a_cache_without_pods_frees_their_usage() {
+        let mut c = Cache::new();
+        c.upsert_node(node("a", "z1"));
+        c.upsert_node(node("b", "z2"));
+        let with_uid = |name: &str, node: &str, cpu: &str| {
+            let mut p = (*pod(name, Some(node), cpu)).clone();
+            p.uid = format!("uid-{name}");
+            Arc::new(p)
+        };
+        let victim = with_uid("victim", "a", "3");
+        c.upsert_pod(victim.clone());
+        c.upsert_pod(with_uid("stays", "a", "500m"));
+        c.upsert_pod(with_uid("other", "b", "1"));
+        let uids = std::collections::HashSet::from([victim.uid.as_str()]);
+        let mut without = c.without_pods(&uids);
+        let cpu = |c: &mut Cache, n: &str| {
+            let s = c.snapshot();
+            let i = s.position(n).unwrap();
+            (s.nodes[i].usage.requested.milli_cpu, s.nodes[i].usage.pods)
+        };
+        assert_eq!(cpu(&mut without, "a"), (500, 1));
+        assert_eq!(cpu(&mut without, "b"), (1000, 1));
+        assert_eq!(cpu(&mut c, "a"), (3500, 2));
+        assert_eq!(without.pod_count(), 2);
     }
 
     /// Per shape and node, the counts the snapshot's shape index gives

@@ -97,7 +97,7 @@ pub(crate) async fn run(
     set.shutdown().await;
 }
 
-async fn bind(
+pub(crate) async fn bind(
     client: &kube::Client,
     job: &BindJob,
     leadership: &Leadership,

@@ -8,13 +8,17 @@
 //! with usage-aware plugins. Without one it answers from what each request
 //! holds (full `Nodes`, no bound pods).
 //!
+//! `preempt` keeps the nodes where the plugins accept the pod once the
+//! victims are gone; `bind` (with `--bind`) binds through the API server
+//! with the daemon's binder.
+//!
 //! ```text
-//! kube-scheduler ── POST {prefix}/filter, /prioritize ──> axum ──> worker thread:
+//! kube-scheduler ── POST {prefix}/filter, /prioritize, /preempt ──> axum ──> worker thread:
 //!                                                         framework on the cache's snapshot
 //! watchers ──> cache thread (core scheduler, no queue) ──┘
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -26,13 +30,18 @@ use axum::routing::post;
 use tokio::sync::{mpsc, watch};
 use wasmsched_core::cache::{Cache, Snapshot};
 use wasmsched_core::config::Config;
-use wasmsched_core::extender::{ExtenderArgs, ExtenderFilterResult, HostPriority, NodeList, extender_score};
+use wasmsched_core::extender::{
+    ExtenderArgs, ExtenderBindingArgs, ExtenderBindingResult, ExtenderFilterResult, ExtenderPreemptionArgs,
+    ExtenderPreemptionResult, HostPriority, MetaPod, MetaVictims, NodeList, extender_score,
+};
 use wasmsched_core::framework::{Code, CycleState, Framework, ScheduleError};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 use wasmsched_core::{NodeData, PodInfo};
 
+use crate::binder::BindResult;
 use crate::daemon::Status;
+use crate::leader::Leadership;
 use crate::schedule::{Applied, Msg, Synced, apply};
 use crate::watch::{
     NAMESPACES, NODES, PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, watch_kind,
@@ -60,6 +69,11 @@ pub struct ExtenderOptions {
     pub admin: Option<SocketAddr>,
     /// Largest request body read, in bytes (whole nodes: ~1–5 KiB each).
     pub max_request_bytes: usize,
+    /// Serve `{prefix}/bind`: bind pods through the API server as `run`
+    /// does (kube-scheduler's `bindVerb`). Needs an API server.
+    pub bind: bool,
+    /// Longest one binding request may take.
+    pub api_timeout: std::time::Duration,
 }
 
 /// The default of [`ExtenderOptions::max_request_bytes`]: 5000 whole nodes
@@ -84,6 +98,8 @@ struct Extender {
     /// The cluster as the watchers report it (none: stateless).
     cluster: Option<Mutex<Scheduler>>,
     status: Arc<Status>,
+    /// The API server and the binder's settings, when `bind` is served.
+    binder: Option<(kube::Client, Arc<Leadership>, std::time::Duration)>,
 }
 
 /// The framework of `profile` (or the first), without its built-in plugins
@@ -139,10 +155,21 @@ pub async fn serve(
             None
         }
     };
+    if opts.bind && client.is_none() {
+        anyhow::bail!("the bind verb binds through an API server: give one (--master or --kubeconfig)");
+    }
+    // kube-scheduler, which has its own leader election, is the only
+    // caller: the extender binds whenever it is asked.
+    let binder = client.clone().filter(|_| opts.bind).map(|c| {
+        let leadership = Arc::new(Leadership::default());
+        leadership.lead_forever();
+        (c, leadership, opts.api_timeout)
+    });
     let ext = Arc::new(Extender {
         framework,
         cluster,
         status: status.clone(),
+        binder,
     });
     if let Some(client) = client {
         start_watchers(client, ext.clone(), stop.clone());
@@ -171,6 +198,20 @@ pub async fn serve(
                 move |body: Bytes| verb(ext, "prioritize", body)
             }),
         )
+        .route(
+            &format!("{prefix}/preempt"),
+            post({
+                let ext = ext.clone();
+                move |body: Bytes| verb(ext, "preempt", body)
+            }),
+        )
+        .route(
+            &format!("{prefix}/bind"),
+            post({
+                let ext = ext.clone();
+                move |body: Bytes| bind_verb(ext, body)
+            }),
+        )
         .layer(axum::extract::DefaultBodyLimit::max(opts.max_request_bytes));
     let mut stop_server = stop;
     let server = tokio::spawn(async move {
@@ -181,7 +222,12 @@ pub async fn serve(
             tracing::error!(error = %e, "extender server stopped");
         }
     });
-    tracing::info!(%addr, prefix = %format!("{prefix}/"), "extender verbs: filter prioritize");
+    let verbs = if opts.bind {
+        "filter prioritize preempt bind"
+    } else {
+        "filter prioritize preempt"
+    };
+    tracing::info!(%addr, prefix = %format!("{prefix}/"), verbs, "extender verbs");
     Ok(Running { addr, admin, server })
 }
 
@@ -255,8 +301,12 @@ async fn verb(ext: Arc<Extender>, verb: &'static str, body: Bytes) -> Response {
                 let ok = r.error.is_empty();
                 (serde_json::to_vec(&r).map_err(|e| e.to_string()), ok)
             }
-            _ => match ext.prioritize(&body) {
+            "prioritize" => match ext.prioritize(&body) {
                 Ok(list) => (serde_json::to_vec(&list).map_err(|e| e.to_string()), true),
+                Err(e) => (Err(e), false),
+            },
+            _ => match ext.preempt(&body) {
+                Ok(r) => (serde_json::to_vec(&r).map_err(|e| e.to_string()), true),
                 Err(e) => (Err(e), false),
             },
         })
@@ -274,6 +324,41 @@ async fn verb(ext: Arc<Extender>, verb: &'static str, body: Bytes) -> Response {
             (StatusCode::INTERNAL_SERVER_ERROR, e).into_response()
         }
     }
+}
+
+/// Serves `bind`: binds through the API server with the daemon's binder
+/// (bounded in time, retried on 429/5xx); a refusal is the answer's `Error`.
+async fn bind_verb(ext: Arc<Extender>, body: Bytes) -> Response {
+    let started = Instant::now();
+    let result = async {
+        let Some((client, leadership, timeout)) = &ext.binder else {
+            return Err("this extender does not bind (start it with --bind)".to_owned());
+        };
+        let args: ExtenderBindingArgs =
+            serde_json::from_slice(&body).map_err(|e| format!("cannot read the request (ExtenderBindingArgs): {e}"))?;
+        let job = crate::binder::BindJob {
+            namespace: args.pod_namespace,
+            name: args.pod_name,
+            uid: args.pod_uid,
+            node: args.node,
+            profile: ext.framework.profile.clone(),
+            queued_at: started,
+        };
+        match crate::binder::bind(client, &job, leadership, &ext.status, *timeout).await {
+            BindResult::Ok => Ok(()),
+            BindResult::Drop(why) | BindResult::Failed(why) => Err(why),
+        }
+    }
+    .await;
+    let error = result.err().unwrap_or_default();
+    let outcome = if error.is_empty() { "ok" } else { "error" };
+    ext.status.metrics.extender_request("bind", outcome, started.elapsed());
+    let answer = ExtenderBindingResult { error };
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_vec(&answer).unwrap_or_default(),
+    )
+        .into_response()
 }
 
 /// The nodes of a request, resolved against a snapshot.
@@ -422,6 +507,61 @@ impl Extender {
             .collect();
         // Nodes the cache does not know yet score 0.
         out.extend(c.unknown.into_iter().map(|host| HostPriority { host, score: 0 }));
+        Ok(out)
+    }
+}
+
+impl Extender {
+    /// `preempt`: of the nodes kube-scheduler would preempt on, those where
+    /// the profile's Filter accepts the pod once that node's victims are
+    /// gone, with the same victims (by UID). Evaluated on a copy of the
+    /// cache without every victim of the request.
+    fn preempt(&self, body: &[u8]) -> Result<ExtenderPreemptionResult, String> {
+        let args: ExtenderPreemptionArgs = serde_json::from_slice(body)
+            .map_err(|e| format!("cannot read the request (ExtenderPreemptionArgs): {e}"))?;
+        let pod = args.pod.ok_or("the request has no Pod")?;
+        let pod = PodInfo::from_pod(&pod).map_err(|e| e.to_string())?;
+        let Some(cluster) = &self.cluster else {
+            return Err(
+                "this extender has no API server, so it knows no node's pods: it cannot judge preemption".into(),
+            );
+        };
+        // Victims by UID, whichever form they came in.
+        let mut victims: BTreeMap<String, MetaVictims> = args.node_name_to_meta_victims;
+        for (node, v) in args.node_name_to_victims {
+            victims.entry(node).or_insert_with(|| MetaVictims {
+                pods: v
+                    .pods
+                    .iter()
+                    .map(|p| MetaPod {
+                        uid: p.metadata.uid.clone().unwrap_or_default(),
+                    })
+                    .collect(),
+                num_pdb_violations: v.num_pdb_violations,
+            });
+        }
+        let uids: HashSet<&str> = victims
+            .values()
+            .flat_map(|v| v.pods.iter().map(|p| p.uid.as_str()))
+            .collect();
+        let snapshot = {
+            let sched = cluster.lock().unwrap_or_else(|p| p.into_inner());
+            Arc::new(sched.cache.without_pods(&uids).snapshot())
+        };
+        let idx: Vec<usize> = victims.keys().filter_map(|n| snapshot.position(n)).collect();
+        let mut state = CycleState::default();
+        state.set_snapshot(snapshot.clone());
+        let verdicts = self
+            .framework
+            .filter_for_extender(&mut state, &pod, &snapshot, &idx)
+            .map_err(error_text)?;
+        let mut out = ExtenderPreemptionResult::default();
+        for i in verdicts.feasible {
+            let name = snapshot.nodes[i].name();
+            if let Some(v) = victims.remove(name) {
+                out.node_name_to_meta_victims.insert(name.to_owned(), v);
+            }
+        }
         Ok(out)
     }
 }
