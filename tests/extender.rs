@@ -4,6 +4,7 @@
 //! `httpTimeout`). Every answer is checked against what `simulate` says for
 //! the same pod, cluster and plugins.
 
+mod guest;
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -520,4 +521,47 @@ async fn the_extender_serves_https_with_the_given_certificate() {
     let mut raw = Vec::new();
     let _ = tokio::time::timeout(HTTP_TIMEOUT, plain.read_to_end(&mut raw)).await;
     assert!(!raw.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
+}
+
+/// A plugin that fails follows its failure policy: under `fail` the filter
+/// answer carries the error (a 200 with `Error`, which kube-scheduler
+/// reports, or skips if the extender is `ignorable`); under `ignore` the
+/// plugin is skipped and the nodes pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_plugin_follows_its_failure_policy() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-extender-policy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    let body = json!({"Pod": {"metadata": {"name": "p", "namespace": "d"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+                      "Nodes": {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}});
+    for policy in ["fail", "ignore"] {
+        let config = dir.join(format!("{policy}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "profiles:\n- schedulerName: wasm-extender\n  plugins:\n    multiPoint:\n      enabled: [{{name: misbehave}}]\n  pluginConfig:\n  - name: misbehave\n    args: {{mode: trap}}\nwasmPlugins:\n  plugins: [{{name: misbehave, failurePolicy: {policy}}}]\n"
+            ),
+        )
+        .unwrap();
+        let ext = extender(&[
+            "--stateless",
+            "--config",
+            config.to_str().unwrap(),
+            "--plugins",
+            dir.to_str().unwrap(),
+        ])
+        .await;
+        let r = call(&ext, "filter", &body).await;
+        match policy {
+            "fail" => {
+                let e = r["Error"].as_str().unwrap();
+                assert!(e.contains("plugin misbehave: trapped"), "{r}");
+                assert_eq!(r["Nodes"], Value::Null);
+            }
+            _ => {
+                assert_eq!(r["Error"], "", "{r}");
+                assert_eq!(node_names(&r["Nodes"]), ["a", "b"]);
+            }
+        }
+    }
 }
