@@ -223,21 +223,13 @@ pub async fn serve(
         let _ = stop_server.wait_for(|s| *s).await;
     };
     let server = match &opts.tls {
-        None => tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-                tracing::error!(error = %e, "extender server stopped");
-            }
-        }),
+        None => spawn_server(listener, app, shutdown),
         Some((cert, key)) => {
             let listener = TlsListener {
                 tcp: listener,
                 acceptor: tokio_rustls::TlsAcceptor::from(tls_config(cert, key)?),
             };
-            tokio::spawn(async move {
-                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
-                    tracing::error!(error = %e, "extender server stopped");
-                }
-            })
+            spawn_server(listener, app, shutdown)
         }
     };
     let verbs = if opts.bind {
@@ -251,6 +243,23 @@ pub async fn serve(
         admin,
         server,
         tls: opts.tls.is_some(),
+    })
+}
+
+/// Serves `app` on `listener` until `shutdown`.
+fn spawn_server<L>(
+    listener: L,
+    app: axum::Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+            tracing::error!(error = %e, "extender server stopped");
+        }
     })
 }
 
