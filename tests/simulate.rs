@@ -563,3 +563,24 @@ fn default_spreading_follows_the_service_that_selects_the_pod() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(out["placements"][0]["node"], "a", "{out}");
 }
+
+/// Logs written to a pipe (or a file) are plain text: no colour codes.
+#[test]
+fn logs_to_a_pipe_carry_no_colour_codes() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-sim-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
+        dir.join("node-price.wasm"),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["--log", "info", "simulate", "--plugins", dir.to_str().unwrap()])
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("plugin loaded"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}

@@ -75,12 +75,23 @@ fn init_logging(filter: &str, format: LogFormat) -> anyhow::Result<()> {
         tracing_subscriber::EnvFilter::try_new(&filter).with_context(|| format!("invalid --log filter {filter:?}"))?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colour_logs(
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            std::env::var_os("NO_COLOR").as_deref(),
+        ))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
     }
     Ok(())
+}
+
+/// Logs are coloured only on a terminal, and never when `NO_COLOR` is set
+/// to anything but the empty string (no-color.org): a file or a pipe gets
+/// plain text.
+fn colour_logs(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
 }
 
 /// The scheduler configuration of `--config`, or the defaults.
@@ -109,5 +120,18 @@ fn main() -> anyhow::Result<()> {
         Command::Extender(args) => extender::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
         Command::CompilePlugin { memory_mib } => plugin::compile_plugin(memory_mib),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn logs_are_coloured_only_on_a_terminal_without_no_color() {
+        assert!(colour_logs(true, None));
+        assert!(colour_logs(true, Some("".as_ref())));
+        assert!(!colour_logs(true, Some("1".as_ref())));
+        assert!(!colour_logs(false, None));
     }
 }
