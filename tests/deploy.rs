@@ -60,46 +60,7 @@ fn manifests_parse_into_kubernetes_types() {
                 continue;
             }
             let what = format!("{} document {}", f.display(), i + 1);
-            let kind = doc["kind"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{what}: no kind"))
-                .to_owned();
-            match kind.as_str() {
-                "Namespace" => drop(round_trip::<Namespace>(&doc, &what)),
-                "ServiceAccount" => drop(round_trip::<ServiceAccount>(&doc, &what)),
-                "ClusterRole" => drop(round_trip::<ClusterRole>(&doc, &what)),
-                "ClusterRoleBinding" => drop(round_trip::<ClusterRoleBinding>(&doc, &what)),
-                "Role" => drop(round_trip::<Role>(&doc, &what)),
-                "RoleBinding" => drop(round_trip::<RoleBinding>(&doc, &what)),
-                "Pod" => drop(round_trip::<Pod>(&doc, &what)),
-                "Deployment" => {
-                    let d = round_trip::<Deployment>(&doc, &what);
-                    let spec = d.spec.unwrap().template.spec.unwrap();
-                    let c = &spec.containers[0];
-                    assert_eq!(
-                        c.security_context.as_ref().unwrap().read_only_root_filesystem,
-                        Some(true)
-                    );
-                    assert_eq!(spec.security_context.as_ref().unwrap().run_as_non_root, Some(true));
-                }
-                "Service" => drop(round_trip::<Service>(&doc, &what)),
-                "ConfigMap" => {
-                    let cm = round_trip::<ConfigMap>(&doc, &what);
-                    if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("config.yaml")) {
-                        let c =
-                            wasmsched_core::config::Config::from_yaml(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
-                        wasmsched_wasm::WasmConfig::from_value(c.wasm_plugins.as_ref()).unwrap();
-                        // The daemon elects a leader; the extender binds nothing.
-                        if !f.to_string_lossy().contains("extender") {
-                            assert!(c.leader_election.is_some());
-                        }
-                    }
-                    if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("scheduler-config.yaml")) {
-                        check_extender_entry(cfg, &what);
-                    }
-                }
-                other => panic!("{what}: no check for kind {other}"),
-            }
+            let kind = check_doc(&doc, &what, f);
             kinds.push(kind);
         }
     }
@@ -114,6 +75,50 @@ fn manifests_parse_into_kubernetes_types() {
     ] {
         assert!(kinds.iter().any(|x| x == k), "no {k} in deploy/");
     }
+}
+
+/// Checks one manifest document (from the file `f`); returns its kind.
+fn check_doc(doc: &Value, what: &str, f: &Path) -> String {
+    let kind = doc["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: no kind"))
+        .to_owned();
+    match kind.as_str() {
+        "Namespace" => drop(round_trip::<Namespace>(doc, what)),
+        "ServiceAccount" => drop(round_trip::<ServiceAccount>(doc, what)),
+        "ClusterRole" => drop(round_trip::<ClusterRole>(doc, what)),
+        "ClusterRoleBinding" => drop(round_trip::<ClusterRoleBinding>(doc, what)),
+        "Role" => drop(round_trip::<Role>(doc, what)),
+        "RoleBinding" => drop(round_trip::<RoleBinding>(doc, what)),
+        "Pod" => drop(round_trip::<Pod>(doc, what)),
+        "Deployment" => {
+            let d = round_trip::<Deployment>(doc, what);
+            let spec = d.spec.unwrap().template.spec.unwrap();
+            let c = &spec.containers[0];
+            assert_eq!(
+                c.security_context.as_ref().unwrap().read_only_root_filesystem,
+                Some(true)
+            );
+            assert_eq!(spec.security_context.as_ref().unwrap().run_as_non_root, Some(true));
+        }
+        "Service" => drop(round_trip::<Service>(doc, what)),
+        "ConfigMap" => {
+            let cm = round_trip::<ConfigMap>(doc, what);
+            if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("config.yaml")) {
+                let c = wasmsched_core::config::Config::from_yaml(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
+                wasmsched_wasm::WasmConfig::from_value(c.wasm_plugins.as_ref()).unwrap();
+                // The daemon elects a leader; the extender binds nothing.
+                if !f.to_string_lossy().contains("extender") {
+                    assert!(c.leader_election.is_some());
+                }
+            }
+            if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("scheduler-config.yaml")) {
+                check_extender_entry(cfg, &what);
+            }
+        }
+        other => panic!("{what}: no check for kind {other}"),
+    }
+    kind
 }
 
 /// kube-scheduler's `extenders:` entry names the verbs `wasmsched
@@ -157,4 +162,56 @@ fn check_extender_entry(cfg: &str, what: &str) {
             "{what}: kube-scheduler's Extender has no field {key}"
         );
     }
+}
+
+/// Every kustomization renders with the real kubectl (its bundled
+/// kustomize), into the objects the files hold, each in the `wasmsched`
+/// namespace when namespaced, and each passing the same checks.
+#[test]
+fn every_kustomization_renders_with_kubectl() {
+    let mut files = Vec::new();
+    yaml_files(&deploy_dir(), &mut files);
+    let mut rendered_dirs = 0;
+    for k in files.iter().filter(|f| f.file_name().unwrap() == "kustomization.yaml") {
+        let dir = k.parent().unwrap();
+        let out = std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(dir)
+            .output()
+            .expect("kubectl (scripts/install-test-tools.sh installs it)");
+        assert!(
+            out.status.success(),
+            "kubectl kustomize {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let mut rendered = 0;
+        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+            let doc = Value::deserialize(doc).unwrap();
+            let what = format!("kubectl kustomize {} document {}", dir.display(), i + 1);
+            let kind = check_doc(&doc, &what, k);
+            if !["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&kind.as_str()) {
+                assert_eq!(doc["metadata"]["namespace"], "wasmsched", "{what}");
+            }
+            rendered += 1;
+        }
+        // As many objects as the files it lists hold.
+        let listed: Value = serde_yaml::from_str(&std::fs::read_to_string(k).unwrap()).unwrap();
+        let in_files: usize = listed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let t = std::fs::read_to_string(dir.join(r.as_str().unwrap())).unwrap();
+                serde_yaml::Deserializer::from_str(&t)
+                    .map(|d| Value::deserialize(d).unwrap())
+                    .filter(|v| !v.is_null())
+                    .count()
+            })
+            .sum();
+        assert_eq!(rendered, in_files, "{}", dir.display());
+        rendered_dirs += 1;
+    }
+    assert!(rendered_dirs >= 2, "deploy/base and deploy/extender");
 }
