@@ -113,7 +113,7 @@ fn check_doc(doc: &Value, what: &str, f: &Path) -> String {
                 }
             }
             if let Some(cfg) = cm.data.as_ref().and_then(|d| d.get("scheduler-config.yaml")) {
-                check_extender_entry(cfg, &what);
+                check_extender_entry(cfg, what);
             }
         }
         other => panic!("{what}: no check for kind {other}"),
