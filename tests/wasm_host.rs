@@ -1045,3 +1045,50 @@ fn an_invalid_pod_selector_is_an_error_naming_the_field() {
         r#"selector.match-expressions[0].operator: "Matches" is not one of In, NotIn, Exists, DoesNotExist"#
     );
 }
+
+/// A gzip-compressed component (`.wasm.gz`, for plugins above a
+/// ConfigMap's 1 MiB) loads as the component it holds; what it decompresses
+/// to is held to `maxFileMib` (a small bomb is refused), and a file that is
+/// not gzip is refused with the reason.
+#[test]
+fn gzip_compressed_components_load_within_the_size_limit() {
+    use std::io::Write as _;
+    let gz = |bytes: &[u8]| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    };
+    let dir = temp_dir("gz");
+    let component = std::fs::read(guest::node_price()).unwrap();
+    std::fs::write(dir.join("node-price.wasm.gz"), gz(&component)).unwrap();
+    // 3 MiB of zeros after a valid component: a few KiB compressed.
+    let mut bomb = std::fs::read(guest::label_gate()).unwrap();
+    bomb.resize(3 << 20, 0);
+    let bomb = gz(&bomb);
+    assert!(bomb.len() < 64 << 10);
+    std::fs::write(dir.join("bomb.wasm.gz"), bomb).unwrap();
+    std::fs::write(dir.join("plain.wasm.gz"), &component).unwrap();
+    let host = host_dir(&dir, json!({"maxFileMib": 2}));
+    let report = host.scan();
+    let mut rejected = report.rejected.clone();
+    rejected.sort();
+    assert_eq!(
+        rejected,
+        [
+            (
+                "bomb.wasm.gz".to_owned(),
+                "refused: it decompresses to more than wasmPlugins.maxFileMib (2 MiB)".to_owned()
+            ),
+            (
+                "plain.wasm.gz".to_owned(),
+                "refused: it is not valid gzip: invalid gzip header".to_owned()
+            ),
+        ]
+    );
+    let slot = host.slot("node-price", "{}".into()).unwrap();
+    let loaded = slot.current().expect("node-price loaded from its .wasm.gz");
+    assert_eq!(loaded.file, "node-price.wasm.gz");
+    assert_eq!(loaded.component_bytes, component.len());
+    let ns = nodes(&[Some("0.3"), Some("0.1")]);
+    assert!(loaded.score(&pod(json!({})), &refs(&ns), None).is_ok());
+}

@@ -220,6 +220,15 @@ fn load(file: &Path, args: &str, seed: u64) -> anyhow::Result<(Loaded, f64, Arc<
 fn check(file: &Path, args: &str) -> anyhow::Result<()> {
     let (l, ms, host) = load(file, args, 1)?;
     println!("file:     {}", file.display());
+    if file.to_string_lossy().ends_with(wasmsched_wasm::GZ_SUFFIX) {
+        let size = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+        let compressed = std::fs::metadata(file).map_or(0, |m| m.len());
+        println!(
+            "format:   gzip-compressed component, {} ({} decompressed; accepted as .wasm.gz in a plugin directory)",
+            size(compressed),
+            size(l.component_bytes as u64)
+        );
+    }
     println!("plugin:   {} {}", l.name, l.version);
     println!("sha256:   {}", l.sha256);
     println!("points:   {}", l.point_names().join(", "));

@@ -52,7 +52,8 @@ pub struct PluginEntry {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WasmConfig {
-    /// Directory of `.wasm` components (a ConfigMap volume in a cluster).
+    /// Directory of `.wasm` components, or gzip-compressed `.wasm.gz` ones
+    /// (a ConfigMap volume in a cluster, or an image volume).
     pub directory: Option<PathBuf>,
     /// Where compiled artifacts are kept between restarts.
     pub cache_directory: Option<PathBuf>,
@@ -492,7 +493,7 @@ impl PluginHost {
             Ok(entries) => {
                 for e in entries.flatten() {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    if name.starts_with('.') || !name.ends_with(".wasm") {
+                    if name.starts_with('.') || !(name.ends_with(".wasm") || name.ends_with(GZ_SUFFIX)) {
                         continue;
                     }
                     let path = e.path();
@@ -767,10 +768,18 @@ fn file_name(p: &Path) -> String {
 }
 
 fn file_stem(p: &Path) -> String {
-    p.file_stem()
+    let name = file_name(p);
+    let name = name
+        .strip_suffix(GZ_SUFFIX)
+        .map_or(name.as_str(), |n| n.strip_suffix(".wasm").unwrap_or(n));
+    Path::new(name)
+        .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
+
+/// The suffix of a gzip-compressed component.
+pub const GZ_SUFFIX: &str = ".wasm.gz";
 
 /// Reads a plugin file given by path (`plugin check`, `plugin test`):
 /// a regular file (links followed) of at most `max` bytes.
@@ -821,5 +830,26 @@ fn read_regular(path: &Path, meta: &std::fs::Metadata, max: u64) -> Result<Vec<u
     if bytes.len() as u64 > max {
         return Err(too_big(bytes.len() as u64));
     }
+    if path.to_string_lossy().ends_with(GZ_SUFFIX) {
+        return gunzip(&bytes, max);
+    }
     Ok(bytes)
+}
+
+/// A `.wasm.gz` file's component. The limit applies to what it
+/// decompresses to too (a small file may decompress to gigabytes).
+fn gunzip(compressed: &[u8], max: u64) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read as _;
+    let mut out = Vec::with_capacity(compressed.len().saturating_mul(3).min(max as usize));
+    flate2::read::GzDecoder::new(compressed)
+        .take(max + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| LoadError::Refused(format!("it is not valid gzip: {e}")))?;
+    if out.len() as u64 > max {
+        return Err(LoadError::Refused(format!(
+            "it decompresses to more than wasmPlugins.maxFileMib ({} MiB)",
+            max >> 20
+        )));
+    }
+    Ok(out)
 }

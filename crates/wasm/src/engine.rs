@@ -53,6 +53,8 @@ impl std::fmt::Debug for WasmEngine {
 pub(crate) struct Compiled {
     pub pre: BindingsPre,
     pub sha256: String,
+    /// Size of the component, in bytes.
+    pub len: usize,
     /// Whether it came from the on-disk cache.
     pub cached: bool,
     /// The host's memory budget its instances draw from.
@@ -386,6 +388,7 @@ impl WasmEngine {
         }
         Ok(Compiled {
             pre,
+            len: bytes.len(),
             sha256,
             cached,
             budget: self.inner.budget.clone(),

@@ -23,7 +23,7 @@ mod host;
 pub mod limits;
 mod plugin;
 
-pub use dir::{PluginEntry, PluginHost, ScanReport, Settings, WasmConfig, Watch};
+pub use dir::{GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, WasmConfig, Watch};
 pub use engine::{COMPILE_REFUSED, Compiler, EPOCH_TICK, WasmEngine, cap_memory, compile_to_artifact};
 pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,

@@ -169,6 +169,8 @@ pub struct Loaded {
     pub sha256: String,
     /// The file it came from.
     pub file: String,
+    /// Size of the component (decompressed, for a `.wasm.gz`), in bytes.
+    pub component_bytes: usize,
     /// Whether the compiled code came from the on-disk cache.
     pub cached: bool,
     /// The minor of the contract it was built against (`0.1`, `0.2`).
@@ -322,6 +324,7 @@ impl Loaded {
             version: meta.version.clone(),
             sha256: compiled.sha256.clone(),
             cached: compiled.cached,
+            component_bytes: compiled.len,
             contract: compiled.pre.minor(),
             events: meta.events.as_ref().map(|es| es.iter().map(cluster_event).collect()),
             file,
