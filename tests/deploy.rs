@@ -42,7 +42,7 @@ fn manifests_parse_into_kubernetes_types() {
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         if f.file_name().unwrap() == "kustomization.yaml" {
-            let k: Value = serde_yaml::from_str(&text).unwrap();
+            let k: Value = serde_norway::from_str(&text).unwrap();
             for r in k["resources"].as_array().unwrap() {
                 let path = f.parent().unwrap().join(r.as_str().unwrap());
                 assert!(
@@ -54,7 +54,7 @@ fn manifests_parse_into_kubernetes_types() {
             }
             continue;
         }
-        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+        for (i, doc) in serde_norway::Deserializer::from_str(&text).enumerate() {
             let doc = Value::deserialize(doc).unwrap();
             if doc.is_null() {
                 continue;
@@ -125,7 +125,7 @@ fn check_doc(doc: &Value, what: &str, f: &Path) -> String {
 /// extender` serves, at the port its Service exposes, with the fields
 /// kube-scheduler reads.
 fn check_extender_entry(cfg: &str, what: &str) {
-    let c: Value = serde_yaml::from_str(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let c: Value = serde_norway::from_str(cfg).unwrap_or_else(|e| panic!("{what}: {e}"));
     let e = &c["extenders"][0];
     let url = e["urlPrefix"].as_str().unwrap();
     assert!(
@@ -187,7 +187,7 @@ fn every_kustomization_renders_with_kubectl() {
         );
         let text = String::from_utf8(out.stdout).unwrap();
         let mut rendered = 0;
-        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+        for (i, doc) in serde_norway::Deserializer::from_str(&text).enumerate() {
             let doc = Value::deserialize(doc).unwrap();
             let what = format!("kubectl kustomize {} document {}", dir.display(), i + 1);
             let kind = check_doc(&doc, &what, k);
@@ -197,14 +197,14 @@ fn every_kustomization_renders_with_kubectl() {
             rendered += 1;
         }
         // As many objects as the files it lists hold.
-        let listed: Value = serde_yaml::from_str(&std::fs::read_to_string(k).unwrap()).unwrap();
+        let listed: Value = serde_norway::from_str(&std::fs::read_to_string(k).unwrap()).unwrap();
         let in_files: usize = listed["resources"]
             .as_array()
             .unwrap()
             .iter()
             .map(|r| {
                 let t = std::fs::read_to_string(dir.join(r.as_str().unwrap())).unwrap();
-                serde_yaml::Deserializer::from_str(&t)
+                serde_norway::Deserializer::from_str(&t)
                     .map(|d| Value::deserialize(d).unwrap())
                     .filter(|v| !v.is_null())
                     .count()

@@ -173,7 +173,7 @@ fn check_placements(cluster: &Value, placements: &[Value]) {
 
 fn example_cluster() -> Value {
     let text = std::fs::read_to_string(format!("{}/data/example-cluster.yaml", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    serde_yaml::from_str(&text).unwrap()
+    serde_norway::from_str(&text).unwrap()
 }
 
 #[test]

@@ -239,8 +239,8 @@ impl Plugins {
 impl Config {
     /// Parses and validates a configuration. Errors name the field.
     pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
-        // serde_yaml's messages already start with the field path.
-        let mut cfg: Config = serde_yaml::from_str(text).map_err(|e| {
+        // serde_norway's messages already start with the field path.
+        let mut cfg: Config = serde_norway::from_str(text).map_err(|e| {
             let msg = e.to_string();
             match msg.split_once(": ") {
                 Some((path, reason)) if !path.contains(' ') => ConfigError::new(path, reason),

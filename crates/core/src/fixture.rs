@@ -71,7 +71,7 @@ pub struct FixtureError {
 /// ```
 pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
     let mut out = Objects::default();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let doc_no = i + 1;
         let value = Value::deserialize(doc).map_err(|e| FixtureError {
             doc: doc_no,
