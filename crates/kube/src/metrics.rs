@@ -146,7 +146,8 @@ impl Metrics {
         for ((profile, result), n) in lock(&self.attempts).iter() {
             let _ = writeln!(
                 o,
-                "scheduler_schedule_attempts_total{{profile=\"{profile}\",result=\"{result}\"}} {n}"
+                "scheduler_schedule_attempts_total{{profile=\"{}\",result=\"{result}\"}} {n}",
+                Esc(profile)
             );
         }
         o.push_str("# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds (scheduling algorithm + binding).\n# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n");
@@ -154,7 +155,7 @@ impl Metrics {
             histogram(
                 &mut o,
                 "scheduler_scheduling_attempt_duration_seconds",
-                &format!("profile=\"{profile}\",result=\"{result}\""),
+                &format!("profile=\"{}\",result=\"{result}\"", Esc(profile)),
                 h,
             );
         }
@@ -163,7 +164,7 @@ impl Metrics {
             histogram(
                 &mut o,
                 "scheduler_pod_scheduling_sli_duration_seconds",
-                &format!("profile=\"{profile}\""),
+                &format!("profile=\"{}\"", Esc(profile)),
                 h,
             );
         }
@@ -172,7 +173,10 @@ impl Metrics {
             histogram(
                 &mut o,
                 "scheduler_plugin_execution_duration_seconds",
-                &format!("extension_point=\"{point}\",plugin=\"{plugin}\",status=\"{status}\""),
+                &format!(
+                    "extension_point=\"{point}\",plugin=\"{}\",status=\"{status}\"",
+                    Esc(plugin)
+                ),
                 h,
             );
         }
@@ -315,7 +319,7 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
                 let _ = writeln!(
                     o,
                     "{name}{{plugin=\"{}\"}} {}",
-                    s.name(),
+                    Esc(s.name()),
                     get(s.stats()).load(Ordering::Relaxed)
                 );
             }
@@ -334,11 +338,30 @@ fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
             let _ = writeln!(
                 o,
                 "wasmsched_plugin_info{{plugin=\"{}\",version=\"{}\",sha256=\"{}\"}} 1",
-                s.name(),
-                v.version,
-                v.sha256
+                Esc(s.name()),
+                Esc(&v.version),
+                Esc(&v.sha256)
             );
         }
+    }
+}
+
+/// A label value as the text format needs it: backslash, double quote and
+/// newline escaped, so that no value (a plugin's version comes from the
+/// plugin) can end its label or forge a line.
+struct Esc<'a>(&'a str);
+
+impl std::fmt::Display for Esc<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in self.0.chars() {
+            match c {
+                '\\' => f.write_str("\\\\")?,
+                '"' => f.write_str("\\\"")?,
+                '\n' => f.write_str("\\n")?,
+                c => std::fmt::Write::write_char(f, c)?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -353,4 +376,22 @@ fn histogram(o: &mut String, name: &str, labels: &str, h: &Histogram) {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(Esc("plain-1.0").to_string(), "plain-1.0");
+        assert_eq!(
+            Esc("1\"} 1\nfake_metric 2 \\").to_string(),
+            "1\\\"} 1\\nfake_metric 2 \\\\"
+        );
+        let m = Metrics::default();
+        m.attempt("a\"b", "scheduled", Duration::from_millis(1));
+        let text = m.render(None);
+        assert!(text.contains("profile=\"a\\\"b\""), "{text}");
+    }
 }
