@@ -9,7 +9,24 @@
 # plugins/out/<example>-<lang>.wasm. Prints the path of the component.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-lang="${1:?usage: plugins/build.sh LANG DIR [OUT.wasm]}"
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] || [ $# -lt 2 ]; then
+  langs="rust $(cd "$here/lang" 2>/dev/null && ls *.sh 2>/dev/null | sed 's/\.sh$//' | tr '\n' ' ')"
+  cat >&2 <<USAGE
+usage: plugins/build.sh LANG DIR [OUT.wasm]
+
+Builds the plugin in DIR into a WebAssembly component, installing the
+language's toolchain from the package registries when it is missing, and
+prints the component's path.
+
+  LANG  one of: $langs
+  DIR   the plugin's source directory
+  OUT   where to write it (default plugins/out/<name>.wasm for Rust,
+        plugins/out/<example>-<lang>.wasm otherwise)
+USAGE
+  # --help succeeds; a missing argument does not.
+  case "${1:-}" in -h|--help) exit 0 ;; *) exit 2 ;; esac
+fi
+lang="$1"
 dir="$(cd "${2:?usage: plugins/build.sh LANG DIR [OUT.wasm]}" && pwd)"
 WASM_TOOLS_VERSION=1.262.0
 

@@ -68,3 +68,47 @@ fn scaffolds_build_and_load_in_every_language() {
         }
     }
 }
+
+/// A point method with a misspelt name (`scores` for `score`) leaves the
+/// plugin implementing nothing: it is refused, loudly, where it is loaded
+/// (`plugin check` fails naming the mistake), never run as a silent no-op.
+#[test]
+fn a_plugin_that_implements_no_point_is_refused() {
+    let bin = env!("CARGO_BIN_EXE_wasmsched");
+    let name = format!("t{}-misspelt", std::process::id());
+    let dir = std::env::temp_dir().join(format!("wasmsched-scaffold-misspelt-{}", std::process::id()));
+    run(Command::new(bin)
+        .current_dir(repo())
+        .args(["plugin", "new", &name, "--lang", "python", "--kind", "score", "--dir"])
+        .arg(&dir));
+    let src = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "py"))
+        .expect("the scaffold's Python file");
+    let text = std::fs::read_to_string(&src).unwrap();
+    assert!(text.contains("def score("), "{text}");
+    std::fs::write(&src, text.replace("def score(", "def scores(")).unwrap();
+    let wasm = dir.join("misspelt.wasm");
+    let built = Command::new(repo().join("plugins/build.sh"))
+        .arg("python")
+        .arg(&dir)
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let check = Command::new(bin)
+        .arg("plugin")
+        .arg("check")
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(!check.status.success());
+    let err = String::from_utf8_lossy(&check.stderr);
+    assert!(
+        err.contains(&format!("plugin {name} implements no extension point")),
+        "{err}"
+    );
+    assert!(!err.contains("stack backtrace"), "{err}");
+}

@@ -584,3 +584,28 @@ fn logs_to_a_pipe_carry_no_colour_codes() {
     assert!(stderr.contains("plugin loaded"), "{stderr}");
     assert!(!stderr.contains('\u{1b}'), "{stderr}");
 }
+
+/// `plugin test` applies the checks the scheduler applies and fails on
+/// any: a score outside 0..=100 without NormalizeScore is an error and a
+/// non-zero exit, not a table of scores that `simulate` would refuse.
+#[test]
+fn plugin_test_fails_on_what_the_scheduler_refuses() {
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/testdata/fixture");
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["plugin", "test"])
+        .arg(guest::misbehave())
+        .args(["--args", r#"{"mode": "range"}"#, "--pod"])
+        .arg(format!("{fixture}/pod-web.yaml"))
+        .arg("--nodes")
+        .arg(format!("{fixture}/nodes.yaml"))
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("plugin misbehave failed 1 check(s): Score: score 1000 for node cheap is outside 0..=100 (implement normalize-score to map raw scores)"),
+        "{err}"
+    );
+    assert!(!err.contains("stack backtrace"), "a user's error is a message: {err}");
+}

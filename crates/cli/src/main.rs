@@ -108,7 +108,19 @@ pub(crate) fn read_file(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    // A user's error is a message (with its causes), not a crash report:
+    // no backtrace, whatever RUST_BACKTRACE says.
+    match run_command() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_command() -> anyhow::Result<()> {
     let cli = Cli::parse();
     init_logging(&cli.log, cli.log_format)?;
     match cli.command {

@@ -168,6 +168,11 @@ pub fn registry(
             for (file, why) in &report.rejected {
                 eprintln!("warning: plugin {file} rejected: {why}");
             }
+            if let Some(d) = host.config().directory.as_deref()
+                && no_components(d)
+            {
+                eprintln!("{}", empty_directory_warning(d));
+            }
             host.register(&mut registry);
             for name in host.names() {
                 config.enable_where_unmentioned(&name);
@@ -189,6 +194,24 @@ pub fn registry(
         }
     }
     Ok((registry, Some(host)))
+}
+
+/// Whether `dir` holds no component file (`.wasm`, `.wasm.gz`).
+pub fn no_components(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        !entries.flatten().any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.ends_with(".wasm") || n.ends_with(wasmsched_wasm::GZ_SUFFIX)
+        })
+    })
+}
+
+/// The warning for a plugin directory with no component in it.
+pub fn empty_directory_warning(dir: &Path) -> String {
+    format!(
+        "warning: the plugin directory {} holds no .wasm or .wasm.gz file: no plugin runs (give the directory of built components, e.g. plugins/out or plugins/prebuilt, not a plugin's sources)",
+        dir.display()
+    )
 }
 
 pub fn run(cmd: Command) -> anyhow::Result<()> {
@@ -360,13 +383,25 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
             Ok(raw) => {
                 timed(&mut log, "Score", t);
                 let mut out = raw.clone();
+                // The checks the scheduler applies, with its messages.
+                let outside = |s: &i64| !(0..=100).contains(s);
                 if l.implements(P::NORMALIZE_SCORE) {
                     let t = Instant::now();
                     match l.normalize(&pod, &raw) {
-                        Ok(n) => out = n,
+                        Ok(n) => {
+                            if let Some(s) = n.iter().find(|s| outside(s)) {
+                                errors.push(format!("NormalizeScore: normalized score {s} is outside 0..=100"));
+                            }
+                            out = n;
+                        }
                         Err(e) => show_err(&mut errors, "NormalizeScore", &e),
                     }
                     timed(&mut log, "NormalizeScore", t);
+                } else if let Some((i, s)) = raw.iter().enumerate().find(|(_, s)| outside(s)) {
+                    errors.push(format!(
+                        "Score: score {s} for node {} is outside 0..=100 (implement normalize-score to map raw scores)",
+                        nodes[i].name()
+                    ));
                 }
                 scores = out.into_iter().map(Some).collect();
             }
@@ -384,16 +419,25 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
             "pod": pod.key.to_string(), "preFilter": pre_filter, "errors": errors, "nodes": rows,
         });
         println!("{out}");
-        return Ok(());
+    } else {
+        for line in log.iter().chain(&errors) {
+            println!("{line}");
+        }
+        println!();
+        println!("{:<24} {:>6}  VERDICT", "NODE", "SCORE");
+        for (i, n) in nodes.iter().enumerate() {
+            let s = scores[i].map_or("-".to_owned(), |s| s.to_string());
+            println!("{:<24} {:>6}  {}", n.name(), s, verdicts[i]);
+        }
     }
-    for line in log.iter().chain(&errors) {
-        println!("{line}");
-    }
-    println!();
-    println!("{:<24} {:>6}  VERDICT", "NODE", "SCORE");
-    for (i, n) in nodes.iter().enumerate() {
-        let s = scores[i].map_or("-".to_owned(), |s| s.to_string());
-        println!("{:<24} {:>6}  {}", n.name(), s, verdicts[i]);
+    // What the scheduler would refuse fails the test.
+    if !errors.is_empty() {
+        bail!(
+            "plugin {} failed {} check(s): {}",
+            l.name,
+            errors.len(),
+            errors.join("; ")
+        );
     }
     Ok(())
 }

@@ -180,6 +180,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 for (file, why) in &report.rejected {
                     tracing::warn!(file = %file, reason = %why, "plugin rejected");
                 }
+                if let Some(d) = h.config().directory.as_deref()
+                    && crate::plugin::no_components(d)
+                {
+                    tracing::warn!("{}", crate::plugin::empty_directory_warning(d));
+                }
             })
             .context("cannot start the plugin compiler thread")?;
     }

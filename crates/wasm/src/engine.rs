@@ -302,7 +302,7 @@ impl WasmEngine {
         let sha256 = hex(&Sha256::digest(bytes));
         if !wasmparser_is_component(bytes) {
             return Err(LoadError::NotAComponent(if bytes.starts_with(b"\0asm") {
-                "it is a core WebAssembly module, not a component (build it with `wasm-tools component new`, or target wasm32-wasip2)".into()
+                "it is a core WebAssembly module, not a component (make it one with `wasm-tools component new`, as plugins/build.sh does; a wasm32-wasip2 build is a component but imports WASI, which the host refuses)".into()
             } else {
                 "it is not WebAssembly".into()
             }));

@@ -233,9 +233,19 @@ pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::Plugi
     let mut inst = instantiate(compiled, "?".into(), limits, 0, within, Arc::default())
         .map_err(|e| LoadError::Instantiate(e.to_string()))?;
     set_deadline(&mut inst.store, within);
-    inst.bindings
+    let meta = inst
+        .bindings
         .metadata(&mut inst.store)
-        .map_err(|e| LoadError::Instantiate(classify(e, limits, within).to_string()))
+        .map_err(|e| LoadError::Instantiate(classify(e, limits, within).to_string()))?;
+    // A plugin that implements nothing would run as a silent no-op (a
+    // misspelt method in an SDK that finds points by name does that).
+    if meta.points == guest::Points::empty() {
+        return Err(LoadError::Invalid(format!(
+            "plugin {} implements no extension point (metadata().points is empty): implement at least one of PreFilter, Filter, PreScore, Score, NormalizeScore (check the names of its methods)",
+            meta.name
+        )));
+    }
+    Ok(meta)
 }
 
 /// Creates an instance (its start function runs within `within`).
