@@ -454,8 +454,41 @@ fn merge_plugin_set(defaults: &[PluginRef], custom: &PluginSet, at: &str) -> (Ve
     (out, disabled)
 }
 
+/// The name of `names` nearest to `name` by edit distance, if it is a
+/// likely typo (at most two edits, and fewer than half its length).
+fn closest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1];
+            for (j, cb) in b.iter().enumerate() {
+                cur.push((prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1));
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    }
+    names
+        .map(|n| (distance(&name.to_lowercase(), &n.to_lowercase()), n))
+        .filter(|(d, _)| *d <= 2 && *d * 2 < name.len())
+        .min()
+        .map(|(_, n)| n)
+}
+
 fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework, ConfigError> {
     let at = format!("profiles[{i}]");
+    // Names first: args given under a misspelt name would otherwise surface
+    // as the real plugin's complaint about missing args.
+    for (j, pc) in p.plugin_config.iter().enumerate() {
+        if registry.get(&pc.name).is_none() {
+            let hint = closest(&pc.name, registry.names()).map_or(String::new(), |n| format!(" (did you mean {n:?}?)"));
+            return Err(ConfigError::new(
+                format!("{at}.pluginConfig[{j}].name"),
+                format!("unknown plugin {:?}{hint}", pc.name),
+            ));
+        }
+    }
     let mut instances: BTreeMap<String, Arc<dyn Plugin>> = BTreeMap::new();
     let mut instantiate = |r: &PluginRef, field: &str| -> Result<Arc<dyn Plugin>, ConfigError> {
         if let Some(pl) = instances.get(&r.name) {
@@ -578,14 +611,6 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
             "preScore" => fw.pre_score = enabled,
             "score" => fw.score = enabled,
             _ => fw.reserve = enabled,
-        }
-    }
-    for (j, pc) in p.plugin_config.iter().enumerate() {
-        if !instances.contains_key(&pc.name) && registry.get(&pc.name).is_none() {
-            return Err(ConfigError::new(
-                format!("{at}.pluginConfig[{j}].name"),
-                format!("unknown plugin {:?}", pc.name),
-            ));
         }
     }
     Ok(fw)
@@ -723,6 +748,11 @@ profiles:
             (
                 "profiles: [{schedulerName: a, pluginConfig: [{name: Mystery}]}]",
                 "profiles[0].pluginConfig[0].name: unknown plugin \"Mystery\"",
+            ),
+            (
+                // The typo is named before NodeResourcesFit's args are read.
+                "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourceFit, args: {scoringStrategy: {type: Fastest}}}]}]",
+                "profiles[0].pluginConfig[0].name: unknown plugin \"NodeResourceFit\" (did you mean \"NodeResourcesFit\"?)",
             ),
             (
                 "profiles: [{schedulerName: a, plugins: {bind: {enabled: [{name: MyBinder}]}}}]",
