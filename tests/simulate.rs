@@ -609,3 +609,40 @@ fn plugin_test_fails_on_what_the_scheduler_refuses() {
     );
     assert!(!err.contains("stack backtrace"), "a user's error is a message: {err}");
 }
+
+/// With `--plugins`, simulate says each score plugin's weight (a plugin of
+/// the directory runs at 1, beside built-ins that sum to more), and
+/// `--plugin-weight` changes it; a weight for a plugin no profile enables
+/// is an error.
+#[test]
+fn plugin_weights_are_shown_and_settable() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-sim-weights-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
+        dir.join("node-price.wasm"),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["simulate", "--plugins", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        wasmsched(&args)
+    };
+    let out = run(&[]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("score weights of wasm-scheduler (total 13): "),
+        "{stderr}"
+    );
+    assert!(stderr.contains(", node-price 1\n"), "{stderr}");
+    let out = run(&["--plugin-weight", "node-price=5"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(", node-price 5\n"));
+    let out = run(&["--plugin-weight", "node-prize=5"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("--plugin-weight node-prize=5: no profile enables node-prize at multiPoint or score")
+    );
+}

@@ -113,6 +113,15 @@ fn main() -> std::process::ExitCode {
     // no backtrace, whatever RUST_BACKTRACE says.
     match run_command() {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // Output piped into `head` that closed: nothing more to say.
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            std::process::ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("Error: {e:#}");
             std::process::ExitCode::FAILURE

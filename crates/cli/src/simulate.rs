@@ -44,6 +44,21 @@ pub struct Args {
     /// configuration does not mention are enabled in every profile.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// Score weight of a plugin (NAME=WEIGHT, repeatable): a plugin of
+    /// --plugins is enabled at weight 1, which the built-ins' sum can drown.
+    #[arg(long, value_name = "NAME=WEIGHT", value_parser = parse_weight)]
+    plugin_weight: Vec<(String, i64)>,
+}
+
+fn parse_weight(s: &str) -> Result<(String, i64), String> {
+    let (name, w) = s.split_once('=').ok_or("expected NAME=WEIGHT, e.g. node-price=5")?;
+    let w: i64 = w.parse().map_err(|_| format!("{w:?} is not a whole number"))?;
+    if !(1..=100).contains(&w) {
+        return Err(format!(
+            "the weight of {name} must be from 1 to 100 (kube-scheduler's range), not {w}"
+        ));
+    }
+    Ok((name.to_owned(), w))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -92,6 +107,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         crate::plugin::FirstScan::Now,
     )?;
+    for (name, w) in &args.plugin_weight {
+        if !config.set_weight(name, *w) {
+            bail!("--plugin-weight {name}={w}: no profile enables {name} at multiPoint or score");
+        }
+    }
+    if plugins.is_some() {
+        eprintln!("{}", score_weights(&config, &registry)?);
+    }
     let rows = simulate(&config, &registry, &config_name, &objs, args.seed, &explain)?;
     if let Some(host) = &plugins {
         let mut seen = BTreeSet::new();
@@ -118,6 +141,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&rows))?)?,
     }
     Ok(())
+}
+
+/// The score plugins of each profile with their weights, for the header
+/// of a run with `--plugins` (whose plugins run at weight 1 unless told).
+fn score_weights(config: &Config, registry: &Registry) -> anyhow::Result<String> {
+    let lines: Vec<String> = config
+        .build_frameworks(registry)?
+        .iter()
+        .map(|fw| {
+            let total: i64 = fw.score.iter().map(|e| e.weight).sum();
+            let each: Vec<String> = fw
+                .score
+                .iter()
+                .map(|e| format!("{} {}", e.plugin.name(), e.weight))
+                .collect();
+            format!("score weights of {} (total {total}): {}", fw.profile, each.join(", "))
+        })
+        .collect();
+    Ok(format!(
+        "{}\n(set a plugin's weight with --plugin-weight NAME=WEIGHT, or in the configuration)",
+        lines.join("\n")
+    ))
 }
 
 fn simulate(

@@ -374,6 +374,21 @@ impl Config {
         }
     }
 
+    /// Sets the score weight of plugin `name` wherever a profile enables it
+    /// at multiPoint or score (`--plugin-weight`); false when none does.
+    pub fn set_weight(&mut self, name: &str, weight: i64) -> bool {
+        let mut found = false;
+        for p in &mut self.profiles {
+            for set in [&mut p.plugins.multi_point, &mut p.plugins.score] {
+                for r in set.enabled.iter_mut().filter(|r| r.name == name) {
+                    r.weight = Some(weight);
+                    found = true;
+                }
+            }
+        }
+        found
+    }
+
     /// Every plugin name a profile enables, at any extension point.
     pub fn enabled_plugin_names(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
