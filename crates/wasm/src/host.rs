@@ -949,11 +949,9 @@ mod serve_v0_2 {
             _: Resource<NodesHandle>,
             selector: PodSelector,
         ) -> wasmtime::Result<Result<Vec<u32>, String>> {
-            let view = match self.pod_view(&selector)? {
-                Ok(v) => v,
-                Err(e) => return Ok(Err(e)),
-            };
-            Ok(Ok(self.nodes.iter().map(|n| view.on_node(n)).collect()))
+            Ok(self
+                .pod_view(&selector)?
+                .map(|view| self.nodes.iter().map(|n| view.on_node(n)).collect()))
         }
 
         fn domain_counts(
@@ -962,17 +960,12 @@ mod serve_v0_2 {
             topology_key: String,
             selector: PodSelector,
         ) -> wasmtime::Result<Result<Vec<Option<u32>>, String>> {
-            self::key("a topology key", &topology_key)?;
-            let view = match self.pod_view(&selector)? {
-                Ok(v) => v,
-                Err(e) => return Ok(Err(e)),
-            };
-            let counts = view.per_domain(&topology_key);
-            Ok(Ok(self
-                .nodes
-                .iter()
-                .map(|n| counts.at(&topology_key, &n.node).map(saturate))
-                .collect()))
+            Ok(self.per_domain(&topology_key, &selector)?.map(|counts| {
+                self.nodes
+                    .iter()
+                    .map(|n| counts.at(&topology_key, &n.node).map(saturate))
+                    .collect()
+            }))
         }
 
         fn domains(
@@ -981,20 +974,16 @@ mod serve_v0_2 {
             topology_key: String,
             selector: PodSelector,
         ) -> wasmtime::Result<Result<Vec<(String, u32)>, String>> {
-            self::key("a topology key", &topology_key)?;
-            let view = match self.pod_view(&selector)? {
-                Ok(v) => v,
-                Err(e) => return Ok(Err(e)),
-            };
-            let counts = view.per_domain(&topology_key);
-            let mut out: Vec<(String, u32)> = counts
-                .domains
-                .ids
-                .iter()
-                .map(|(value, &id)| (value.clone(), saturate(counts.counts[id as usize])))
-                .collect();
-            out.sort_unstable();
-            Ok(Ok(out))
+            Ok(self.per_domain(&topology_key, &selector)?.map(|counts| {
+                let mut out: Vec<(String, u32)> = counts
+                    .domains
+                    .ids
+                    .iter()
+                    .map(|(value, &id)| (value.clone(), saturate(counts.counts[id as usize])))
+                    .collect();
+                out.sort_unstable();
+                out
+            }))
         }
     }
 
@@ -1003,6 +992,16 @@ mod serve_v0_2 {
     }
 
     impl HostState {
+        /// The selected pods per domain of `key`, or why the selector is invalid.
+        fn per_domain(
+            &self,
+            key: &str,
+            selector: &PodSelector,
+        ) -> wasmtime::Result<Result<wasmsched_core::cache::DomainCounts, String>> {
+            self::key("a topology key", key)?;
+            Ok(self.pod_view(selector)?.map(|view| view.per_domain(key)))
+        }
+
         /// The shapes `selector` selects, or why it is invalid. The call's
         /// deadline is checked first: the work grows with the cluster.
         fn pod_view(&self, selector: &PodSelector) -> wasmtime::Result<Result<PodView<'_>, String>> {
