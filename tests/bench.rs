@@ -2,6 +2,8 @@
 //! documented fields (a small run: figures are measured by the benchmark
 //! itself, never asserted here).
 
+mod guest;
+
 use std::process::Command;
 
 #[test]
@@ -38,13 +40,7 @@ fn json_summary_on_last_line() {
 /// kube-scheduler would, in both modes, and reports each verb.
 #[test]
 fn extender_bench_reports_both_modes() {
-    let dir = std::env::temp_dir().join(format!("wasmsched-bench-extender-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
-        dir.join("node-price.wasm"),
-    )
-    .unwrap();
+    let dir = guest::prebuilt_dir("bench-extender", &["node-price"]);
     let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args([
             "bench",

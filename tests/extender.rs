@@ -42,16 +42,7 @@ impl Drop for Extender {
 
 /// The example plugins (prebuilt) in a directory of their own.
 fn plugin_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("wasmsched-extender-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for p in ["node-price", "label-gate"] {
-        std::fs::copy(
-            repo().join(format!("plugins/prebuilt/{p}.wasm")),
-            dir.join(format!("{p}.wasm")),
-        )
-        .unwrap();
-    }
-    dir
+    guest::prebuilt_dir(&format!("extender-{tag}"), &["node-price", "label-gate"])
 }
 
 /// Starts `wasmsched extender` with `args` and waits until it is ready.

@@ -334,14 +334,7 @@ fn bad_input_is_a_clear_error() {
 /// policy (`ignore`: as if it were not there; `fail`: not at all, naming it).
 #[test]
 fn a_plugin_that_fails_to_configure_follows_its_failure_policy() {
-    let repo = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    let dir = std::env::temp_dir().join(format!("wasmsched-sim-configure-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        format!("{repo}/plugins/prebuilt/node-price.wasm"),
-        dir.join("node-price.wasm"),
-    )
-    .unwrap();
+    let dir = guest::prebuilt_dir("sim-configure", &["node-price"]);
     for (policy, placed) in [("ignore", true), ("fail", false)] {
         let config = dir.join(format!("{policy}.yaml"));
         std::fs::write(
@@ -567,13 +560,7 @@ fn default_spreading_follows_the_service_that_selects_the_pod() {
 /// Logs written to a pipe (or a file) are plain text: no colour codes.
 #[test]
 fn logs_to_a_pipe_carry_no_colour_codes() {
-    let dir = std::env::temp_dir().join(format!("wasmsched-sim-logs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
-        dir.join("node-price.wasm"),
-    )
-    .unwrap();
+    let dir = guest::prebuilt_dir("sim-logs", &["node-price"]);
     let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args(["--log", "info", "simulate", "--plugins", dir.to_str().unwrap()])
         .env_remove("NO_COLOR")
@@ -616,13 +603,7 @@ fn plugin_test_fails_on_what_the_scheduler_refuses() {
 /// is an error.
 #[test]
 fn plugin_weights_are_shown_and_settable() {
-    let dir = std::env::temp_dir().join(format!("wasmsched-sim-weights-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/prebuilt/node-price.wasm"),
-        dir.join("node-price.wasm"),
-    )
-    .unwrap();
+    let dir = guest::prebuilt_dir("sim-weights", &["node-price"]);
     let run = |extra: &[&str]| {
         let mut args = vec!["simulate", "--plugins", dir.to_str().unwrap()];
         args.extend_from_slice(extra);

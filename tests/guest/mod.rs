@@ -116,3 +116,18 @@ pub fn label_spread() -> PathBuf {
 pub fn label_gate_v0_1() -> PathBuf {
     repo().join("plugins/testdata/contract-0.1/label-gate.wasm")
 }
+
+/// A new directory (tagged `tag`) holding the committed prebuilt
+/// components of `plugins` (`plugins/prebuilt/<name>.wasm`).
+pub fn prebuilt_dir(tag: &str, plugins: &[&str]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("wasmsched-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for p in plugins {
+        std::fs::copy(
+            repo().join(format!("plugins/prebuilt/{p}.wasm")),
+            dir.join(format!("{p}.wasm")),
+        )
+        .unwrap();
+    }
+    dir
+}
