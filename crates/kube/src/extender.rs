@@ -460,10 +460,9 @@ struct Candidates {
     idx: Vec<usize>,
     /// Names the snapshot does not know (names mode only).
     unknown: Vec<String>,
-    /// The request's node objects by name (full-node mode), to echo back.
+    /// The request's node objects by name, to echo back: present in
+    /// full-node mode, absent in names mode (which answers with names).
     objects: Option<HashMap<String, Box<serde_json::value::RawValue>>>,
-    /// The request's node names in order (for a names-mode answer).
-    names_mode: bool,
 }
 
 impl Extender {
@@ -491,7 +490,6 @@ impl Extender {
                     idx,
                     unknown,
                     objects: None,
-                    names_mode: true,
                 }
             }
             (None, Some(list)) => self.whole_nodes(list)?,
@@ -527,7 +525,6 @@ impl Extender {
             idx,
             unknown: Vec::new(),
             objects: Some(names.into_iter().zip(list.items).collect()),
-            names_mode: false,
         })
     }
 
@@ -570,12 +567,13 @@ impl Extender {
             map.insert(name, st.message());
         }
         let passed = verdicts.feasible.iter().map(|&i| c.snapshot.nodes[i].name());
-        if c.names_mode {
-            out.node_names = Some(passed.map(str::to_owned).collect());
-        } else if let Some(mut objects) = c.objects {
-            out.nodes = Some(NodeList {
-                items: passed.filter_map(|n| objects.remove(n)).collect(),
-            });
+        match c.objects {
+            None => out.node_names = Some(passed.map(str::to_owned).collect()),
+            Some(mut objects) => {
+                out.nodes = Some(NodeList {
+                    items: passed.filter_map(|n| objects.remove(n)).collect(),
+                })
+            }
         }
         out
     }

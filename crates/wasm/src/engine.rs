@@ -132,7 +132,7 @@ pub fn cap_memory(_bytes: u64) -> std::io::Result<()> {
 }
 
 /// Runs the compiler process on `bytes`, killing it at `limit`.
-fn compile_in_process_of(
+fn compile_in_compiler_process(
     program: &Path,
     args: &[String],
     memory_mib: u64,
@@ -338,7 +338,7 @@ impl WasmEngine {
                 },
             ) => load_artifact(
                 engine,
-                &compile_in_process_of(&program, &args, memory_mib, bytes, limit)?,
+                &compile_in_compiler_process(&program, &args, memory_mib, bytes, limit)?,
             )?,
         };
         let ty = component.component_type();

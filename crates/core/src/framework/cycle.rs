@@ -168,6 +168,15 @@ struct ChunkOut {
 
 const FEASIBLE: u32 = u32::MAX;
 
+/// The plugins that narrowed a cycle's nodes (PreFilter node subsets),
+/// sorted and deduplicated in place, and the status of the nodes they left
+/// out, as kube-scheduler words it.
+pub(crate) fn narrowed_out(plugins: &mut Vec<String>) -> Status {
+    plugins.sort();
+    plugins.dedup();
+    Status::unresolvable(format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" ")))
+}
+
 /// A rejected node: snapshot index, filter index, status.
 type Rejection = (usize, usize, Status);
 
@@ -216,8 +225,7 @@ impl Framework {
         let subset = match state.node_subset.take() {
             None => None,
             Some((mut plugins, names)) => {
-                plugins.sort();
-                plugins.dedup();
+                let left_out = narrowed_out(&mut plugins);
                 if names.is_empty() {
                     let msg = if plugins.len() == 1 {
                         format!("node(s) didn't satisfy plugin {}", plugins[0])
@@ -242,10 +250,7 @@ impl Framework {
                 let mut idx: Vec<usize> = names.iter().filter_map(|n| snapshot.position(n)).collect();
                 idx.sort_unstable();
                 idx.dedup();
-                absent = Some((
-                    all - idx.len(),
-                    Status::unresolvable(format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" "))),
-                ));
+                absent = Some((all - idx.len(), left_out));
                 narrowed_by = plugins;
                 Some(idx)
             }

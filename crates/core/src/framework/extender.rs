@@ -50,12 +50,10 @@ impl Framework {
         let mut out = ExtenderVerdicts::default();
         let mut candidates: Vec<usize> = idx.to_vec();
         if let Some((mut plugins, names)) = state.node_subset.take() {
-            plugins.sort();
-            plugins.dedup();
-            let st = Status::unresolvable(format!("node(s) didn't satisfy plugin(s) [{}]", plugins.join(" ")))
-                .with_plugin(plugins[0].clone());
+            let st = super::cycle::narrowed_out(&mut plugins).with_plugin(plugins[0].clone());
+            let names: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
             candidates.retain(|&i| {
-                let inside = names.iter().any(|n| n == snapshot.nodes[i].name());
+                let inside = names.contains(snapshot.nodes[i].name());
                 if !inside {
                     out.rejected.push((i, st.clone()));
                 }
@@ -98,5 +96,67 @@ impl Framework {
             .map(|(_, e)| e.weight * super::MAX_NODE_SCORE)
             .sum();
         Ok((totals, max))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Cache;
+    use crate::config::Config;
+    use crate::framework::Code;
+    use crate::node::NodeData;
+    use crate::plugins::Registry;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use serde_json::json;
+
+    /// Filter runs on exactly the nodes of the request; a PreFilter node
+    /// subset (NodeAffinity on `metadata.name`) rejects the nodes outside
+    /// it for good, in kube-scheduler's words, naming the plugin.
+    #[test]
+    fn filter_runs_on_the_request_and_honours_node_subsets() {
+        let fw = Config::default()
+            .build_frameworks(&Registry::builtin())
+            .unwrap()
+            .remove(0);
+        let mut cache = Cache::new();
+        for name in ["n0", "n1", "n2", "n3"] {
+            let n: Node = serde_json::from_value(json!({"metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+            .unwrap();
+            cache.upsert_node(NodeData::from_node(&n).unwrap());
+        }
+        let snapshot = cache.snapshot();
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "affinity": {"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]},
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n3"]}]}]}}}}}))
+        .unwrap();
+        let pod = PodInfo::from_pod(&pod).unwrap();
+        // n3 is not in the request: it is neither feasible nor rejected.
+        let idx: Vec<usize> = ["n0", "n1", "n2"]
+            .iter()
+            .map(|n| snapshot.position(n).unwrap())
+            .collect();
+        let v = fw
+            .filter_for_extender(&mut CycleState::default(), &pod, &snapshot, &idx)
+            .unwrap();
+        let name = |i: usize| snapshot.nodes[i].name().to_owned();
+        assert_eq!(v.feasible.iter().map(|&i| name(i)).collect::<Vec<_>>(), ["n1"]);
+        let mut rejected: Vec<(String, String, Code)> = v
+            .rejected
+            .iter()
+            .map(|(i, st)| (name(*i), st.message(), st.code()))
+            .collect();
+        rejected.sort_by(|a, b| a.0.cmp(&b.0));
+        let why = "node(s) didn't satisfy plugin(s) [NodeAffinity]".to_owned();
+        assert_eq!(
+            rejected,
+            [
+                ("n0".to_owned(), why.clone(), Code::UnschedulableAndUnresolvable),
+                ("n2".to_owned(), why, Code::UnschedulableAndUnresolvable)
+            ]
+        );
     }
 }
