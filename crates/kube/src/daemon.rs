@@ -29,12 +29,10 @@ use crate::binder::{self, BinderSettings};
 use crate::leader::{self, LeaderElection, Leadership};
 use crate::metrics::Metrics;
 use crate::schedule::{self, Channels, Msg};
-use crate::watch::{
-    NAMESPACES, NODES, PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, watch_kind,
-};
+use crate::watch::spawn_watchers;
 
 /// Messages from the watchers the scheduling thread may fall behind by.
-const MSG_CAPACITY: usize = 4096;
+pub(crate) const MSG_CAPACITY: usize = 4096;
 /// Reports (events, conditions) waiting for the API server at most.
 const REPORT_CAPACITY: usize = 10_000;
 
@@ -196,57 +194,7 @@ pub async fn run(
         crate::admin::serve(addr, status.clone()).await?;
     }
 
-    let mut tasks = vec![
-        tokio::spawn(watch_kind(
-            client.clone(),
-            NODES,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            PODS,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            NAMESPACES,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            SERVICES,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            REPLICATION_CONTROLLERS,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            REPLICA_SETS,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-        tokio::spawn(watch_kind(
-            client.clone(),
-            STATEFUL_SETS,
-            tx.clone(),
-            status.clone(),
-            stop_rx.clone(),
-        )),
-    ];
+    let mut tasks = spawn_watchers(&client, &tx, &status, &stop_rx);
     let election = tokio::spawn(leader::run(
         client.clone(),
         opts.leader_election.clone(),

@@ -43,9 +43,7 @@ use crate::binder::BindResult;
 use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::schedule::{Applied, Msg, Synced, apply};
-use crate::watch::{
-    NAMESPACES, NODES, PODS, REPLICA_SETS, REPLICATION_CONTROLLERS, SERVICES, STATEFUL_SETS, watch_kind,
-};
+use crate::watch::spawn_watchers;
 
 /// How the extender runs.
 pub struct ExtenderOptions {
@@ -94,9 +92,6 @@ pub struct Running {
     /// Whether it serves HTTPS.
     pub tls: bool,
 }
-
-/// Messages from the watchers the cache thread may fall behind by.
-const MSG_CAPACITY: usize = 4096;
 
 struct Extender {
     framework: Framework,
@@ -325,39 +320,9 @@ impl axum::serve::Listener for TlsListener {
 
 /// The watchers feed a thread that applies their messages to the cache.
 fn start_watchers(client: kube::Client, ext: Arc<Extender>, stop: watch::Receiver<bool>) {
-    let (tx, mut rx) = mpsc::channel::<Msg>(MSG_CAPACITY);
-    let st = ext.status.clone();
-    tokio::spawn(watch_kind(client.clone(), NODES, tx.clone(), st.clone(), stop.clone()));
-    tokio::spawn(watch_kind(client.clone(), PODS, tx.clone(), st.clone(), stop.clone()));
-    tokio::spawn(watch_kind(
-        client.clone(),
-        NAMESPACES,
-        tx.clone(),
-        st.clone(),
-        stop.clone(),
-    ));
-    tokio::spawn(watch_kind(
-        client.clone(),
-        SERVICES,
-        tx.clone(),
-        st.clone(),
-        stop.clone(),
-    ));
-    tokio::spawn(watch_kind(
-        client.clone(),
-        REPLICATION_CONTROLLERS,
-        tx.clone(),
-        st.clone(),
-        stop.clone(),
-    ));
-    tokio::spawn(watch_kind(
-        client.clone(),
-        REPLICA_SETS,
-        tx.clone(),
-        st.clone(),
-        stop.clone(),
-    ));
-    tokio::spawn(watch_kind(client, STATEFUL_SETS, tx, st, stop));
+    let (tx, mut rx) = mpsc::channel::<Msg>(crate::daemon::MSG_CAPACITY);
+    spawn_watchers(&client, &tx, &ext.status, &stop);
+    drop(tx);
     std::thread::Builder::new()
         .name("extender-cache".into())
         .spawn(move || {

@@ -166,3 +166,30 @@ pub(crate) async fn watch_kind<K>(
         }
     }
 }
+
+/// Starts a watcher for every kind the scheduler keeps (nodes, pods,
+/// namespaces, and the four workload kinds default spreading reads), all
+/// sending to `tx`.
+pub(crate) fn spawn_watchers(
+    client: &kube::Client,
+    tx: &mpsc::Sender<Msg>,
+    status: &Arc<Status>,
+    stop: &watch::Receiver<bool>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let (c, t, s, x) = (client, tx, status, stop);
+    vec![
+        tokio::spawn(watch_kind(c.clone(), NODES, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), PODS, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), NAMESPACES, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), SERVICES, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(
+            c.clone(),
+            REPLICATION_CONTROLLERS,
+            t.clone(),
+            s.clone(),
+            x.clone(),
+        )),
+        tokio::spawn(watch_kind(c.clone(), REPLICA_SETS, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), STATEFUL_SETS, t.clone(), s.clone(), x.clone())),
+    ]
+}
