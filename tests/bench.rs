@@ -74,3 +74,30 @@ fn extender_bench_reports_both_modes() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--wasm DIR"));
 }
+
+/// `bench --workload preemption` (scheduler_perf's PreemptionBasic): every
+/// measured pod preempts and is then bound; the count is reported.
+#[test]
+fn the_preemption_workload_preempts_for_every_pod() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "bench",
+            "--workload",
+            "preemption",
+            "--nodes",
+            "50",
+            "--init-pods",
+            "200",
+            "--pods",
+            "50",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(v["scheduled"], 50, "{text}");
+    assert_eq!(v["preemptions"], 50, "{text}");
+    assert!(text.contains("50 preemptions"), "{text}");
+}

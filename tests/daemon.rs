@@ -300,7 +300,9 @@ async fn an_unschedulable_pod_gets_a_condition_and_one_event_then_binds_when_a_n
             assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
             assert_eq!(
                 c.message.as_deref(),
-                Some("0/3 nodes are available: 3 Insufficient cpu.")
+                Some(
+                    "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                )
             );
             break;
         }
@@ -1008,4 +1010,113 @@ async fn scheduling_starts_while_the_plugin_directory_compiles() {
     }
     assert!(said_why, "the slow profile's pod waited without a condition saying why");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A bound pod of `priority` asking for `cpu` on `node`, with `labels`.
+fn add_bound_pod(s: &ApiServer, name: &str, node: &str, priority: i32, cpu: &str, labels: serde_json::Value) {
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": {"nodeName": node, "priority": priority,
+            "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    }))
+    .unwrap();
+}
+
+/// A high-priority pod arrives on a full cluster: the victim is chosen (a
+/// PodDisruptionBudget steers the choice away from the pod it protects),
+/// marked `DisruptionTarget` and deleted with a `Preempted` event, the
+/// preemptor nominated to its node and bound there once the victim is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_high_priority_pod_preempts_and_is_bound_where_it_made_room() {
+    let s = server(0).await;
+    add_node(&s, "n1", "4", "16Gi");
+    add_node(&s, "n2", "4", "16Gi");
+    add_bound_pod(&s, "db-0", "n1", 0, "3", json!({"app": "db"}));
+    add_bound_pod(&s, "batch-0", "n2", 0, "3", json!({"app": "batch"}));
+    s.create(json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": 1},
+        "status": {"disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}}))
+        .unwrap();
+    let from = s.store().resource_version();
+    let _d = daemon(&s, "replica-a", &free_port());
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "urgent", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler", "priority": 1000,
+            "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]}
+    }))
+    .unwrap();
+    wait_all_bound(&s, 1, Duration::from_secs(30)).await;
+    let urgent: Pod = s.get("default", "urgent").unwrap();
+    assert_eq!(urgent.spec.as_ref().unwrap().node_name.as_deref(), Some("n2"));
+    assert!(s.get::<Pod>("default", "batch-0").is_none(), "the victim is deleted");
+    assert!(s.get::<Pod>("default", "db-0").is_some(), "the budget's pod is spared");
+    assert_no_overcommit(&s);
+
+    // What the victim went through, from the server's history: the
+    // condition, then the deletion; and the preemptor's nomination.
+    let mut rx = s
+        .store()
+        .watch(
+            wasmsched_apiserver_sim::resources::PODS,
+            Default::default(),
+            wasmsched_apiserver_sim::WatchFrom::Version(from),
+            false,
+            false,
+        )
+        .unwrap();
+    let (mut marked, mut deleted_after_mark, mut nominated) = (false, false, false);
+    while let Ok(msg) = rx.try_recv() {
+        let wasmsched_apiserver_sim::WatchMsg::Event(kind, change) = msg else {
+            continue;
+        };
+        let pod: Pod = serde_json::from_value((*change.object.value).clone()).unwrap();
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let conditions = pod
+            .status
+            .as_ref()
+            .and_then(|st| st.conditions.clone())
+            .unwrap_or_default();
+        if name == "batch-0" {
+            let c = conditions.iter().find(|c| c.type_ == "DisruptionTarget");
+            if let Some(c) = c {
+                assert_eq!(c.status, "True");
+                assert_eq!(c.reason.as_deref(), Some("PreemptionByScheduler"));
+                assert_eq!(
+                    c.message.as_deref(),
+                    Some("wasm-scheduler: preempting to accommodate a higher priority pod")
+                );
+                marked = true;
+            }
+            deleted_after_mark |= marked && kind == wasmsched_apiserver_sim::EventType::Deleted;
+        }
+        if name == "urgent" {
+            nominated |= pod.status.as_ref().and_then(|st| st.nominated_node_name.as_deref()) == Some("n2");
+        }
+    }
+    assert!(marked && deleted_after_mark, "condition set, then deleted");
+    assert!(nominated, "the preemptor was nominated to n2");
+    let uid = urgent.metadata.uid.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let preempted: Vec<Event> = s
+            .list::<Event>()
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("Preempted"))
+            .collect();
+        if let Some(e) = preempted.first() {
+            assert_eq!(e.regarding.as_ref().and_then(|r| r.name.as_deref()), Some("batch-0"));
+            assert_eq!(e.related.as_ref().and_then(|r| r.name.as_deref()), Some("urgent"));
+            assert_eq!(
+                e.note.as_deref(),
+                Some(format!("Preempted by pod {uid} on node n2").as_str())
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no Preempted event");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

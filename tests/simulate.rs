@@ -508,7 +508,7 @@ fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
         (
             "shop/near-ledger-same-ns",
             &[],
-            "0/5 nodes are available: 5 node(s) didn't match pod affinity rules.",
+            "0/5 nodes are available: 5 node(s) didn't match pod affinity rules. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
         ),
         // The first pod of a group that selects itself may go anywhere.
         ("shop/first-of-group", &["a-1", "a-2", "b-1", "b-2", "c-1"], ""),
@@ -516,7 +516,7 @@ fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
         (
             "shop/spread-by-rack",
             &[],
-            "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required label).",
+            "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required label). preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
         ),
     ];
     for (pod, nodes, reason) in cases {
@@ -626,4 +626,53 @@ fn plugin_weights_are_shown_and_settable() {
         String::from_utf8_lossy(&out.stderr)
             .contains("--plugin-weight node-prize=5: no profile enables node-prize at multiPoint or score")
     );
+}
+
+/// A pod that fits nowhere preempts: the victim is the pod no budget
+/// protects, the preemptor lands where it made room, the victim's row says
+/// who evicted it, `--explain` shows the victim search node by node, and a
+/// pod that may not preempt says so in kube-scheduler's words.
+#[test]
+fn preemption_evicts_victims_and_explains_the_search() {
+    let cluster = data("preemption-cluster.yaml");
+    let v = stdout_json(&["simulate", "--cluster", &cluster, "-o", "json"]);
+    let row = |pod: &str| {
+        v["placements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pod"] == pod)
+            .cloned()
+            .unwrap_or_else(|| panic!("no row for {pod}: {v}"))
+    };
+    let web = row("apps/web-0");
+    assert_eq!(web["node"], "n2", "{web}");
+    assert_eq!(web["preemption"]["victims"], serde_json::json!(["apps/batch-0"]));
+    assert_eq!(row("apps/batch-0")["reason"], "preempted by apps/web-0 on n2");
+    let patient = row("apps/patient-0");
+    assert!(
+        patient["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("preemption: not eligible due to preemptionPolicy=Never."),
+        "{patient}"
+    );
+    assert_eq!(v["summary"]["preempted"], 1);
+
+    let out = wasmsched(&["simulate", "--cluster", &cluster, "--explain", "apps/web-0"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("after preempting apps/batch-0"), "{text}");
+    assert!(
+        text.contains("apps/web-0: preemption tried 2 node(s), nominated to n2"),
+        "{text}"
+    );
+    let line = |node: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(node) && l.contains("evict"))
+            .unwrap_or_else(|| panic!("no search line for {node}: {text}"))
+            .to_owned()
+    };
+    assert!(line("n2").contains("evict apps/batch-0 (priority 0); 0 PodDisruptionBudget violation(s)  <- chosen"));
+    assert!(line("n1").contains("evict apps/db-0 (priority 100); 1 PodDisruptionBudget violation(s)"));
 }

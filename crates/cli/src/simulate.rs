@@ -11,7 +11,7 @@ use clap::ValueEnum;
 use serde_json::{Value, json};
 use wasmsched_core::config::Config;
 use wasmsched_core::fixture::{Objects, parse_objects};
-use wasmsched_core::framework::{Explanation, ScheduleError};
+use wasmsched_core::framework::{Explanation, PreemptionTry, ScheduleError};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 
@@ -78,6 +78,30 @@ struct Row {
     explanation: Option<Explanation>,
     /// Not attempted: waiting for its scheduling gates.
     gated: bool,
+    /// The pods its preemption evicted, and the node they were on.
+    preempted: Option<(String, Vec<String>)>,
+    /// The victim search of its preemption (when explained).
+    search: Vec<PreemptionTry>,
+    /// Evicted by this preemptor's preemption.
+    preempted_by: Option<String>,
+}
+
+impl Row {
+    fn new(pod: String, reason: String) -> Self {
+        Row {
+            pod,
+            node: None,
+            reason,
+            score: None,
+            feasible: 0,
+            evaluated: 0,
+            explanation: None,
+            gated: false,
+            preempted: None,
+            search: Vec::new(),
+            preempted_by: None,
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -191,32 +215,41 @@ fn simulate(
             // A malformed pod is reported, not fatal: the others are still placed.
             let ns = p.metadata.namespace.as_deref().unwrap_or("default");
             let name = p.metadata.name.as_deref().unwrap_or_default();
-            rows.push(Row {
-                pod: format!("{ns}/{name}"),
-                node: None,
-                reason: format!("invalid pod: {e}"),
-                score: None,
-                feasible: 0,
-                evaluated: 0,
-                explanation: None,
-                gated: false,
-            });
+            rows.push(Row::new(format!("{ns}/{name}"), format!("invalid pod: {e}")));
         }
     }
+    // A preemption evicts its victims at once (as if their grace period
+    // were over): the preemptor is retried and lands on its node.
+    // Time stands still but for that: when a round of cycles preempted,
+    // the clock jumps to the end of the backoff of the pods it requeued.
     let attempts = sched.with_pool(|sched| {
         let mut attempts = Vec::new();
-        while let Some(a) = sched.schedule_one(now, !explain.is_empty()) {
-            if a.result.is_ok() {
-                sched.binding_finished(&a.pod.key, &a.pod.uid, true, now);
+        let mut clock = now;
+        loop {
+            let mut preempted = false;
+            while let Some(a) = sched.schedule_one(clock, !explain.is_empty()) {
+                if a.result.is_ok() {
+                    sched.binding_finished(&a.pod.key, &a.pod.uid, true, clock);
+                }
+                for v in a.nomination().map(|n| n.victims.as_slice()).unwrap_or_default() {
+                    sched.on_pod_deleted(&v.key, &v.uid, clock);
+                    preempted = true;
+                }
+                attempts.push(a);
             }
-            attempts.push(a);
+            match sched.queue.next_backoff_expiry() {
+                Some(t) if preempted => clock = clock.max(t),
+                _ => break,
+            }
         }
         attempts
     });
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for attempt in attempts {
         let key = attempt.pod.key.clone();
         let want_explain = explain.contains(&key);
-        let row = match attempt.result {
+        let nomination = attempt.nomination().cloned();
+        let mut row = match attempt.result {
             Ok(r) => {
                 let score = r
                     .explanation
@@ -224,14 +257,12 @@ fn simulate(
                     .and_then(|x| x.nodes.iter().find(|n| n.selected))
                     .and_then(|n| n.total);
                 Row {
-                    pod: key,
                     node: Some(r.node),
-                    reason: String::new(),
                     score,
                     feasible: r.feasible_nodes,
                     evaluated: r.evaluated_nodes,
                     explanation: r.explanation.filter(|_| want_explain),
-                    gated: false,
+                    ..Row::new(key.clone(), String::new())
                 }
             }
             Err(e) => {
@@ -240,18 +271,46 @@ fn simulate(
                     _ => None,
                 };
                 Row {
-                    pod: key,
-                    node: None,
-                    reason: e.to_string(),
-                    score: None,
-                    feasible: 0,
                     evaluated: sched.cache.node_count(),
                     explanation: explanation.filter(|_| want_explain),
-                    gated: false,
+                    ..Row::new(key.clone(), e.to_string())
                 }
             }
         };
-        rows.push(row);
+        // A pod attempted again keeps one row: the last outcome, with the
+        // preemption an earlier attempt made.
+        if let Some(&i) = at.get(&key) {
+            let earlier = std::mem::replace(&mut rows[i], Row::new(String::new(), String::new()));
+            row.preempted = earlier.preempted;
+            row.search = earlier.search;
+        }
+        if let Some(x) = &mut row.explanation {
+            row.search.append(&mut x.preemption);
+        }
+        if let Some(n) = nomination {
+            let victims: Vec<String> = n.victims.iter().map(|v| v.key.clone()).collect();
+            for v in &victims {
+                let evicted = Row {
+                    preempted_by: Some(format!("{key} on {}", n.node)),
+                    ..Row::new(v.clone(), format!("preempted by {key} on {}", n.node))
+                };
+                match at.get(v) {
+                    Some(&i) => rows[i] = evicted,
+                    None => {
+                        at.insert(v.clone(), rows.len());
+                        rows.push(evicted);
+                    }
+                }
+            }
+            row.preempted = Some((n.node.clone(), victims));
+        }
+        match at.get(&key) {
+            Some(&i) => rows[i] = row,
+            None => {
+                at.insert(key, rows.len());
+                rows.push(row);
+            }
+        }
     }
     // Gated pods are not attempted; say what they wait for, in
     // kube-scheduler's words.
@@ -268,14 +327,11 @@ fn simulate(
         }
         let ns = p.metadata.namespace.as_deref().unwrap_or("default");
         rows.push(Row {
-            pod: format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or_default()),
-            node: None,
-            reason: format!("waiting for scheduling gates: [{}]", gates.join(" ")),
-            score: None,
-            feasible: 0,
-            evaluated: 0,
-            explanation: None,
             gated: true,
+            ..Row::new(
+                format!("{ns}/{}", p.metadata.name.as_deref().unwrap_or_default()),
+                format!("waiting for scheduling gates: [{}]", gates.join(" ")),
+            )
         });
     }
     let over = sched.cache.overcommitted_nodes();
@@ -296,24 +352,33 @@ fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Resu
     writeln!(out, "{:w$}  {:nw$}  RESULT", "POD", "NODE")?;
     for r in rows {
         match &r.node {
-            Some(n) => writeln!(
-                out,
-                "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)",
-                r.pod, r.feasible, r.evaluated
-            )?,
+            Some(n) => {
+                write!(
+                    out,
+                    "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)",
+                    r.pod, r.feasible, r.evaluated
+                )?;
+                match &r.preempted {
+                    Some((_, victims)) => writeln!(out, " after preempting {}", victims.join(", "))?,
+                    None => writeln!(out)?,
+                }
+            }
             None => writeln!(out, "{:w$}  {:nw$}  {}", r.pod, "-", r.reason)?,
         }
     }
-    let placed = rows.iter().filter(|r| r.node.is_some()).count();
-    let gated = rows.iter().filter(|r| r.gated).count();
+    let c = Counts::of(rows);
     write!(
         out,
-        "\n{} pods on {nodes} nodes: {placed} scheduled, {} unschedulable",
+        "\n{} pods on {nodes} nodes: {} scheduled, {} unschedulable",
         rows.len(),
-        rows.len() - placed - gated
+        c.placed,
+        c.unschedulable
     )?;
-    if gated > 0 {
-        write!(out, ", {gated} gated")?;
+    if c.gated > 0 {
+        write!(out, ", {} gated", c.gated)?;
+    }
+    if c.preempted > 0 {
+        write!(out, ", {} preempted", c.preempted)?;
     }
     writeln!(out, ".")?;
     for r in rows {
@@ -321,6 +386,72 @@ fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Resu
             writeln!(out)?;
             print_explanation(out, r, x)?;
         }
+        if !r.search.is_empty() {
+            if r.explanation.is_none() {
+                writeln!(out)?;
+            }
+            print_search(out, r)?;
+        }
+    }
+    Ok(())
+}
+
+/// How many rows ended each way.
+struct Counts {
+    placed: usize,
+    gated: usize,
+    preempted: usize,
+    unschedulable: usize,
+}
+
+impl Counts {
+    fn of(rows: &[Row]) -> Self {
+        let placed = rows.iter().filter(|r| r.node.is_some()).count();
+        let gated = rows.iter().filter(|r| r.gated).count();
+        let preempted = rows.iter().filter(|r| r.preempted_by.is_some()).count();
+        Counts {
+            placed,
+            gated,
+            preempted,
+            unschedulable: rows.len() - placed - gated - preempted,
+        }
+    }
+}
+
+/// The victim search of a pod's preemption, node by node.
+fn print_search(out: &mut impl Write, row: &Row) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "{}: preemption tried {} node(s){}",
+        row.pod,
+        row.search.len(),
+        match &row.preempted {
+            Some((node, _)) => format!(", nominated to {node}"),
+            None => ", none helps".to_owned(),
+        }
+    )?;
+    let nw = row.search.iter().map(|t| t.node.len()).max().unwrap_or(4).max(4);
+    for t in &row.search {
+        let what = match &t.outcome {
+            Ok((victims, violations)) => {
+                let names: Vec<String> = victims
+                    .iter()
+                    .map(|v| format!("{} (priority {})", v.key, v.priority))
+                    .collect();
+                format!(
+                    "evict {}; {violations} PodDisruptionBudget violation(s)",
+                    names.join(", ")
+                )
+            }
+            Err(st) => format!("{}: {}", st.plugin().unwrap_or("DefaultPreemption"), st.message()),
+        };
+        let chosen = row.preempted.as_ref().is_some_and(|(n, _)| *n == t.node);
+        writeln!(
+            out,
+            "  {:nw$}  {what}{}",
+            t.node,
+            if chosen { "  <- chosen" } else { "" }
+        )?;
     }
     Ok(())
 }
@@ -387,8 +518,7 @@ fn explanation_json(x: &Explanation) -> Value {
 }
 
 fn to_json(rows: &[Row]) -> Value {
-    let gated = rows.iter().filter(|r| r.gated).count();
-    let placed = rows.iter().filter(|r| r.node.is_some()).count();
+    let c = Counts::of(rows);
     json!({
         "placements": rows.iter().map(|r| {
             let mut v = json!({
@@ -400,8 +530,17 @@ fn to_json(rows: &[Row]) -> Value {
             });
             if let Some(s) = r.score { v["score"] = json!(s); }
             if let Some(x) = &r.explanation { v["explain"] = explanation_json(x); }
+            if let Some((node, victims)) = &r.preempted { v["preemption"] = json!({"node": node, "victims": victims}); }
+            if !r.search.is_empty() {
+                v["preemptionSearch"] = json!(r.search.iter().map(|t| match &t.outcome {
+                    Ok((victims, violations)) => json!({"node": t.node,
+                        "victims": victims.iter().map(|p| &p.key).collect::<Vec<_>>(), "pdbViolations": violations}),
+                    Err(st) => json!({"node": t.node, "reasons": st.reasons().collect::<Vec<_>>()}),
+                }).collect::<Vec<_>>());
+            }
             v
         }).collect::<Vec<_>>(),
-        "summary": {"pods": rows.len(), "scheduled": placed, "unschedulable": rows.len() - placed - gated, "gated": gated},
+        "summary": {"pods": rows.len(), "scheduled": c.placed, "unschedulable": c.unschedulable, "gated": c.gated,
+            "preempted": c.preempted},
     })
 }

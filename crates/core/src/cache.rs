@@ -78,11 +78,13 @@ pub struct Snapshot {
     /// Topology domains by key, computed on first use.
     topology: Arc<TopologyIndex>,
     /// The pods on these nodes by shape.
-    shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
+    pub(crate) shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
     /// Services and controllers, by their selectors (default spreading).
     pub workloads: Arc<crate::workloads::Workloads>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
+    /// Position in `nodes` → cache index (what shape entries hold).
+    pub(crate) cache_idx: Vec<u32>,
     /// Node name → position in `nodes`.
     by_name: Arc<FxHashMap<String, usize>>,
     structure_generation: u64,
@@ -265,14 +267,14 @@ impl Snapshot {
 
 /// Whether a pod carries pod (anti-)affinity terms, and required
 /// anti-affinity terms.
-fn affinity_kinds(pod: &PodInfo) -> (bool, bool) {
+pub(crate) fn affinity_kinds(pod: &PodInfo) -> (bool, bool) {
     match &pod.pod_affinity {
         Some(a) => (true, !a.required_anti_affinity.is_empty()),
         None => (false, false),
     }
 }
 
-fn apply(usage: &mut Usage, pod: &PodInfo, shape: u32, add: bool) {
+pub(crate) fn apply(usage: &mut Usage, pod: &Arc<PodInfo>, shape: u32, add: bool) {
     count_on_node(&mut usage.shapes, shape, if add { 1 } else { -1 });
     let r = &pod.requests;
     if add {
@@ -281,7 +283,11 @@ fn apply(usage: &mut Usage, pod: &PodInfo, shape: u32, add: bool) {
         usage.non_zero_memory += r.non_zero_memory;
         usage.pods += 1;
         usage.ports.extend(pod.host_ports.iter().cloned());
+        usage.pod_infos.push(pod.clone());
     } else {
+        if let Some(i) = usage.pod_infos.iter().position(|p| p.key == pod.key) {
+            usage.pod_infos.swap_remove(i);
+        }
         usage.requested.sub(&r.requests);
         usage.non_zero_milli_cpu -= r.non_zero_milli_cpu;
         usage.non_zero_memory -= r.non_zero_memory;
@@ -502,8 +508,20 @@ impl Cache {
                 && old_pod.deleting == pod.deleting
             {
                 let e = self.pods.get_mut(&pod.key).expect("present");
-                e.pod = pod;
+                e.pod = pod.clone();
                 e.assumed = false;
+                // The node's list holds the latest version (preemption reads
+                // its start time and conditions).
+                let usage = match self.index.get(&node) {
+                    Some(&i) => {
+                        self.mark_dirty(i);
+                        Some(&mut Arc::make_mut(&mut self.nodes[i]).usage)
+                    }
+                    None => self.orphan_usage.get_mut(&node),
+                };
+                if let Some(slot) = usage.and_then(|u| u.pod_infos.iter_mut().find(|p| p.key == pod.key)) {
+                    *slot = pod;
+                }
                 return;
             }
             self.account(&old_node, &old_pod, false);
@@ -668,12 +686,14 @@ impl Cache {
             zones[zi].1.push(i);
         }
         snap.nodes.clear();
+        snap.cache_idx.clear();
         snap.pos = vec![0; self.nodes.len()];
         let longest = zones.iter().map(|z| z.1.len()).max().unwrap_or(0);
         for round in 0..longest {
             for (_, members) in &zones {
                 if let Some(&i) = members.get(round) {
                     snap.pos[i] = snap.nodes.len();
+                    snap.cache_idx.push(i as u32);
                     snap.nodes.push(self.nodes[i].clone());
                 }
             }

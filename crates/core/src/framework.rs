@@ -5,10 +5,12 @@
 
 mod cycle;
 mod extender;
+mod post_filter;
 mod status;
 
 pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
 pub use extender::ExtenderVerdicts;
+pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResult, PreemptionTry};
 pub use status::{Code, Reason, Status, truncate_message};
 
 use std::any::Any;
@@ -100,6 +102,8 @@ pub struct CycleState {
     /// The cycle's snapshot, for plugins that read it at Filter and Score
     /// (WebAssembly plugins' pod views), which receive only nodes there.
     snapshot: Option<Arc<crate::cache::Snapshot>>,
+    /// The pods nominated to nodes (their room is held).
+    nominator: Option<Arc<crate::nominator::Nominator>>,
 }
 
 /// How long one plugin took at one extension point in a sampled cycle (for
@@ -246,10 +250,15 @@ pub trait Plugin: Send + Sync {
     }
 
     /// PostFilter: called when no node is feasible. A success means the
-    /// plugin made room (the pod is retried); a message on a non-success
-    /// status is added to the failure explanation.
-    fn post_filter(&self, _state: &CycleState, _pod: &PodInfo, _diagnosis: &Diagnosis) -> Status {
-        Status::new(Code::Unschedulable, [])
+    /// plugin made room (the pod waits for it on the nominated node); a
+    /// message on a non-success status is added to the failure message.
+    fn post_filter(
+        &self,
+        _ctx: &mut PostFilterContext<'_>,
+        _pod: &PodInfo,
+        _diagnosis: &Diagnosis,
+    ) -> PostFilterResult {
+        PostFilterResult::none(Status::new(Code::Unschedulable, []))
     }
 
     /// PreScore: once per cycle with the feasible nodes. `Skip` skips this

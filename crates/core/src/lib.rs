@@ -17,6 +17,7 @@ pub mod extender;
 pub mod fixture;
 pub mod framework;
 pub mod node;
+pub mod nominator;
 pub mod plugins;
 pub mod pod;
 pub mod quantity;
@@ -27,6 +28,7 @@ pub mod scheduler;
 pub mod selector;
 pub mod shapes;
 pub mod synthetic;
+pub mod what_if;
 pub mod workloads;
 
 pub use cache::{Cache, Snapshot};

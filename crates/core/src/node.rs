@@ -184,6 +184,8 @@ pub struct Usage {
     pub ports: Vec<HostPort>,
     /// (shape id, pods of that shape here): see [`crate::shapes`].
     pub shapes: Vec<(u32, u32)>,
+    /// The pods themselves (preemption chooses among them).
+    pub pod_infos: Vec<Arc<crate::pod::PodInfo>>,
 }
 
 /// A node and the usage of its pods, as one scheduling cycle sees it.

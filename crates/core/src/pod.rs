@@ -106,8 +106,20 @@ pub struct PodInfo {
     pub uid: String,
     /// `spec.schedulerName` (`default-scheduler` when unset).
     pub scheduler_name: String,
-    /// `spec.priority` (0 when unset).
+    /// `spec.priority` (0 when unset): what the API server resolved from
+    /// the pod's PriorityClass.
     pub priority: i32,
+    /// `spec.preemptionPolicy: Never`: the pod waits rather than preempt.
+    pub preempt_never: bool,
+    /// `status.nominatedNodeName`: the node a preemption made room on,
+    /// which the pod waits for.
+    pub nominated_node: Option<String>,
+    /// `status.startTime` in nanoseconds since the epoch, if it started
+    /// (preemption spares pods that have run longer).
+    pub start_time: Option<i128>,
+    /// Whether a scheduler's preemption marked it (the `DisruptionTarget`
+    /// condition with reason `PreemptionByScheduler`).
+    pub preempted: bool,
     /// `spec.nodeName`, when the pod is bound (or asks for a node).
     pub node_name: Option<String>,
     /// Whether the pod has terminated (`Succeeded`/`Failed`): it uses nothing.
@@ -277,6 +289,28 @@ impl PodInfo {
                 .clone()
                 .unwrap_or_else(|| "default-scheduler".into()),
             priority: spec.priority.unwrap_or(0),
+            preempt_never: spec.preemption_policy.as_deref() == Some("Never"),
+            nominated_node: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.clone())
+                .filter(|n| !n.is_empty()),
+            start_time: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.as_nanosecond()),
+            preempted: pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .into_iter()
+                .flatten()
+                .any(|c| {
+                    c.type_ == "DisruptionTarget"
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some("PreemptionByScheduler")
+                }),
             node_name: spec.node_name.clone().filter(|n| !n.is_empty()),
             terminal: matches!(phase, Some("Succeeded" | "Failed")),
             deleting: pod.metadata.deletion_timestamp.is_some(),

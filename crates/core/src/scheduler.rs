@@ -17,8 +17,9 @@ use crate::ModelError;
 use crate::cache::{Cache, Snapshot};
 use crate::config::{Config, ConfigError};
 use crate::events::{self, Action, Change, ClusterEvent, QueueingHint};
-use crate::framework::{CycleState, Framework, ScheduleError, ScheduleResult};
+use crate::framework::{CycleState, Framework, Nominating, ScheduleError, ScheduleResult};
 use crate::node::NodeData;
+use crate::nominator::Nominator;
 use crate::plugins::Registry;
 use crate::pod::PodInfo;
 use crate::queue::SchedulingQueue;
@@ -54,6 +55,23 @@ pub struct Attempt {
     /// Per-plugin timings, in the cycles sampled for them (one in
     /// [`PLUGIN_TIMING_SAMPLE`], as kube-scheduler samples 10 %).
     pub plugin_timings: Vec<crate::framework::PluginTiming>,
+    /// Pods of lower priority whose nomination to the node this pod's
+    /// preemption chose was cleared (they may no longer fit there).
+    pub cleared_nominations: Vec<Arc<PodInfo>>,
+}
+
+impl Attempt {
+    /// The preemption this attempt decided: the pod is nominated to a node
+    /// and waits for the victims to go, which the caller evicts.
+    pub fn nomination(&self) -> Option<&crate::framework::Nomination> {
+        match &self.result {
+            Err(ScheduleError::Unschedulable(fit)) => match &fit.nominating {
+                Nominating::Node(n) => Some(n),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
 }
 
 /// One cycle in this many records per-plugin timings.
@@ -84,6 +102,9 @@ pub struct Scheduler {
     registrations: Vec<HashMap<String, Registration>>,
     /// Pending pods of ours held back by `spec.schedulingGates`.
     gated: std::collections::HashSet<crate::pod::PodKey>,
+    /// Pods nominated to nodes by preemption, and victims being evicted;
+    /// shared with each cycle, unique again between cycles.
+    nominator: Arc<Nominator>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -131,6 +152,7 @@ impl Scheduler {
             panics: 0,
             responsibility,
             gated: Default::default(),
+            nominator: Arc::default(),
         })
     }
 
@@ -260,7 +282,14 @@ impl Scheduler {
     pub fn on_pod_info(&mut self, info: Arc<PodInfo>, now: Instant) {
         let cached = self.cache.pod(&info.key).map(|c| c.pod.clone());
         self.gated.remove(&info.key);
+        if info.deleting && self.nominator.is_evicting(&info.uid) {
+            // The victim's eviction is visible: the pod says so itself now.
+            Arc::make_mut(&mut self.nominator).evicted(&info.uid);
+        }
         if info.node_name.is_some() || info.terminal {
+            if self.nominator.node_of(&info.key).is_some() {
+                Arc::make_mut(&mut self.nominator).remove(&info.key);
+            }
             self.queue.delete(&info.key, "");
             self.cache.upsert_pod(info.clone());
             let Some(old) = cached else {
@@ -315,10 +344,13 @@ impl Scheduler {
             self.gated.insert(info.key.clone());
             return;
         }
-        let change = match self.queue.get(&info.key) {
-            Some(q) if q.pod.uid == info.uid => events::pod_change(&q.pod, &info).map(|a| (q.pod.clone(), a)),
-            _ => None,
-        };
+        let queued = self
+            .queue
+            .get(&info.key)
+            .filter(|q| q.pod.uid == info.uid)
+            .map(|q| q.pod.clone());
+        self.nominate_from_status(&info, queued.as_ref());
+        let change = queued.and_then(|old| events::pod_change(&old, &info).map(|a| (old, a)));
         self.queue.add(info.clone(), now);
         if let Some((old, action)) = change {
             let actions = if action == Action::UPDATE {
@@ -343,11 +375,55 @@ impl Scheduler {
         }
     }
 
+    /// Follows a pending pod's `status.nominatedNodeName` (kube-scheduler's
+    /// nominator): set, it nominates; removed, it clears; absent before and
+    /// after, a nomination this scheduler made (and has not written yet)
+    /// stays, holding the latest version of the pod.
+    fn nominate_from_status(&mut self, info: &Arc<PodInfo>, old: Option<&Arc<PodInfo>>) {
+        match (&info.nominated_node, old.and_then(|o| o.nominated_node.as_ref())) {
+            (Some(node), _) => {
+                if self.nominator.node_of(&info.key) != Some(node.as_str())
+                    || self.nominator.on_node(node).iter().all(|p| !Arc::ptr_eq(p, info))
+                {
+                    Arc::make_mut(&mut self.nominator).nominate(info.clone(), node);
+                }
+            }
+            (None, Some(_)) => {
+                Arc::make_mut(&mut self.nominator).remove(&info.key);
+            }
+            (None, None) => {
+                if self.nominator.node_of(&info.key).is_some() {
+                    Arc::make_mut(&mut self.nominator).refresh(info);
+                }
+            }
+        }
+    }
+
+    /// The pods nominated to nodes, and the victims being evicted.
+    pub fn nominator(&self) -> &Nominator {
+        &self.nominator
+    }
+
+    /// The eviction of the victim of `uid` ended (it failed, or the victim
+    /// is gone): a preemptor waiting on it may preempt again.
+    pub fn eviction_finished(&mut self, uid: &str) {
+        if self.nominator.is_evicting(uid) {
+            Arc::make_mut(&mut self.nominator).evicted(uid);
+        }
+    }
+
     /// A pod was deleted (`uid` empty: whichever pod has that name). If it
     /// used a node, unschedulable pods it may make room for are retried.
     pub fn on_pod_deleted(&mut self, key: &str, uid: &str, now: Instant) {
         self.queue.delete(key, uid);
         self.gated.remove(key);
+        if self.nominator.node_of(key).is_some() {
+            Arc::make_mut(&mut self.nominator).remove(key);
+        }
+        if let Some(c) = self.cache.pod(key) {
+            let uid = c.pod.uid.clone();
+            self.eviction_finished(&uid);
+        }
         let Some(old) = self.cache.pod(key).map(|c| c.pod.clone()) else {
             return;
         };
@@ -414,6 +490,7 @@ impl Scheduler {
             let fw = &self.frameworks[fi];
             let mut state = CycleState::default();
             state.set_snapshot(self.snapshot.clone());
+            state.set_nominator(self.nominator.clone());
             self.cycles += 1;
             if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
                 state.sample_plugin_timings();
@@ -442,9 +519,17 @@ impl Scheduler {
                     panic_message(&*panic)
                 )))
             });
+            // The cycle's state shares the snapshot and the nominations:
+            // dropped here, both are unique again for the updates below.
+            let plugin_timings = state.take_plugin_timings();
+            drop(state);
             let uid = &qp.pod.uid;
+            let mut cleared_nominations = Vec::new();
             match &result {
                 Ok(r) => {
+                    if self.nominator.node_of(&key).is_some() {
+                        Arc::make_mut(&mut self.nominator).remove(&key);
+                    }
                     if !self.cache.assume_pod(qp.pod.clone(), &r.node) {
                         // Already bound (a bound pod is never moved): nothing to do.
                         self.queue.done(&key, uid);
@@ -454,6 +539,30 @@ impl Scheduler {
                     self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
                 }
                 Err(ScheduleError::Unschedulable(fit)) => {
+                    let nominator = Arc::make_mut(&mut self.nominator);
+                    match &fit.nominating {
+                        Nominating::Keep => {}
+                        Nominating::Clear => {
+                            nominator.remove(&key);
+                        }
+                        Nominating::Node(n) => {
+                            // Lower-priority pods nominated there may no
+                            // longer fit: they look for another place.
+                            for p in nominator.on_node(&n.node).to_vec() {
+                                if p.priority < qp.pod.priority {
+                                    nominator.remove(&p.key);
+                                    cleared_nominations.push(p);
+                                }
+                            }
+                            nominator.nominate(qp.pod.clone(), &n.node);
+                            for v in &n.victims {
+                                nominator.evicting(&v.uid);
+                            }
+                        }
+                    }
+                    for p in &cleared_nominations {
+                        self.queue.move_one(&p.key, now);
+                    }
                     let rejectors = fit.diagnosis.unschedulable_plugins.clone();
                     self.queue.add_unschedulable(&key, uid, rejectors, now)
                 }
@@ -466,7 +575,8 @@ impl Scheduler {
                 attempts: qp.attempts,
                 queued_at: qp.initial,
                 result,
-                plugin_timings: state.take_plugin_timings(),
+                plugin_timings,
+                cleared_nominations,
             });
         }
     }
@@ -643,7 +753,7 @@ items:
         );
         assert_eq!(
             placed[2].1,
-            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
         );
         assert!(s.cache.overcommitted_nodes().is_empty());
         // a node is added: the unschedulable pod is retried and placed
@@ -1071,20 +1181,23 @@ mod node_subset_tests {
         let e = attempt(json!([name_in(&["n-00"])])).unwrap_err().to_string();
         assert_eq!(
             e,
-            "0/20 nodes are available: 1 Insufficient cpu, 19 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+            "0/20 nodes are available: 1 Insufficient cpu, 19 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
         );
         // A name no node has: every node is absent.
         let e = attempt(json!([name_in(&["gone"])])).unwrap_err().to_string();
         assert_eq!(
             e,
-            "0/20 nodes are available: 20 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+            "0/20 nodes are available: 20 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
         );
         // Fields of one term are ANDed; nothing is in both.
         let conflict = json!([{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["n-01"]},
             {"key": "metadata.name", "operator": "In", "values": ["n-02"]}]}]);
         let e = attempt(conflict).unwrap_err().to_string();
-        assert_eq!(e, "0/20 nodes are available: pod affinity terms conflict.");
+        assert_eq!(
+            e,
+            "0/20 nodes are available: pod affinity terms conflict. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
+        );
         // A term without names lets every node be considered.
         let r = attempt(json!([name_in(&["n-00"]), {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}]))
             .unwrap();
@@ -1128,7 +1241,7 @@ mod inter_pod_requeue_tests {
         let a = s.schedule_one(t0, false).unwrap();
         assert_eq!(
             a.result.unwrap_err().to_string(),
-            "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
+            "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         );
         let later = t0 + std::time::Duration::from_secs(20);
         s.on_pod(

@@ -45,6 +45,40 @@ pub struct ShapeEntry {
     total: u32,
 }
 
+impl ShapeEntry {
+    /// A shape with one representative pod and no placement yet.
+    pub(crate) fn new(rep: Arc<PodInfo>) -> Self {
+        ShapeEntry {
+            rep,
+            nodes: Vec::new(),
+            total: 0,
+        }
+    }
+
+    /// Whether `pod` has this shape.
+    pub(crate) fn holds(&self, pod: &PodInfo) -> bool {
+        ShapeKey::of(&self.rep) == ShapeKey::of(pod)
+    }
+
+    /// Adds `delta` pods of this shape on the node at cache index `idx`.
+    pub(crate) fn place(&mut self, idx: usize, delta: i64) {
+        let nodes = &mut self.nodes;
+        let idx = idx as u32;
+        match nodes.binary_search_by_key(&idx, |(i, _)| *i) {
+            Ok(at) => {
+                let c = i64::from(nodes[at].1) + delta;
+                if c <= 0 {
+                    nodes.remove(at);
+                } else {
+                    nodes[at].1 = c as u32;
+                }
+            }
+            Err(at) if delta > 0 => nodes.insert(at, (idx, delta as u32)),
+            Err(_) => {}
+        }
+    }
+}
+
 /// Every shape of the accounted pods, by id. Ids are reused once a shape
 /// has no pod left.
 #[derive(Debug, Default)]
@@ -108,20 +142,8 @@ impl ShapeTable {
     /// Adds `delta` pods of shape `id` on the node at cache index `idx`.
     pub(crate) fn place(&mut self, id: u32, idx: usize, delta: i64) {
         let entries = Arc::make_mut(&mut self.entries);
-        let Some(e) = entries[id as usize].as_mut() else { return };
-        let nodes = &mut Arc::make_mut(e).nodes;
-        let idx = idx as u32;
-        match nodes.binary_search_by_key(&idx, |(i, _)| *i) {
-            Ok(at) => {
-                let c = i64::from(nodes[at].1) + delta;
-                if c <= 0 {
-                    nodes.remove(at);
-                } else {
-                    nodes[at].1 = c as u32;
-                }
-            }
-            Err(at) if delta > 0 => nodes.insert(at, (idx, delta as u32)),
-            Err(_) => {}
+        if let Some(e) = entries[id as usize].as_mut() {
+            Arc::make_mut(e).place(idx, delta);
         }
     }
 

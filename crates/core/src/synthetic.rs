@@ -124,6 +124,10 @@ pub enum Workload {
     TopologySpreading,
     /// PreferredTopologySpreading: `ScheduleAnyway`, zone, maxSkew 5.
     PreferredTopologySpreading,
+    /// PreemptionBasic: identical nodes (4 CPUs) filled by the initial
+    /// pods (900m, priority 0); each measured pod (3 CPUs, priority 10)
+    /// preempts three of them.
+    Preemption,
 }
 
 impl Workload {
@@ -136,7 +140,30 @@ impl Workload {
         ("preferred-pod-anti-affinity", Workload::PreferredPodAntiAffinity),
         ("topology-spreading", Workload::TopologySpreading),
         ("preferred-topology-spreading", Workload::PreferredTopologySpreading),
+        ("preemption", Workload::Preemption),
     ];
+
+    /// The nodes this workload runs on: scheduler_perf's default node for
+    /// preemption (so the initial pods fill every node), else [`nodes`].
+    pub fn nodes(self, n: usize, seed: u64) -> Vec<Node> {
+        if self != Workload::Preemption {
+            return nodes(n, seed);
+        }
+        (0..n)
+            .map(|i| {
+                let name = format!("node-{i:05}");
+                let alloc = json!({"cpu": "4", "memory": "32Gi", "pods": "110"});
+                serde_json::from_value(json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
+                        "topology.kubernetes.io/zone": format!("zone-{}", i % ZONES)}},
+                    "status": {"allocatable": alloc.clone(), "capacity": alloc,
+                        "conditions": [{"type": "Ready", "status": "True"}]}
+                }))
+                .expect("synthetic node is valid")
+            })
+            .collect()
+    }
 }
 
 /// `n` pending pods of `workload` for `scheduler_name`, named from
@@ -146,11 +173,28 @@ pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name:
         let mut pods = pods(first + n, scheduler_name, seed);
         return pods.split_off(first);
     }
+    if workload == Workload::Preemption {
+        // The initial batch (from 0) is the low-priority filler.
+        let (priority, cpu) = if first == 0 { (0, "900m") } else { (10, "3") };
+        return (first..first + n)
+            .map(|i| {
+                serde_json::from_value(json!({
+                    "apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
+                    "spec": {"schedulerName": scheduler_name, "priority": priority, "containers": [{"name": "pause",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}, "limits": {"cpu": cpu, "memory": "500Mi"}}}]},
+                    "status": {"phase": "Pending"}
+                }))
+                .expect("synthetic pod is valid")
+            })
+            .collect();
+    }
     let term = |key: &str, value: &str, topology: &str| json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
     const HOST: &str = "kubernetes.io/hostname";
     const ZONE: &str = "topology.kubernetes.io/zone";
     let (labels, extra) = match workload {
-        Workload::Plain => unreachable!(),
+        Workload::Plain | Workload::Preemption => unreachable!(),
         Workload::PodAntiAffinity => (
             json!({"color": "green"}),
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("color", "green", HOST)]}}}),

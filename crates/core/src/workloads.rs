@@ -1,7 +1,8 @@
 //! The workloads that select pods (Services, ReplicationControllers,
 //! ReplicaSets, StatefulSets), kept by their selectors only: PodTopologySpread
 //! derives the selector of its default constraints from them, as
-//! kube-scheduler's `helper.DefaultSelector` does.
+//! kube-scheduler's `helper.DefaultSelector` does. PodDisruptionBudgets,
+//! which also select pods, are kept here for preemption.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +25,9 @@ pub enum WorkloadKind {
     ReplicaSet,
     /// `apps/v1` StatefulSet.
     StatefulSet,
+    /// `policy/v1` PodDisruptionBudget (preemption prefers victims whose
+    /// budget allows their disruption).
+    PodDisruptionBudget,
 }
 
 impl WorkloadKind {
@@ -34,9 +38,19 @@ impl WorkloadKind {
             ("v1", "ReplicationController") => Some(Self::ReplicationController),
             ("apps/v1", "ReplicaSet") => Some(Self::ReplicaSet),
             ("apps/v1", "StatefulSet") => Some(Self::StatefulSet),
+            ("policy/v1", "PodDisruptionBudget") => Some(Self::PodDisruptionBudget),
             _ => None,
         }
     }
+
+    /// Every kind (the daemon lists each before its first cycle).
+    pub const ALL: [WorkloadKind; 5] = [
+        Self::Service,
+        Self::ReplicationController,
+        Self::ReplicaSet,
+        Self::StatefulSet,
+        Self::PodDisruptionBudget,
+    ];
 }
 
 /// A workload's selector, as default spreading reads it.
@@ -47,6 +61,34 @@ pub enum WorkloadSelector {
     Labels(Option<BTreeMap<String, String>>),
     /// A label selector (ReplicaSets, StatefulSets).
     Selector(LabelSelector),
+    /// A PodDisruptionBudget's selector and status.
+    Budget(Budget),
+}
+
+/// What preemption reads of a PodDisruptionBudget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// Namespace (a budget protects pods of its own namespace).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `spec.selector`; an empty or absent one selects nothing.
+    pub selector: LabelSelector,
+    /// `status.disruptionsAllowed`.
+    pub disruptions_allowed: i32,
+    /// `status.disruptedPods` (names): disruptions the API server already
+    /// counted, which do not count again.
+    pub disrupted: Vec<String>,
+}
+
+impl Budget {
+    /// Whether the budget protects `pod`.
+    pub fn selects(&self, pod: &PodInfo) -> bool {
+        self.namespace == pod.namespace
+            && !self.selector.is_everything()
+            && !self.selector.is_nothing()
+            && self.selector.matches(&pod.labels)
+    }
 }
 
 /// One workload.
@@ -85,12 +127,35 @@ impl Workload {
                     .map_err(|e| ModelError::new(&object, "spec.selector", e))?;
                 WorkloadSelector::Labels(map)
             }
-            WorkloadKind::ReplicaSet | WorkloadKind::StatefulSet => {
+            WorkloadKind::ReplicaSet | WorkloadKind::StatefulSet | WorkloadKind::PodDisruptionBudget => {
                 let parsed = selector
                     .map(|s| serde_json::from_value(s.clone()))
                     .transpose()
                     .map_err(|e| ModelError::new(&object, "spec.selector", e))?;
-                WorkloadSelector::Selector(LabelSelector::parse(parsed.as_ref(), &object, "spec.selector")?)
+                let selector = LabelSelector::parse(parsed.as_ref(), &object, "spec.selector")?;
+                if kind != WorkloadKind::PodDisruptionBudget {
+                    WorkloadSelector::Selector(selector)
+                } else {
+                    let allowed = v.pointer("/status/disruptionsAllowed").unwrap_or(&Value::Null);
+                    let disruptions_allowed = match allowed {
+                        Value::Null => 0,
+                        a => a.as_i64().and_then(|a| i32::try_from(a).ok()).ok_or_else(|| {
+                            ModelError::new(&object, "status.disruptionsAllowed", "is not a 32-bit integer")
+                        })?,
+                    };
+                    let disrupted = v
+                        .pointer("/status/disruptedPods")
+                        .and_then(Value::as_object)
+                        .map(|m| m.keys().cloned().collect())
+                        .unwrap_or_default();
+                    WorkloadSelector::Budget(Budget {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        selector,
+                        disruptions_allowed,
+                        disrupted,
+                    })
+                }
             }
         };
         Ok(Some(Workload {
@@ -107,6 +172,7 @@ impl Workload {
 pub struct Workloads {
     services: FxHashMap<String, BTreeMap<String, Option<BTreeMap<String, String>>>>,
     controllers: FxHashMap<(WorkloadKind, String, String), WorkloadSelector>,
+    budgets: std::collections::BTreeMap<(String, String), Budget>,
 }
 
 fn map_matches(map: &BTreeMap<String, String>, labels: &Labels) -> bool {
@@ -120,6 +186,9 @@ impl Workloads {
             (WorkloadKind::Service, WorkloadSelector::Labels(map)) => {
                 self.services.entry(w.namespace).or_default().insert(w.name, map);
             }
+            (_, WorkloadSelector::Budget(b)) => {
+                self.budgets.insert((w.namespace, w.name), b);
+            }
             (kind, selector) => {
                 self.controllers.insert((kind, w.namespace, w.name), selector);
             }
@@ -132,14 +201,26 @@ impl Workloads {
             if let Some(m) = self.services.get_mut(namespace) {
                 m.remove(name);
             }
+        } else if kind == WorkloadKind::PodDisruptionBudget {
+            self.budgets.remove(&(namespace.to_owned(), name.to_owned()));
         } else {
             self.controllers.remove(&(kind, namespace.to_owned(), name.to_owned()));
         }
     }
 
+    /// Every PodDisruptionBudget.
+    pub fn budgets(&self) -> impl Iterator<Item = &Budget> {
+        self.budgets.values()
+    }
+
     /// Every workload key, for dropping what a relist no longer has.
     pub fn keys(&self) -> Vec<(WorkloadKind, String, String)> {
         let mut out: Vec<(WorkloadKind, String, String)> = self.controllers.keys().cloned().collect();
+        out.extend(
+            self.budgets
+                .keys()
+                .map(|(ns, n)| (WorkloadKind::PodDisruptionBudget, ns.clone(), n.clone())),
+        );
         for (ns, m) in &self.services {
             out.extend(m.keys().map(|n| (WorkloadKind::Service, ns.clone(), n.clone())));
         }

@@ -5,12 +5,14 @@
 //! ```text
 //! node watcher ─┐                          ┌─> binder tasks (POST pods/binding) ─┐
 //! pod watcher  ─┼─> scheduling thread ─────┤                                     │
-//! leader lease ─┘        ^                 └─> reporter (events, pod condition)  │
+//! leader lease ─┘        ^                 ├─> reporter (events, pod condition)  │
+//!                        │                 └─> preemption executor (evictions) ─┤
 //!                        └──────────── binding outcomes ─────────────────────────┘
 //! ```
 //!
 //! The pieces live in their own modules: [`crate::watch`], [`crate::schedule`]
-//! (the thread), [`crate::binder`], [`crate::reporter`], [`crate::leader`].
+//! (the thread), [`crate::binder`], [`crate::reporter`], [`crate::preempt`],
+//! [`crate::leader`].
 //! This one wires them, supervises the thread, and stops them in the order
 //! that keeps the guarantees: no new cycle, bindings in flight finished or
 //! cancelled, and only then the lease released.
@@ -187,6 +189,7 @@ pub async fn run(
     let concurrency = opts.bind_concurrency.max(1);
     let (jobs_tx, jobs) = mpsc::channel(concurrency * 4);
     let (reports_tx, reports) = mpsc::channel(REPORT_CAPACITY);
+    let (preempt_tx, preempt_jobs) = mpsc::channel(64);
     let (stop_tx, stop_rx) = watch::channel(false);
     let (leader_tx, mut leader_rx) = watch::channel(false);
 
@@ -246,12 +249,23 @@ pub async fn run(
         },
     ));
 
+    let executor = tokio::spawn(crate::preempt::run(
+        client.clone(),
+        opts.identity.clone(),
+        preempt_jobs,
+        tx.clone(),
+        leadership.clone(),
+        status.clone(),
+        request_timeout,
+    ));
+
     let (thread, mut died) = {
         let ch = Channels {
             msgs,
             outcomes,
             jobs: jobs_tx,
             reports: reports_tx,
+            preemptions: preempt_tx,
         };
         let (status, leadership) = (status.clone(), leadership.clone());
         let rt = tokio::runtime::Handle::current();
@@ -274,6 +288,7 @@ pub async fn run(
     // binder drain, then cancel, what is in flight.
     let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     let _ = binder.await;
+    let _ = executor.await;
     // Only now may another replica take over: release the lease.
     leadership.step_down();
     let _ = stop_tx.send(true);

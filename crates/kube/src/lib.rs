@@ -2,7 +2,8 @@
 //! server with kube-rs. Watches nodes and pods, schedules the pods whose
 //! `spec.schedulerName` names a profile, binds them with `pods/binding`,
 //! writes events and the `PodScheduled` condition, elects a leader on a
-//! Lease, and serves health and metrics. Or, as an extender of
+//! Lease, preempts (evicting victims) when a pod fits nowhere, and serves
+//! health and metrics. Or, as an extender of
 //! kube-scheduler, answers its `filter` and `prioritize` requests with the
 //! same plugins ([`extender`]).
 
@@ -12,6 +13,7 @@ pub mod daemon;
 pub mod extender;
 pub mod leader;
 pub mod metrics;
+mod preempt;
 mod reporter;
 mod schedule;
 mod watch;

@@ -12,6 +12,9 @@ const BUCKETS: [f64; 15] = [
     0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256, 0.512, 1.024, 2.048, 4.096, 8.192, 16.384,
 ];
 
+/// Victims per preemption: kube-scheduler's (1, ×2, 7 buckets).
+const VICTIM_BUCKETS: [f64; 7] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0];
+
 /// Plugin execution buckets: kube-scheduler's (10 µs, ×1.5, 20 buckets, to ~22 ms).
 const PLUGIN_BUCKETS: [f64; 20] = [
     1e-05,
@@ -81,6 +84,11 @@ pub struct Metrics {
     bindings: Mutex<BTreeMap<&'static str, u64>>,
     plugins: Mutex<BTreeMap<(String, &'static str, &'static str), Histogram>>,
     extender: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
+    evictions: Mutex<BTreeMap<&'static str, u64>>,
+    preemption_victims: Mutex<Option<Histogram>>,
+    /// Attempts that ran preemption and decided (nominated, or found that
+    /// preemption cannot help).
+    pub preemption_attempts: AtomicU64,
     /// 1 while this replica leads.
     pub leader: AtomicBool,
     /// Events written.
@@ -130,6 +138,17 @@ impl Metrics {
     }
 
     /// A binding's outcome: `ok`, `conflict`, `gone`, `retry`, `error`.
+    pub fn eviction(&self, result: &'static str) {
+        *lock(&self.evictions).entry(result).or_default() += 1;
+    }
+
+    /// A preemption decided to evict `victims` pods.
+    pub fn preempted(&self, victims: usize) {
+        lock(&self.preemption_victims)
+            .get_or_insert_with(|| Histogram::with(&VICTIM_BUCKETS))
+            .observe(victims as f64);
+    }
+
     pub fn binding(&self, result: &'static str) {
         *lock(&self.bindings).entry(result).or_default() += 1;
     }
@@ -205,6 +224,23 @@ impl Metrics {
         let p = *lock(&self.pending);
         for (q, n) in ["active", "backoff", "unschedulable", "gated"].iter().zip(p) {
             let _ = writeln!(o, "scheduler_pending_pods{{queue=\"{q}\"}} {n}");
+        }
+        let _ = writeln!(
+            o,
+            "# HELP scheduler_preemption_attempts_total Total preemption attempts in the cluster till now\n# TYPE scheduler_preemption_attempts_total counter\nscheduler_preemption_attempts_total {}",
+            self.preemption_attempts.load(Ordering::Relaxed)
+        );
+        o.push_str("# HELP scheduler_preemption_victims Number of selected preemption victims\n# TYPE scheduler_preemption_victims histogram\n");
+        let victims = lock(&self.preemption_victims).clone();
+        histogram(
+            &mut o,
+            "scheduler_preemption_victims",
+            "",
+            &victims.unwrap_or_else(|| Histogram::with(&VICTIM_BUCKETS)),
+        );
+        o.push_str("# HELP wasmsched_evictions_total Preemption victims evicted (condition set and deleted), by outcome.\n# TYPE wasmsched_evictions_total counter\n");
+        for (r, n) in lock(&self.evictions).iter() {
+            let _ = writeln!(o, "wasmsched_evictions_total{{result=\"{r}\"}} {n}");
         }
         o.push_str(
             "# HELP wasmsched_bindings_total Binding requests, by outcome.\n# TYPE wasmsched_bindings_total counter\n",
@@ -366,12 +402,17 @@ impl std::fmt::Display for Esc<'_> {
 }
 
 fn histogram(o: &mut String, name: &str, labels: &str, h: &Histogram) {
+    let (sep, own) = if labels.is_empty() {
+        ("", String::new())
+    } else {
+        (",", format!("{{{labels}}}"))
+    };
     for (i, b) in h.bounds.iter().enumerate() {
-        let _ = writeln!(o, "{name}_bucket{{{labels},le=\"{b}\"}} {}", h.counts[i]);
+        let _ = writeln!(o, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {}", h.counts[i]);
     }
-    let _ = writeln!(o, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(o, "{name}_sum{{{labels}}} {}", h.sum);
-    let _ = writeln!(o, "{name}_count{{{labels}}} {}", h.count);
+    let _ = writeln!(o, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(o, "{name}_sum{own} {}", h.sum);
+    let _ = writeln!(o, "{name}_count{own} {}", h.count);
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

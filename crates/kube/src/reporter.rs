@@ -34,7 +34,21 @@ pub(crate) struct PodRef {
 }
 
 impl PodRef {
-    fn object_ref(&self) -> ObjectReference {
+    /// Of a parsed pod.
+    pub fn of(p: &wasmsched_core::PodInfo) -> Self {
+        PodRef {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            uid: p.uid.clone(),
+        }
+    }
+
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub(crate) fn object_ref(&self) -> ObjectReference {
         ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Pod".into()),
@@ -195,7 +209,7 @@ pub(crate) async fn run(
     }
 }
 
-async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
+pub(crate) async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
     match tokio::time::timeout(timeout, recorder.publish(ev, &pod.object_ref())).await {
         Ok(Ok(())) => {
             status.metrics.events.fetch_add(1, Ordering::Relaxed);

@@ -48,6 +48,8 @@ pub(crate) enum Msg {
         name: String,
     },
     WorkloadsSynced(wasmsched_core::workloads::WorkloadKind, HashSet<String>),
+    /// The evictions of these victims (UIDs) ended, done or failed.
+    EvictionsDone(Vec<String>),
     /// Leadership changed (wakes the thread; the flag itself is read from
     /// [`Leadership`]).
     Leader,
@@ -60,6 +62,7 @@ pub(crate) struct Channels {
     pub outcomes: mpsc::UnboundedReceiver<BindOutcome>,
     pub jobs: mpsc::Sender<BindJob>,
     pub reports: mpsc::Sender<Report>,
+    pub preemptions: mpsc::Sender<crate::preempt::PreemptJob>,
 }
 
 enum Next {
@@ -194,6 +197,9 @@ impl Loop {
                 }
             }
             Err(e) => {
+                if self.preempt(&attempt).is_err() {
+                    return false;
+                }
                 let (result, reason) = if matches!(e, ScheduleError::Error(_)) {
                     ("error", REASON_SCHEDULER_ERROR)
                 } else {
@@ -207,6 +213,39 @@ impl Loop {
             }
         }
         true
+    }
+
+    /// Hands what a preemption decided to the executor (waiting when it is
+    /// behind); Err when the executor is gone.
+    fn preempt(&self, attempt: &wasmsched_core::scheduler::Attempt) -> Result<(), ()> {
+        use wasmsched_core::framework::Nominating;
+        let Err(ScheduleError::Unschedulable(fit)) = &attempt.result else {
+            return Ok(());
+        };
+        let (node, victims) = match &fit.nominating {
+            Nominating::Keep => return Ok(()),
+            // Preemption cannot help: the pod's nomination, if it has one, goes.
+            Nominating::Clear if attempt.pod.nominated_node.is_none() => {
+                self.status.metrics.preemption_attempts.fetch_add(1, Ordering::Relaxed);
+                return Ok(());
+            }
+            Nominating::Clear => (None, Vec::new()),
+            Nominating::Node(n) => (Some(n.node.clone()), n.victims.iter().map(|v| PodRef::of(v)).collect()),
+        };
+        self.status.metrics.preemption_attempts.fetch_add(1, Ordering::Relaxed);
+        if node.is_some() {
+            self.status.metrics.preempted(victims.len());
+            tracing::info!(pod = %attempt.pod.key, node = node.as_deref().unwrap_or_default(),
+                victims = %victims.iter().map(PodRef::key).collect::<Vec<_>>().join(", "), "preempting");
+        }
+        let job = crate::preempt::PreemptJob {
+            preemptor: PodRef::of(&attempt.pod),
+            profile: attempt.profile.clone(),
+            node,
+            victims,
+            cleared: attempt.cleared_nominations.iter().map(|p| PodRef::of(p)).collect(),
+        };
+        self.rt.block_on(self.ch.preemptions.send(job)).map_err(|_| ())
     }
 
     /// The next message or outcome, waiting at most `wait`.
@@ -316,14 +355,15 @@ pub(crate) struct Synced {
     /// Nodes, pods, namespaces.
     pub lists: (bool, bool, bool),
     /// The workload kinds listed (Services, ReplicationControllers,
-    /// ReplicaSets, StatefulSets): default spreading reads them.
+    /// ReplicaSets, StatefulSets: default spreading reads them;
+    /// PodDisruptionBudgets: preemption does).
     pub workloads: HashSet<wasmsched_core::workloads::WorkloadKind>,
 }
 
 impl Synced {
     /// Every first list applied.
     pub fn all(&self) -> bool {
-        self.lists == (true, true, true) && self.workloads.len() == 4
+        self.lists == (true, true, true) && self.workloads.len() == wasmsched_core::workloads::WorkloadKind::ALL.len()
     }
 }
 
@@ -389,6 +429,11 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             }
         }
         Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
+        Msg::EvictionsDone(uids) => {
+            for uid in uids {
+                sched.eviction_finished(&uid);
+            }
+        }
         Msg::NamespacesSynced(names) => {
             synced.lists.2 = true;
             for n in sched.cache.namespace_names() {
@@ -432,6 +477,7 @@ mod tests {
         let (_outcome_tx, outcomes) = mpsc::unbounded_channel();
         let (jobs_tx, mut jobs) = mpsc::channel(8);
         let (reports_tx, _reports) = mpsc::channel(8);
+        let (preemptions, _preempt_jobs) = mpsc::channel(8);
         let status = Arc::new(Status::new(None));
         let leadership = Arc::new(Leadership::default());
         leadership.lead_forever();
@@ -441,6 +487,7 @@ mod tests {
             outcomes,
             jobs: jobs_tx,
             reports: reports_tx,
+            preemptions,
         };
         let handle = rt.handle().clone();
         let thread = std::thread::spawn(move || run(sched, ch, status, leadership, handle));
@@ -464,9 +511,10 @@ mod tests {
             tx.send(Msg::NamespacesSynced(["default".to_owned()].into()))
                 .await
                 .unwrap();
-            // Nor before Services and controllers (default spreading reads them).
+            // Nor before Services, controllers (default spreading reads
+            // them) and budgets (preemption does).
             use wasmsched_core::workloads::WorkloadKind::*;
-            for kind in [Service, ReplicationController, ReplicaSet] {
+            for kind in [Service, ReplicationController, ReplicaSet, PodDisruptionBudget] {
                 tx.send(Msg::WorkloadsSynced(kind, HashSet::new())).await.unwrap();
             }
             let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -115,6 +116,12 @@ workload_kind!(
 );
 workload_kind!(REPLICA_SETS, ReplicaSet, "replicasets", WorkloadKind::ReplicaSet);
 workload_kind!(STATEFUL_SETS, StatefulSet, "statefulsets", WorkloadKind::StatefulSet);
+workload_kind!(
+    DISRUPTION_BUDGETS,
+    PodDisruptionBudget,
+    "poddisruptionbudgets",
+    WorkloadKind::PodDisruptionBudget
+);
 
 /// Follows every object of one kind until `stop` turns true. Sending waits
 /// when the scheduling thread is behind (the channel is bounded), which
@@ -168,7 +175,8 @@ pub(crate) async fn watch_kind<K>(
 }
 
 /// Starts a watcher for every kind the scheduler keeps (nodes, pods,
-/// namespaces, and the four workload kinds default spreading reads), all
+/// namespaces, the four workload kinds default spreading reads, and
+/// PodDisruptionBudgets for preemption), all
 /// sending to `tx`.
 pub(crate) fn spawn_watchers(
     client: &kube::Client,
@@ -191,5 +199,12 @@ pub(crate) fn spawn_watchers(
         )),
         tokio::spawn(watch_kind(c.clone(), REPLICA_SETS, t.clone(), s.clone(), x.clone())),
         tokio::spawn(watch_kind(c.clone(), STATEFUL_SETS, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(
+            c.clone(),
+            DISRUPTION_BUDGETS,
+            t.clone(),
+            s.clone(),
+            x.clone(),
+        )),
     ]
 }

@@ -75,9 +75,21 @@ pub struct FitError {
     pub diagnosis: Diagnosis,
     /// Per-node verdicts, when asked for.
     pub explanation: Option<Explanation>,
+    /// What PostFilter did to the pod's nomination (preemption).
+    pub nominating: super::Nominating,
 }
 
 impl FitError {
+    /// A failure with this diagnosis, nothing explained or nominated.
+    pub fn new(num_all_nodes: usize, diagnosis: Diagnosis) -> Self {
+        FitError {
+            num_all_nodes,
+            diagnosis,
+            explanation: None,
+            nominating: super::Nominating::Keep,
+        }
+    }
+
     /// Reason → number of nodes, as counted for the message.
     pub fn histogram(&self) -> BTreeMap<String, usize> {
         let mut h = BTreeMap::new();
@@ -86,7 +98,7 @@ impl FitError {
                 *h.entry(r.to_owned()).or_insert(0) += 1;
             }
         }
-        if let Some((n, st)) = &self.diagnosis.absent {
+        if let Some((n, st)) = self.diagnosis.absent.as_ref().filter(|(n, _)| *n > 0) {
             for r in st.reasons() {
                 *h.entry(r.to_owned()).or_insert(0) += n;
             }
@@ -109,8 +121,9 @@ impl fmt::Display for FitError {
                 write!(f, " {}.", reasons.join(", "))?;
             }
         }
+        // PostFilter messages end with their own period (kube-scheduler's).
         if let Some(msg) = &self.diagnosis.post_filter_msg {
-            write!(f, " {msg}.")?;
+            write!(f, " {msg}")?;
         }
         Ok(())
     }
@@ -127,6 +140,8 @@ pub struct Explanation {
     pub nodes_to_find: usize,
     /// Evaluated nodes, in evaluation order.
     pub nodes: Vec<NodeExplanation>,
+    /// The victim search of preemption, node by node, when it ran.
+    pub preemption: Vec<super::PreemptionTry>,
 }
 
 /// One node in an [`Explanation`].
@@ -191,7 +206,7 @@ impl Framework {
         &self,
         state: &mut CycleState,
         pod: &PodInfo,
-        snapshot: &Snapshot,
+        snapshot: &Arc<Snapshot>,
         next_start: &mut usize,
         rng: &mut Rng,
         explain: bool,
@@ -205,16 +220,35 @@ impl Framework {
         // Honour or refuse: a field the engine does not implement makes the
         // pod unschedulable, as a PreFilter rejection would.
         if let Some(field) = &pod.unsupported {
-            return Err(ScheduleError::Unschedulable(Box::new(FitError {
-                num_all_nodes: all,
-                diagnosis: Diagnosis {
+            return Err(ScheduleError::Unschedulable(Box::new(FitError::new(
+                all,
+                Diagnosis {
                     pre_filter_msg: Some(format!("pod uses {field}, which {} does not support", self.profile)),
                     ..Default::default()
                 },
-                explanation: None,
-            })));
+            ))));
         }
 
+        match self.find_and_select(state, pod, snapshot, next_start, rng, explain) {
+            Err(ScheduleError::Unschedulable(mut fit)) => {
+                self.run_post_filter(state, pod, snapshot, rng, &mut fit, explain);
+                Err(ScheduleError::Unschedulable(fit))
+            }
+            other => other,
+        }
+    }
+
+    /// PreFilter, Filter (the nominated node first), Score and selection.
+    fn find_and_select(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        snapshot: &Snapshot,
+        next_start: &mut usize,
+        rng: &mut Rng,
+        explain: bool,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        let all = snapshot.len();
         self.run_pre_filter(state, pod, snapshot)?;
 
         // PreFilter node subsets (kube-scheduler's PreFilterResult): only
@@ -236,16 +270,15 @@ impl Framework {
                         )
                     };
                     let st = Status::unresolvable(msg.clone());
-                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
-                        num_all_nodes: all,
-                        diagnosis: Diagnosis {
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError::new(
+                        all,
+                        Diagnosis {
                             absent: Some((all, st)),
                             pre_filter_msg: Some(msg),
                             unschedulable_plugins: plugins,
                             ..Default::default()
                         },
-                        explanation: None,
-                    })));
+                    ))));
                 }
                 let mut idx: Vec<usize> = names.iter().filter_map(|n| snapshot.position(n)).collect();
                 idx.sort_unstable();
@@ -256,10 +289,44 @@ impl Framework {
             }
         };
 
+        // A pod nominated by its preemption tries that node first
+        // (kube-scheduler's evaluateNominatedNode).
+        let nominated = state
+            .nominator()
+            .and_then(|n| n.node_of(&pod.key))
+            .or(pod.nominated_node.as_deref())
+            .and_then(|n| snapshot.position(n))
+            .filter(|p| subset.as_ref().is_none_or(|idx| idx.contains(p)));
+        if let Some(p) = nominated {
+            let (mut feasible, mut rejected, _) = self.filter_subset(state, pod, snapshot, &[p])?;
+            self.recheck_nominated(state, pod, snapshot, &mut feasible, &mut rejected)?;
+            if !feasible.is_empty() {
+                let node = snapshot.nodes[p].name().to_owned();
+                return Ok(ScheduleResult {
+                    explanation: explain.then(|| Explanation {
+                        filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
+                        scores: Vec::new(),
+                        nodes_to_find: 1,
+                        nodes: vec![NodeExplanation {
+                            node: node.clone(),
+                            rejected: None,
+                            scores: Vec::new(),
+                            total: None,
+                            selected: true,
+                        }],
+                        preemption: Vec::new(),
+                    }),
+                    node,
+                    evaluated_nodes: 1,
+                    feasible_nodes: 1,
+                });
+            }
+        }
+
         // Filter
         let want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, all);
         let start = *next_start;
-        let (feasible, rejected, processed) = match &subset {
+        let (mut feasible, mut rejected, processed) = match &subset {
             None => {
                 let r = self.find_feasible(state, pod, snapshot, start, want)?;
                 *next_start = (start + r.2) % all;
@@ -267,6 +334,7 @@ impl Framework {
             }
             Some(idx) => self.filter_subset(state, pod, snapshot, idx)?,
         };
+        self.recheck_nominated(state, pod, snapshot, &mut feasible, &mut rejected)?;
 
         let mut explanation = explain.then(|| Explanation {
             filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
@@ -277,6 +345,7 @@ impl Framework {
                 .collect(),
             nodes_to_find: want,
             nodes: Vec::new(),
+            preemption: Vec::new(),
         });
         if let Some(x) = &mut explanation {
             // Evaluation order: rejected and feasible nodes interleave by position.
@@ -315,31 +384,16 @@ impl Framework {
                     (snapshot.nodes[i].name().to_owned(), st.with_plugin(p))
                 })
                 .collect();
-            let mut diagnosis = Diagnosis {
+            let diagnosis = Diagnosis {
                 node_statuses,
                 absent,
                 pre_filter_msg: None,
                 post_filter_msg: None,
                 unschedulable_plugins,
             };
-            // PostFilter
-            for e in &self.post_filter {
-                let t = state.clock();
-                let st = e.plugin.post_filter(state, pod, &diagnosis);
-                state.record(&*e.plugin, "PostFilter", st.code(), t);
-                if st.is_success() {
-                    break;
-                }
-                let msg = st.message();
-                if !msg.is_empty() {
-                    diagnosis.post_filter_msg = Some(msg);
-                }
-            }
-            return Err(ScheduleError::Unschedulable(Box::new(FitError {
-                num_all_nodes: all,
-                diagnosis,
-                explanation,
-            })));
+            let mut fit = FitError::new(all, diagnosis);
+            fit.explanation = explanation;
+            return Err(ScheduleError::Unschedulable(Box::new(fit)));
         }
 
         let nodes: Vec<&Arc<NodeInfo>> = feasible.iter().map(|&i| &snapshot.nodes[i]).collect();
@@ -454,11 +508,7 @@ impl Framework {
                         post_filter_msg: None,
                         unschedulable_plugins: vec![name.to_owned()],
                     };
-                    return Err(ScheduleError::Unschedulable(Box::new(FitError {
-                        num_all_nodes: all,
-                        diagnosis,
-                        explanation: None,
-                    })));
+                    return Err(ScheduleError::Unschedulable(Box::new(FitError::new(all, diagnosis))));
                 }
             }
         }

@@ -1,6 +1,7 @@
 //! Built-in plugins, one module each, with kube-scheduler's names and
 //! semantics, and the [`Registry`] that names every plugin a profile can use.
 
+pub mod default_preemption;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -41,6 +42,8 @@ pub mod names {
     pub const INTER_POD_AFFINITY: &str = "InterPodAffinity";
     /// PodTopologySpread.
     pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
+    /// DefaultPreemption.
+    pub const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
 }
 
 /// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
@@ -57,6 +60,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (names::INTER_POD_AFFINITY, 2),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names::IMAGE_LOCALITY, 1),
+    (names::DEFAULT_PREEMPTION, 0),
 ];
 
 /// kube-scheduler plugins that wasmsched does not implement. A configuration
@@ -70,7 +74,6 @@ pub const KNOWN_UNSUPPORTED: &[&str] = &[
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "DefaultPreemption",
     "DefaultBinder",
     "DynamicResources",
 ];
@@ -135,6 +138,10 @@ impl Registry {
         r.register(
             names::NODE_AFFINITY,
             Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::DEFAULT_PREEMPTION,
+            Arc::new(|a| Ok(Arc::new(default_preemption::DefaultPreemption::new(parse_args(a)?)?) as _)),
         );
         r.register(
             names::POD_TOPOLOGY_SPREAD,

@@ -1,0 +1,175 @@
+//! The preemption executor: carries out what a preemption decided, off the
+//! scheduling thread, as kube-scheduler's asynchronous preemption does.
+//!
+//! For each victim: the `DisruptionTarget` condition (reason
+//! `PreemptionByScheduler`), a graceful delete conditioned on its UID, and
+//! a `Preempted` event naming the preemptor. The preemptor's
+//! `status.nominatedNodeName` is set (or cleared when preemption cannot
+//! help), and lower-priority pods nominated to that node lose theirs. When
+//! the victims' calls are done the scheduling thread is told, so a
+//! preemptor whose eviction failed may preempt again; the victims' deletion
+//! itself reaches it through the watch, which retries the preemptor.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::daemon::Status;
+use crate::leader::Leadership;
+use crate::reporter::PodRef;
+use crate::schedule::Msg;
+
+/// What one preemption decided.
+#[derive(Debug)]
+pub(crate) struct PreemptJob {
+    pub preemptor: PodRef,
+    /// The preemptor's profile (`spec.schedulerName`), for the condition's
+    /// message and the events' reporter.
+    pub profile: String,
+    /// The node it is nominated to; `None`: clear its nomination.
+    pub node: Option<String>,
+    pub victims: Vec<PodRef>,
+    /// Pods whose nomination to that node is cleared.
+    pub cleared: Vec<PodRef>,
+}
+
+/// Runs jobs until the channel closes, a few at a time.
+pub(crate) async fn run(
+    client: kube::Client,
+    identity: String,
+    mut jobs: mpsc::Receiver<PreemptJob>,
+    done: mpsc::Sender<Msg>,
+    leadership: Arc<Leadership>,
+    status: Arc<Status>,
+    timeout: Duration,
+) {
+    let mut set = JoinSet::new();
+    loop {
+        tokio::select! {
+            Some(_) = set.join_next(), if !set.is_empty() => {}
+            job = jobs.recv(), if set.len() < 8 => {
+                let Some(job) = job else { break };
+                let (client, identity, done, leadership, status) =
+                    (client.clone(), identity.clone(), done.clone(), leadership.clone(), status.clone());
+                set.spawn(async move {
+                    let uids: Vec<String> = job.victims.iter().map(|v| v.uid.clone()).collect();
+                    execute(&client, &identity, &job, &leadership, &status, timeout).await;
+                    let _ = done.send(Msg::EvictionsDone(uids)).await;
+                });
+            }
+        }
+    }
+    while set.join_next().await.is_some() {}
+}
+
+async fn execute(
+    client: &kube::Client,
+    identity: &str,
+    job: &PreemptJob,
+    leadership: &Leadership,
+    status: &Status,
+    timeout: Duration,
+) {
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: job.profile.clone(),
+            instance: Some(identity.to_owned()),
+        },
+    );
+    let evictions = job.victims.iter().map(|v| async {
+        if !leadership.is_leading() {
+            return;
+        }
+        let result = tokio::time::timeout(timeout, evict(client, v, job)).await;
+        let outcome = match result {
+            Ok(Ok(())) => "ok",
+            Ok(Err(e)) => {
+                tracing::warn!(victim = %v.key(), preemptor = %job.preemptor.key(), error = %e, "cannot evict a preemption victim");
+                "error"
+            }
+            Err(_) => {
+                tracing::warn!(victim = %v.key(), "evicting a preemption victim did not answer in time");
+                "timeout"
+            }
+        };
+        status.metrics.eviction(outcome);
+        if outcome == "ok" {
+            let ev = Event {
+                type_: EventType::Normal,
+                reason: "Preempted".into(),
+                note: Some(format!(
+                    "Preempted by pod {} on node {}",
+                    job.preemptor.uid,
+                    job.node.as_deref().unwrap_or_default()
+                )),
+                action: "Preempting".into(),
+                secondary: Some(job.preemptor.object_ref()),
+            };
+            crate::reporter::publish(&recorder, &ev, v, status, timeout).await;
+        }
+    });
+    // The nomination first: the victims' deletion retries the preemptor.
+    if !leadership.is_leading() {
+        return;
+    }
+    set_nominated(client, &job.preemptor, job.node.as_deref(), timeout).await;
+    for p in &job.cleared {
+        set_nominated(client, p, None, timeout).await;
+    }
+    futures_util::future::join_all(evictions).await;
+}
+
+/// Marks the victim and deletes it, gracefully, only if it is still the
+/// pod of that UID. A victim already gone is fine.
+async fn evict(client: &kube::Client, v: &PodRef, job: &PreemptJob) -> Result<(), kube::Error> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &v.namespace);
+    let condition = json!({"status": {"conditions": [{
+        "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+        "message": format!("{}: preempting to accommodate a higher priority pod", job.profile),
+        "lastTransitionTime": crate::daemon::time_now(),
+    }]}});
+    match pods
+        .patch_status(&v.name, &PatchParams::default(), &Patch::Strategic(&condition))
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(v.uid.clone()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(&v.name, &dp).await {
+        Ok(_) => Ok(()),
+        // Gone, or another pod of that name now.
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sets (or clears) a pending pod's `status.nominatedNodeName`.
+async fn set_nominated(client: &kube::Client, pod: &PodRef, node: Option<&str>, timeout: Duration) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+    let patch = json!({"status": {"nominatedNodeName": node}});
+    let r = tokio::time::timeout(
+        timeout,
+        pods.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)),
+    )
+    .await;
+    match r {
+        Ok(Ok(_)) | Ok(Err(kube::Error::Api(_))) => {}
+        Ok(Err(e)) => tracing::debug!(pod = %pod.key(), error = %e, "cannot set nominatedNodeName"),
+        Err(_) => tracing::debug!(pod = %pod.key(), "setting nominatedNodeName did not answer in time"),
+    }
+}
