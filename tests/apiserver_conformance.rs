@@ -63,7 +63,16 @@ async fn discovery() {
         .iter()
         .map(|g| g["name"].as_str().unwrap())
         .collect();
-    assert_eq!(group_names, ["apps", "coordination.k8s.io", "events.k8s.io"]);
+    assert_eq!(
+        group_names,
+        [
+            "apps",
+            "policy",
+            "storage.k8s.io",
+            "coordination.k8s.io",
+            "events.k8s.io"
+        ]
+    );
     let apps = http(s.addr(), "GET", "/apis/apps/v1", None, None).await.json();
     let apps: Vec<&str> = apps["resources"]
         .as_array()

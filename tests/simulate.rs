@@ -676,3 +676,55 @@ fn preemption_evicts_victims_and_explains_the_search() {
     assert!(line("n2").contains("evict apps/batch-0 (priority 0); 0 PodDisruptionBudget violation(s)  <- chosen"));
     assert!(line("n1").contains("evict apps/db-0 (priority 100); 1 PodDisruptionBudget violation(s)"));
 }
+
+/// A WebAssembly filter takes part in the victim search and sees the node
+/// without its victims: `label-spread` (maxSkew 1 per hostname, through the
+/// pod views) rejects n1, which holds two `app=web` pods to n2's one; once
+/// one of them is gone it accepts, so exactly one is evicted. n2 is full of
+/// a pod of higher priority.
+#[test]
+fn webassembly_filters_see_the_node_without_its_victims() {
+    let dir = guest::prebuilt_dir("preempt-views", &["label-spread"]);
+    let cluster = dir.join("cluster.yaml");
+    let pod = |name: &str, node: &str, prio: i32, cpu: &str| {
+        format!(
+            "- apiVersion: v1\n  kind: Pod\n  metadata: {{name: {name}, namespace: d, labels: {{app: web}}}}\n  spec: {{nodeName: {node}, priority: {prio}, containers: [{{name: c, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]}}\n  status: {{phase: Running}}\n"
+        )
+    };
+    let node = |name: &str, cpu: &str| {
+        format!(
+            "- apiVersion: v1\n  kind: Node\n  metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n  status: {{allocatable: {{cpu: \"{cpu}\", memory: 16Gi, pods: \"110\"}}}}\n"
+        )
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: List\nitems:\n{}{}{}{}{}- apiVersion: v1\n  kind: Pod\n  metadata: {{name: web-new, namespace: d, labels: {{app: web}}}}\n  spec: {{priority: 10, containers: [{{name: c, resources: {{requests: {{cpu: \"1\"}}}}}}]}}\n",
+        node("n1", "16"),
+        node("n2", "4"),
+        pod("web-a", "n1", 0, "100m"),
+        pod("web-b", "n1", 0, "100m"),
+        pod("web-c", "n2", 100, "4"),
+    );
+    std::fs::write(&cluster, text).unwrap();
+    let plugins = dir.display().to_string();
+    let v = stdout_json(&[
+        "simulate",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--plugins",
+        &plugins,
+        "-o",
+        "json",
+    ]);
+    let web = v["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"] == "d/web-new")
+        .cloned()
+        .unwrap();
+    assert_eq!(web["node"], "n1", "{v}");
+    let victims = web["preemption"]["victims"].as_array().unwrap();
+    assert_eq!(victims.len(), 1, "{v}");
+    assert!(["d/web-a", "d/web-b"].contains(&victims[0].as_str().unwrap()), "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -2,8 +2,11 @@
 //!
 //! It serves real HTTP and speaks the genuine wire format with k8s-openapi's
 //! types: core/v1 nodes, pods (with the `status` and `binding`
-//! subresources), namespaces, events and configmaps, `events.k8s.io/v1`
-//! events and `coordination.k8s.io/v1` leases; lists with label and field
+//! subresources), namespaces, events, configmaps, services,
+//! replicationcontrollers, persistentvolumeclaims and persistentvolumes,
+//! `apps/v1` replicasets and statefulsets, `policy/v1`
+//! poddisruptionbudgets, `storage.k8s.io/v1` storageclasses and csinodes,
+//! `events.k8s.io/v1` events and `coordination.k8s.io/v1` leases; lists with label and field
 //! selectors, `limit` and `continue`; watches from a resourceVersion, with
 //! bookmarks, `410 Expired` for a compacted version and streaming lists;
 //! optimistic concurrency; errors as `Status` objects with kube's reasons and
