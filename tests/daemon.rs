@@ -804,7 +804,7 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "claims", "namespace": "default"},
         "spec": {"schedulerName": "wasm-scheduler",
-                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-0"}],
                  "containers": [{"name": "c", "image": "nginx"}]}
     }))
     .unwrap();
@@ -823,9 +823,7 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
             assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
             assert_eq!(
                 c.message.as_deref(),
-                Some(
-                    "0/3 nodes are available: pod uses spec.volumes[0].persistentVolumeClaim, which wasm-scheduler does not support."
-                )
+                Some("0/3 nodes are available: pod uses spec.resourceClaims, which wasm-scheduler does not support.")
             );
             break;
         }
@@ -1119,4 +1117,245 @@ async fn a_high_priority_pod_preempts_and_is_bound_where_it_made_room() {
         assert!(Instant::now() < deadline, "no Preempted event");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Plays the PersistentVolume controller and a CSI provisioner for one
+/// claim: once the claim names its node (`volume.kubernetes.io/
+/// selected-node`), creates a volume there and binds the claim to it.
+/// Returns the node the claim was provisioned on.
+async fn provision_when_selected(s: &ApiServer, claim: &str, within: Duration) -> String {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let deadline = Instant::now() + within;
+    let (pvc, node) = loop {
+        let pvc: PersistentVolumeClaim = s.get("default", claim).expect("the claim");
+        let selected = pvc
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("volume.kubernetes.io/selected-node").cloned());
+        if let Some(node) = selected {
+            break (pvc, node);
+        }
+        assert!(Instant::now() < deadline, "the claim was never given a node");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let pv = format!("pvc-{}", pvc.metadata.uid.clone().unwrap());
+    s.create(json!({"apiVersion": "v1", "kind": "PersistentVolume",
+        "metadata": {"name": pv, "labels": {"topology.kubernetes.io/zone": "z-a"}},
+        "spec": {"storageClassName": "zonal", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "csi": {"driver": "csi.example.com", "volumeHandle": pv},
+                 "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": claim, "uid": pvc.metadata.uid},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}},
+        "status": {"phase": "Bound"}}))
+    .unwrap();
+    let res = wasmsched_apiserver_sim::resources::find_kind("v1", "PersistentVolumeClaim").unwrap();
+    s.store()
+        .patch(
+            res,
+            "default",
+            claim,
+            None,
+            "application/merge-patch+json",
+            &json!({"metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                    "spec": {"volumeName": pv}, "status": {"phase": "Bound"}}),
+        )
+        .unwrap();
+    node
+}
+
+/// A StatefulSet-like pod whose claim waits for its first consumer: the
+/// daemon picks a node the StorageClass allows (zone `z-a` only), annotates
+/// the claim with it, waits for the provisioner to bind the claim, then
+/// binds the pod there. A second replica's claim goes through the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_waiting_for_its_first_consumer_is_provisioned_on_the_node_chosen() {
+    let s = server(0).await;
+    for (name, zone) in [("a1", "z-a"), ("b1", "z-b"), ("a2", "z-a"), ("b2", "z-b")] {
+        add_node(&s, name, "4", "16Gi");
+        let res = wasmsched_apiserver_sim::resources::find_kind("v1", "Node").unwrap();
+        s.store()
+            .patch(
+                res,
+                "",
+                name,
+                None,
+                "application/merge-patch+json",
+                &json!({"metadata": {"labels": {"topology.kubernetes.io/zone": zone}}}),
+            )
+            .unwrap();
+    }
+    s.create(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
+        "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": "topology.kubernetes.io/zone", "values": ["z-a"]}]}]}),
+    )
+    .unwrap();
+    let _d = daemon(&s, "replica-a", &free_port());
+    for i in 0..2 {
+        s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": format!("data-web-{i}"), "namespace": "default"},
+            "spec": {"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"phase": "Pending"}}))
+            .unwrap();
+        s.create(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("web-{i}"), "namespace": "default"},
+            "spec": {"schedulerName": "wasm-scheduler",
+                "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "3"}}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": format!("data-web-{i}")}}]}}))
+            .unwrap();
+        let node = provision_when_selected(&s, &format!("data-web-{i}"), Duration::from_secs(30)).await;
+        assert!(node.starts_with('a'), "provisioned in the allowed zone, not on {node}");
+        wait_all_bound(&s, i + 1, Duration::from_secs(30)).await;
+        let pod: Pod = s.get("default", &format!("web-{i}")).unwrap();
+        assert_eq!(
+            pod.spec.unwrap().node_name.as_deref(),
+            Some(node.as_str()),
+            "bound where its volume is"
+        );
+    }
+    let nodes: Vec<String> = s.list::<Pod>().into_iter().filter_map(|p| p.spec?.node_name).collect();
+    assert_eq!(nodes.len(), 2);
+    assert_ne!(nodes[0], nodes[1], "3 cpu each: one replica per node");
+    assert_no_overcommit(&s);
+}
+
+/// A pod whose claim does not exist yet is unschedulable in kube-scheduler's
+/// words; it is retried when the claim appears, and then goes where the
+/// claim's bound volume allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_waits_for_its_missing_claim_and_follows_its_volume() {
+    let s = server(0).await;
+    add_node(&s, "n1", "4", "16Gi");
+    add_node(&s, "n2", "4", "16Gi");
+    let _d = daemon(&s, "replica-a", &free_port());
+    s.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler",
+            "containers": [{"name": "c", "image": "postgres", "resources": {"requests": {"cpu": "1"}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+    while scheduled_message(&s, "db-0").as_deref() != Some(want) {
+        assert!(
+            Instant::now() < deadline,
+            "condition: {:?}",
+            scheduled_message(&s, "db-0")
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A local volume on n2, and its claim, bound by the controller.
+    s.create(
+        json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "local-n2"},
+        "spec": {"capacity": {"storage": "5Gi"}, "accessModes": ["ReadWriteOnce"], "local": {"path": "/mnt/disk"},
+                 "claimRef": {"namespace": "default", "name": "data"},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n2"]}]}]}}},
+        "status": {"phase": "Bound"}}),
+    )
+    .unwrap();
+    s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": "default", "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        "spec": {"volumeName": "local-n2", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "5Gi"}}},
+        "status": {"phase": "Bound"}}))
+        .unwrap();
+    wait_all_bound(&s, 1, Duration::from_secs(30)).await;
+    let pod: Pod = s.get("default", "db-0").unwrap();
+    assert_eq!(pod.spec.unwrap().node_name.as_deref(), Some("n2"));
+}
+
+/// A claim of a class without a provisioner is bound to the smallest local
+/// volume that fits on a node the pod fits: the daemon writes the volume's
+/// `claimRef`, the PersistentVolume controller (played here) completes the
+/// claim, and the pod is bound on the volume's node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_is_bound_to_the_smallest_local_volume_that_fits() {
+    use k8s_openapi::api::core::v1::PersistentVolume;
+    let s = server(0).await;
+    add_node(&s, "n1", "4", "16Gi");
+    add_node(&s, "n2", "4", "16Gi");
+    s.create(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}),
+    )
+    .unwrap();
+    let volumes = [
+        ("big-n1", "n1", "100Gi"),
+        ("fit-n1", "n1", "20Gi"),
+        ("small-n1", "n1", "1Gi"),
+        ("small-n2", "n2", "5Gi"),
+    ];
+    for (name, node, size) in volumes {
+        s.create(
+            json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"storageClassName": "local", "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                     "local": {"path": "/mnt/disk"},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}},
+            "status": {"phase": "Available"}}),
+        )
+        .unwrap();
+    }
+    s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "cache", "namespace": "default"},
+        "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "10Gi"}}}}))
+        .unwrap();
+    let _d = daemon(&s, "replica-a", &free_port());
+    s.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "cache-0", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler",
+            "containers": [{"name": "c", "image": "redis", "resources": {"requests": {"cpu": "1"}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "cache"}}]}}))
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let chosen = loop {
+        let claimed: Vec<PersistentVolume> = s
+            .list::<PersistentVolume>()
+            .into_iter()
+            .filter(|pv| pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).is_some())
+            .collect();
+        if let Some(pv) = claimed.first() {
+            assert_eq!(claimed.len(), 1);
+            let r = pv.spec.as_ref().unwrap().claim_ref.as_ref().unwrap();
+            assert_eq!(
+                (r.namespace.as_deref(), r.name.as_deref()),
+                (Some("default"), Some("cache"))
+            );
+            assert!(r.uid.is_some(), "the claimRef names the claim's uid");
+            let ann = pv.metadata.annotations.clone().unwrap_or_default();
+            assert_eq!(
+                ann.get("pv.kubernetes.io/bound-by-controller").map(String::as_str),
+                Some("yes")
+            );
+            break pv.metadata.name.clone().unwrap();
+        }
+        assert!(Instant::now() < deadline, "no volume was given the claim");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // n2 has no volume large enough; on n1, big-n1 would do too, but the
+    // smallest that fits is chosen.
+    assert_eq!(chosen, "fit-n1");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !bound(&s.get::<Pod>("default", "cache-0").unwrap()),
+        "the pod waits for the claim to be bound"
+    );
+    let res = wasmsched_apiserver_sim::resources::find_kind("v1", "PersistentVolumeClaim").unwrap();
+    s.store()
+        .patch(
+            res,
+            "default",
+            "cache",
+            None,
+            "application/merge-patch+json",
+            &json!({"metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+                    "spec": {"volumeName": chosen}, "status": {"phase": "Bound"}}),
+        )
+        .unwrap();
+    wait_all_bound(&s, 1, Duration::from_secs(30)).await;
+    let pod: Pod = s.get("default", "cache-0").unwrap();
+    assert_eq!(pod.spec.unwrap().node_name.as_deref(), Some("n1"));
 }

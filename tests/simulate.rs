@@ -452,7 +452,7 @@ fn a_runaway_compile_is_stopped_and_capped_in_a_process_of_its_own() {
 /// constraint; the nodes it may go to and the message when there are none
 /// are exactly kube-scheduler's answers for that cluster.
 #[test]
-fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
+fn pod_affinity_spread_gates_volumes_and_refusals_on_a_zoned_cluster() {
     let pods = [
         "shop/web-new-0",
         "shop/near-cache",
@@ -463,6 +463,7 @@ fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
         "shop/near-ledger-same-ns",
         "shop/first-of-group",
         "shop/spread-by-rack",
+        "shop/with-claim",
     ];
     let mut args = vec!["simulate", "--cluster", "", "-o", "json"];
     let cluster = data("constraints.yaml");
@@ -530,9 +531,11 @@ fn pod_affinity_spread_gates_and_refusals_on_a_zoned_cluster() {
         row("shop/gated")["reason"],
         "waiting for scheduling gates: [example.com/quota]"
     );
+    assert_eq!(feasible("shop/with-claim"), ["b-2"]);
+    assert_eq!(row("shop/with-claim")["node"], "b-2");
     assert_eq!(
-        row("shop/with-claim")["reason"],
-        "0/5 nodes are available: pod uses spec.volumes[0].persistentVolumeClaim, which wasm-scheduler does not support."
+        row("shop/claim-missing")["reason"],
+        "0/5 nodes are available: persistentvolumeclaim \"scratch\" not found. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     );
     assert_eq!(out["summary"]["gated"], 1);
 }

@@ -269,7 +269,7 @@ impl ApiServer {
                 created += 1;
             }
         }
-        for w in &objects.workloads {
+        for w in objects.workloads.iter().chain(&objects.storage) {
             let api_version = w.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
             let kind = w.get("kind").and_then(Value::as_str).unwrap_or("");
             let name = w
@@ -284,11 +284,8 @@ impl ApiServer {
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("default");
-            refused(
-                resources::RESOURCES[res].kind,
-                &name,
-                store.create(res, Some(ns), w.clone()),
-            )?;
+            let ns = resources::RESOURCES[res].namespaced.then_some(ns);
+            refused(resources::RESOURCES[res].kind, &name, store.create(res, ns, w.clone()))?;
             created += 1;
         }
         for node in &objects.nodes {

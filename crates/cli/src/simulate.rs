@@ -209,6 +209,9 @@ fn simulate(
     for w in &objs.workloads {
         sched.on_workload(w)?;
     }
+    for o in &objs.storage {
+        sched.on_storage(o, now)?;
+    }
     let mut rows = Vec::new();
     for p in &objs.pods {
         if let Err(e) = sched.on_pod(p, now) {

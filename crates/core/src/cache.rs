@@ -44,6 +44,8 @@ pub struct Cache {
     shapes: ShapeTable,
     /// Services and controllers, by their selectors.
     workloads: Arc<crate::workloads::Workloads>,
+    /// Claims, volumes, storage classes, CSI nodes and assumed bindings.
+    storage: Arc<crate::storage::Storage>,
     /// Accounted pods with pod (anti-)affinity terms, and with required
     /// anti-affinity terms: plugins skip whole scans when there are none.
     with_affinity: usize,
@@ -81,6 +83,8 @@ pub struct Snapshot {
     pub(crate) shapes: Arc<Vec<Option<Arc<ShapeEntry>>>>,
     /// Services and controllers, by their selectors (default spreading).
     pub workloads: Arc<crate::workloads::Workloads>,
+    /// Claims, volumes, storage classes, CSI nodes and assumed bindings.
+    pub storage: Arc<crate::storage::Storage>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
     /// Position in `nodes` → cache index (what shape entries hold).
@@ -474,6 +478,7 @@ impl Cache {
         }
         c.namespaces = self.namespaces.clone();
         c.workloads = self.workloads.clone();
+        c.storage = self.storage.clone();
         for cp in self.pods.values() {
             if uids.contains(cp.pod.uid.as_str()) {
                 continue;
@@ -617,6 +622,9 @@ impl Cache {
         if !Arc::ptr_eq(&snap.workloads, &self.workloads) {
             snap.workloads = self.workloads.clone();
         }
+        if !Arc::ptr_eq(&snap.storage, &self.storage) {
+            snap.storage = self.storage.clone();
+        }
         if !Arc::ptr_eq(&snap.shapes, &self.shapes.entries) {
             snap.shapes = self.shapes.entries.clone();
         }
@@ -658,6 +666,16 @@ impl Cache {
     /// Changes the Services and controllers.
     pub fn workloads_mut(&mut self) -> &mut crate::workloads::Workloads {
         Arc::make_mut(&mut self.workloads)
+    }
+
+    /// The storage objects the cache knows.
+    pub fn storage(&self) -> &crate::storage::Storage {
+        &self.storage
+    }
+
+    /// Changes the storage objects.
+    pub fn storage_mut(&mut self) -> &mut crate::storage::Storage {
+        Arc::make_mut(&mut self.storage)
     }
 
     /// Names of the namespaces the cache knows.

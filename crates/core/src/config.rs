@@ -661,6 +661,10 @@ mod tests {
                 "NodeAffinity:2",
                 "NodePorts:1",
                 "NodeResourcesFit:1",
+                "VolumeRestrictions:1",
+                "NodeVolumeLimits:1",
+                "VolumeBinding:1",
+                "VolumeZone:1",
                 "PodTopologySpread:2",
                 "InterPodAffinity:2"
             ]
@@ -682,6 +686,10 @@ mod tests {
             [
                 "NodeAffinity:2",
                 "NodePorts:1",
+                "VolumeRestrictions:1",
+                "NodeVolumeLimits:1",
+                "VolumeBinding:1",
+                "VolumeZone:1",
                 "PodTopologySpread:2",
                 "InterPodAffinity:2"
             ]
@@ -753,8 +761,8 @@ profiles:
                 "profiles[0].plugins.score.enabled[0].name: plugin \"NodeName\" does not extend score",
             ),
             (
-                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: VolumeBinding}]}}}]",
-                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"VolumeBinding\" is a kube-scheduler plugin that wasmsched does not implement",
+                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: DynamicResources}]}}}]",
+                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"DynamicResources\" is a kube-scheduler plugin that wasmsched does not implement",
             ),
             (
                 "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Fastest}}}]}]",
@@ -783,6 +791,6 @@ profiles:
             assert!(e.starts_with(want), "{yaml}\n got: {e}\nwant: {want}");
         }
         // disabling kube-scheduler plugins we do not implement is fine
-        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: VolumeBinding}]}}}]").unwrap();
+        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: DynamicResources}]}}}]").unwrap();
     }
 }

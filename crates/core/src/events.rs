@@ -23,6 +23,27 @@ pub enum Resource {
     UnscheduledPod,
     /// A namespace (its labels matter to namespace selectors).
     Namespace,
+    /// A PersistentVolumeClaim.
+    PersistentVolumeClaim,
+    /// A PersistentVolume.
+    PersistentVolume,
+    /// A StorageClass.
+    StorageClass,
+    /// A CSINode.
+    CsiNode,
+}
+
+impl Resource {
+    /// The resource a storage kind's changes are.
+    pub fn of_storage(kind: crate::storage::StorageKind) -> Self {
+        use crate::storage::StorageKind as K;
+        match kind {
+            K::Claim => Resource::PersistentVolumeClaim,
+            K::Volume => Resource::PersistentVolume,
+            K::Class => Resource::StorageClass,
+            K::CsiNode => Resource::CsiNode,
+        }
+    }
 }
 
 /// How it changed: kube-scheduler's `ActionType` bits.
@@ -131,6 +152,10 @@ impl std::fmt::Display for ClusterEvent {
             Resource::AssignedPod => "Pod",
             Resource::UnscheduledPod => "UnscheduledPod",
             Resource::Namespace => "Namespace",
+            Resource::PersistentVolumeClaim => "PersistentVolumeClaim",
+            Resource::PersistentVolume => "PersistentVolume",
+            Resource::StorageClass => "StorageClass",
+            Resource::CsiNode => "CSINode",
         };
         let mut names: Vec<&str> = Vec::new();
         let mut rest = self.action;
@@ -200,6 +225,17 @@ pub enum Change<'a> {
         /// After.
         new: &'a PodInfo,
     },
+    /// A storage object was added (`Action::ADD`), changed
+    /// (`Action::UPDATE`) or deleted (`Action::DELETE`).
+    StorageChanged {
+        /// Its kind.
+        kind: crate::storage::StorageKind,
+        /// `namespace/name` of a claim, the name of the others (empty: some
+        /// object of the kind).
+        key: &'a str,
+        /// How.
+        action: Action,
+    },
     /// The pending pod itself changed (its spec or labels, not its status).
     PodUpdated {
         /// Before.
@@ -223,6 +259,7 @@ impl Change<'_> {
             Change::NamespaceChanged { .. } => (Resource::Namespace, Action::UPDATE),
             Change::AssignedPodScaledDown { .. } => (Resource::AssignedPod, Action::UPDATE_POD_SCALE_DOWN),
             Change::PodUpdated { action, .. } => (Resource::UnscheduledPod, *action),
+            Change::StorageChanged { kind, action, .. } => (Resource::of_storage(*kind), *action),
         }
     }
 }

@@ -4,8 +4,10 @@
 //! (multi-document YAML separated by `---`), a `List` as
 //! `kubectl get nodes,pods -o yaml` prints it, or a typed `NodeList`/`PodList`
 //! as the API server returns it. JSON is read by the same path (it is YAML).
-//! Services, ReplicationControllers, ReplicaSets and StatefulSets are kept
-//! for their selectors; objects of other kinds are reported in
+//! Services, ReplicationControllers, ReplicaSets, StatefulSets and
+//! PodDisruptionBudgets are kept for their selectors, PersistentVolumeClaims,
+//! PersistentVolumes, StorageClasses and CSINodes for the volume plugins;
+//! objects of other kinds are reported in
 //! [`Objects::ignored`], never dropped silently.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -24,6 +26,9 @@ pub struct Objects {
     /// Every Service, ReplicationController, ReplicaSet and StatefulSet
     /// found, as JSON (their selectors matter to default spreading).
     pub workloads: Vec<Value>,
+    /// Every PersistentVolumeClaim, PersistentVolume, StorageClass and
+    /// CSINode found, as JSON (the volume plugins read them).
+    pub storage: Vec<Value>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -35,6 +40,7 @@ impl Objects {
         self.pods.extend(other.pods);
         self.namespaces.extend(other.namespaces);
         self.workloads.extend(other.workloads);
+        self.storage.extend(other.storage);
         self.ignored.extend(other.ignored);
     }
 }
@@ -127,7 +133,17 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
     if kind.is_empty() {
         return Err(format!("object {name:?} has no `kind`"));
     }
-    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
+    // Items of a typed list carry no apiVersion of their own.
+    let default_version = match kind.as_str() {
+        "StorageClass" | "CSINode" => "storage.k8s.io/v1",
+        _ => "v1",
+    };
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(default_version)
+        .to_owned();
+    let api_version = api_version.as_str();
     if crate::workloads::WorkloadKind::of(api_version, &kind).is_some() {
         if let Value::Object(map) = &mut value {
             map.entry("apiVersion").or_insert_with(|| Value::from("v1"));
@@ -135,6 +151,24 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
         }
         crate::workloads::Workload::from_value(&value).map_err(|e| e.to_string())?;
         out.workloads.push(value);
+        return Ok(());
+    }
+    if crate::storage::StorageKind::of(api_version, &kind).is_some() {
+        if let Value::Object(map) = &mut value {
+            map.entry("kind").or_insert_with(|| Value::from(kind.clone()));
+            map.entry("apiVersion").or_insert_with(|| Value::from(api_version));
+            if kind == "PersistentVolumeClaim" {
+                let meta = map.entry("metadata").or_insert_with(|| serde_json::json!({}));
+                if let Value::Object(m) = meta {
+                    m.entry("namespace").or_insert_with(|| Value::from("default"));
+                }
+            }
+        }
+        // Checked here, so a bad object is reported with its document.
+        crate::storage::Storage::default()
+            .upsert(&value)
+            .map_err(|e| e.to_string())?;
+        out.storage.push(value);
         return Ok(());
     }
     if kind != "Node" && kind != "Pod" && kind != "Namespace" {

@@ -27,6 +27,7 @@ pub mod rng;
 pub mod scheduler;
 pub mod selector;
 pub mod shapes;
+pub mod storage;
 pub mod synthetic;
 pub mod what_if;
 pub mod workloads;

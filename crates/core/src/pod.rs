@@ -156,10 +156,12 @@ pub struct PodInfo {
     /// scheduled.
     pub scheduling_gates: Vec<String>,
     /// The first field of the spec that constrains placement in a way the
-    /// engine does not implement (`spec.resourceClaims`,
-    /// `spec.volumes[0].persistentVolumeClaim`, ...): such a pod is refused,
-    /// never placed as if the field were absent.
+    /// engine does not implement (`spec.resourceClaims`, a volume source
+    /// this version does not know): such a pod is refused, never placed as
+    /// if the field were absent.
     pub unsupported: Option<String>,
+    /// Its volumes, as the volume plugins read them.
+    pub volumes: crate::storage::PodVolumes,
     /// The object as received.
     pub object: Arc<Pod>,
 }
@@ -279,6 +281,7 @@ impl PodInfo {
         let labels: crate::node::Labels = crate::node::labels_of(pod.metadata.labels.as_ref());
         let pod_affinity = PodAffinity::parse(spec, &namespace, &labels, &object)?.map(Box::new);
         let spread_constraints = SpreadConstraint::parse_all(spec, &labels, &object)?;
+        let volumes = crate::storage::PodVolumes::parse(spec, &name);
         Ok(PodInfo {
             key: format!("{namespace}/{name}"),
             namespace,
@@ -338,51 +341,28 @@ impl PodInfo {
                 .find(|o| o.controller == Some(true))
                 .map(|o| (o.api_version.clone(), o.kind.clone(), o.name.clone())),
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
-            unsupported: unsupported_field(spec),
+            unsupported: unsupported_field(spec, &volumes),
+            volumes: volumes.unwrap_or_default(),
             object: Arc::new(pod.clone()),
         })
     }
 }
 
-/// Volume sources that put no constraint on where a pod runs: everything
-/// they need is on every node (or reached over the network).
-const PLACEMENT_FREE_VOLUMES: &[&str] = &[
-    "emptyDir",
-    "configMap",
-    "secret",
-    "projected",
-    "downwardAPI",
-    "hostPath",
-    "image",
-    "nfs",
-    "gitRepo",
-];
-
 /// The first field of `spec` that kube-scheduler would act on and this
 /// engine does not implement: dynamic resource claims, gang scheduling
-/// groups, and every volume source that binds, attaches or counts against
-/// a node's limits (persistent volume claims, generic ephemeral volumes,
-/// inline CSI and the in-tree cloud disks). Volume sources are checked by
-/// name, so a source this version does not know is refused too.
-fn unsupported_field(spec: &k8s_openapi::api::core::v1::PodSpec) -> Option<String> {
+/// groups, and a volume source this version does not know (`volumes`
+/// holds that error).
+fn unsupported_field(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    volumes: &Result<crate::storage::PodVolumes, String>,
+) -> Option<String> {
     if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
         return Some("spec.resourceClaims".into());
     }
     if spec.scheduling_group.is_some() {
         return Some("spec.schedulingGroup".into());
     }
-    for (i, v) in spec.volumes.iter().flatten().enumerate() {
-        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(v) else {
-            continue;
-        };
-        if let Some(source) = fields
-            .keys()
-            .find(|k| *k != "name" && !PLACEMENT_FREE_VOLUMES.contains(&k.as_str()))
-        {
-            return Some(format!("spec.volumes[{i}].{source}"));
-        }
-    }
-    None
+    volumes.as_ref().err().cloned()
 }
 
 #[cfg(test)]

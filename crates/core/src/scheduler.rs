@@ -248,6 +248,42 @@ impl Scheduler {
         self.cache.workloads_mut().remove(kind, namespace, name);
     }
 
+    /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode
+    /// was added or changed (given as JSON): the volume plugins read them,
+    /// and pods they rejected are retried. Other kinds are ignored.
+    pub fn on_storage(&mut self, obj: &serde_json::Value, now: Instant) -> Result<(), ModelError> {
+        let s = |p: &str| obj.pointer(p).and_then(serde_json::Value::as_str).unwrap_or_default();
+        let Some(kind) = crate::storage::StorageKind::of(s("/apiVersion"), s("/kind")) else {
+            return Ok(());
+        };
+        let key = crate::storage::storage_key(kind, s("/metadata/namespace"), s("/metadata/name"));
+        let existed = self.cache.storage().keys_contain(kind, &key);
+        self.cache.storage_mut().upsert(obj)?;
+        let action = if existed { Action::UPDATE } else { Action::ADD };
+        self.requeue_for(
+            &Change::StorageChanged {
+                kind,
+                key: &key,
+                action,
+            },
+            now,
+        );
+        Ok(())
+    }
+
+    /// A storage object was deleted.
+    pub fn on_storage_deleted(&mut self, kind: crate::storage::StorageKind, namespace: &str, name: &str, now: Instant) {
+        self.cache.storage_mut().remove(kind, namespace, name);
+        self.requeue_for(
+            &Change::StorageChanged {
+                kind,
+                key: &crate::storage::storage_key(kind, namespace, name),
+                action: Action::DELETE,
+            },
+            now,
+        );
+    }
+
     /// A pod was added or changed. Bound pods count as usage (and leave the
     /// queue); pending pods of ours are queued; terminal pods free their
     /// node. A malformed pod is an error naming the field; if it was
@@ -500,8 +536,12 @@ impl Scheduler {
             // the scheduler: the pod is retried after backoff.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 let mut result = fw.schedule(&mut state, &qp.pod, snapshot, next_start, rng, explain);
-                if let Ok(r) = &result {
+                if let Ok(r) = &mut result {
                     let st = fw.run_reserve(&mut state, &qp.pod, &r.node);
+                    r.volumes = state
+                        .read::<crate::storage::VolumePlan>(crate::storage::VOLUME_PLAN)
+                        .filter(|p| !p.is_empty())
+                        .cloned();
                     if !st.is_success() {
                         result = Err(ScheduleError::Error(format!(
                             "running Reserve plugin {:?}: {}",
@@ -534,6 +574,11 @@ impl Scheduler {
                         // Already bound (a bound pod is never moved): nothing to do.
                         self.queue.done(&key, uid);
                         continue;
+                    }
+                    if let Some(plan) = &r.volumes {
+                        // The chosen volumes are taken until the API shows
+                        // the binding or it fails.
+                        self.cache.storage_mut().assume(&key, plan.clone());
                     }
                     // Pods waiting for this one (pod affinity) may fit now.
                     self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
@@ -588,6 +633,9 @@ impl Scheduler {
     /// pods) and the pod retried after backoff.
     pub fn binding_finished(&mut self, key: &str, uid: &str, ok: bool, now: Instant) {
         if ok {
+            if self.cache.storage().has_plan(key) {
+                self.cache.storage_mut().confirm(key);
+            }
             self.cache.finish_binding(key, uid);
             self.queue.done(key, uid);
         } else {
@@ -607,6 +655,18 @@ impl Scheduler {
 
     fn forget(&mut self, key: &str, uid: &str, now: Instant) {
         if let Some(old) = self.cache.forget_pod(key, uid) {
+            if self.cache.storage().has_plan(key) {
+                // The volumes it was to bind are free again.
+                self.cache.storage_mut().forget(key);
+                self.requeue_for(
+                    &Change::StorageChanged {
+                        kind: crate::storage::StorageKind::Volume,
+                        key: "",
+                        action: Action::UPDATE,
+                    },
+                    now,
+                );
+            }
             // kube-scheduler's AssignedPodDelete after a failed binding.
             self.requeue_for(&Change::AssignedPodDeleted(&old), now);
         }
@@ -1089,18 +1149,6 @@ mod gate_and_refusal_tests {
                 "spec.resourceClaims",
             ),
             (
-                json!({"volumes": [{"name": "cfg", "configMap": {"name": "x"}}, {"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]}),
-                "spec.volumes[1].persistentVolumeClaim",
-            ),
-            (
-                json!({"volumes": [{"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}]}),
-                "spec.volumes[0].ephemeral",
-            ),
-            (
-                json!({"volumes": [{"name": "c", "csi": {"driver": "d"}}]}),
-                "spec.volumes[0].csi",
-            ),
-            (
                 json!({"schedulingGroup": {"podGroupName": "g"}}),
                 "spec.schedulingGroup",
             ),
@@ -1117,9 +1165,63 @@ mod gate_and_refusal_tests {
             );
             assert_eq!(s.cache.node("n1").unwrap().usage.pods, 0);
         }
-        // Volumes that put no constraint on placement are fine.
+    }
+
+    #[test]
+    fn a_pod_waits_for_its_claim_then_binds_it_on_the_node_chosen() {
         let mut s = sched();
         let now = Instant::now();
+        let claims = json!({"volumes": [
+            {"name": "cfg", "configMap": {"name": "x"}},
+            {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]});
+        s.on_pod(&pod(claims), now).unwrap();
+        let a = s.schedule_one(now, false).unwrap();
+        assert_eq!(
+            a.result.unwrap_err().to_string(),
+            "0/1 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+        );
+        assert!(s.schedule_one(now, false).is_none(), "it waits for the claim");
+
+        // A StorageClass alone does not help; the claim appearing does.
+        let class = json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+                           "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer"});
+        s.on_storage(&class, now).unwrap();
+        assert!(s.schedule_one(now, false).is_none());
+        let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                           "metadata": {"name": "data", "namespace": "default", "uid": "c1"},
+                           "spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"],
+                                    "resources": {"requests": {"storage": "1Gi"}}}});
+        s.on_storage(&claim, now).unwrap();
+        let later = now + std::time::Duration::from_secs(20);
+        let a = s.schedule_one(later, false).expect("requeued by the claim");
+        let r = a.result.unwrap();
+        let plan = r.volumes.expect("a plan to provision the claim");
+        assert_eq!(
+            (plan.node.as_str(), plan.provisions),
+            ("n1", vec!["default/data".to_owned()])
+        );
+        assert_eq!(
+            s.cache
+                .storage()
+                .claim("default/data")
+                .map(|c| s.cache.storage().selected_node_of(c).map(str::to_owned)),
+            Some(Some("n1".to_owned())),
+            "the provisioning is assumed"
+        );
+        // A failed binding forgets it.
+        s.binding_finished("default/p", "u1", false, later);
+        let storage = s.cache.storage();
+        assert_eq!(storage.selected_node_of(storage.claim("default/data").unwrap()), None);
+    }
+
+    #[test]
+    fn volumes_that_do_not_constrain_placement_are_fine() {
+        let mut s = sched();
+        let now = Instant::now();
+        let spec = json!({"volumes": [{"name": "c", "csi": {"driver": "d"}}]});
+        s.on_pod(&pod(spec), now).unwrap();
+        assert_eq!(s.schedule_one(now, false).unwrap().result.unwrap().node, "n1");
+        let mut s = sched();
         let spec = json!({"volumes": [
             {"name": "a", "emptyDir": {}}, {"name": "b", "secret": {"secretName": "s"}},
             {"name": "c", "projected": {"sources": []}}, {"name": "d", "hostPath": {"path": "/x"}},

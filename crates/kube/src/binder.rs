@@ -1,4 +1,5 @@
-//! The binder: `POST pods/NAME/binding` for each placed pod, off the
+//! The binder: `POST pods/NAME/binding` for each placed pod (its volumes
+//! bound first, [`crate::volumes`]), off the
 //! scheduling thread, with bounded concurrency. Every request is bounded in
 //! time, and made only while this replica's lease holds; when the daemon
 //! stops, what is still in flight after a grace period is cancelled before
@@ -25,6 +26,8 @@ pub(crate) struct BindJob {
     pub node: String,
     pub profile: String,
     pub queued_at: Instant,
+    /// Volume bindings to make first (VolumeBinding's PreBind).
+    pub volumes: Option<wasmsched_core::storage::VolumePlan>,
 }
 
 impl BindJob {
@@ -104,6 +107,12 @@ pub(crate) async fn bind(
     status: &Status,
     timeout: Duration,
 ) -> BindResult {
+    if let Some(plan) = &job.volumes
+        && let Err(e) = crate::volumes::bind(client, plan, leadership, timeout).await
+    {
+        status.metrics.binding("error");
+        return BindResult::Failed(format!("running PreBind plugin \"VolumeBinding\": {e}"));
+    }
     let api: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
     let body = json!({
         "apiVersion": "v1",

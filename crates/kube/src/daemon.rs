@@ -71,6 +71,8 @@ pub struct Status {
     /// Services and controllers listed (default spreading; not a condition
     /// of readiness: without them pods are only scored differently).
     pub(crate) workloads_synced: AtomicBool,
+    /// Claims, volumes, storage classes and CSI nodes listed.
+    pub(crate) storage_synced: AtomicBool,
     /// False once the scheduling thread died.
     alive: AtomicBool,
     plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
@@ -84,6 +86,7 @@ impl Status {
             pods_synced: AtomicBool::new(false),
             namespaces_synced: AtomicBool::new(false),
             workloads_synced: AtomicBool::new(false),
+            storage_synced: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             plugins,
         }
@@ -97,6 +100,7 @@ impl Status {
             &self.pods_synced,
             &self.namespaces_synced,
             &self.workloads_synced,
+            &self.storage_synced,
         ] {
             f.store(true, Ordering::Relaxed);
         }

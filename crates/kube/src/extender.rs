@@ -400,6 +400,9 @@ async fn bind_verb(ext: Arc<Extender>, body: Bytes) -> Response {
             node: args.node,
             profile: ext.framework.profile.clone(),
             queued_at: started,
+            // kube-scheduler binds the pod's volumes itself before it
+            // calls the extender's bind.
+            volumes: None,
         };
         match crate::binder::bind(client, &job, leadership, &ext.status, *timeout).await {
             BindResult::Ok => Ok(()),

@@ -1,6 +1,6 @@
 //! wasmsched's daemon: runs the scheduling core against a Kubernetes API
 //! server with kube-rs. Watches nodes and pods, schedules the pods whose
-//! `spec.schedulerName` names a profile, binds them with `pods/binding`,
+//! `spec.schedulerName` names a profile, binds them with `pods/binding` (after binding their volumes),
 //! writes events and the `PodScheduled` condition, elects a leader on a
 //! Lease, preempts (evicting victims) when a pod fits nowhere, and serves
 //! health and metrics. Or, as an extender of
@@ -16,6 +16,7 @@ pub mod metrics;
 mod preempt;
 mod reporter;
 mod schedule;
+mod volumes;
 mod watch;
 
 pub use daemon::{Options, Status, run};

@@ -48,6 +48,14 @@ pub(crate) enum Msg {
         name: String,
     },
     WorkloadsSynced(wasmsched_core::workloads::WorkloadKind, HashSet<String>),
+    /// A PersistentVolumeClaim, PersistentVolume, StorageClass or CSINode.
+    Storage(Box<serde_json::Value>),
+    StorageGone {
+        kind: wasmsched_core::storage::StorageKind,
+        namespace: String,
+        name: String,
+    },
+    StorageSynced(wasmsched_core::storage::StorageKind, HashSet<String>),
     /// The evictions of these victims (UIDs) ended, done or failed.
     EvictionsDone(Vec<String>),
     /// Leadership changed (wakes the thread; the flag itself is read from
@@ -189,6 +197,7 @@ impl Loop {
                     node: r.node.clone(),
                     profile: attempt.profile.clone(),
                     queued_at: attempt.queued_at,
+                    volumes: r.volumes.clone(),
                 };
                 // Waits when the binder is behind (backpressure); outcomes
                 // never wait, so this cannot deadlock.
@@ -358,12 +367,17 @@ pub(crate) struct Synced {
     /// ReplicaSets, StatefulSets: default spreading reads them;
     /// PodDisruptionBudgets: preemption does).
     pub workloads: HashSet<wasmsched_core::workloads::WorkloadKind>,
+    /// The storage kinds listed (claims, volumes, classes, CSI nodes: the
+    /// volume plugins read them).
+    pub storage: HashSet<wasmsched_core::storage::StorageKind>,
 }
 
 impl Synced {
     /// Every first list applied.
     pub fn all(&self) -> bool {
-        self.lists == (true, true, true) && self.workloads.len() == wasmsched_core::workloads::WorkloadKind::ALL.len()
+        self.lists == (true, true, true)
+            && self.workloads.len() == wasmsched_core::workloads::WorkloadKind::ALL.len()
+            && self.storage.len() == wasmsched_core::storage::StorageKind::ALL.len()
     }
 }
 
@@ -425,6 +439,23 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             for (k, ns, name) in sched.cache.workloads().keys() {
                 if k == kind && !keys.contains(&format!("{ns}/{name}")) {
                     sched.on_workload_deleted(k, &ns, &name);
+                }
+            }
+        }
+        Msg::Storage(o) => {
+            if let Err(e) = sched.on_storage(&o, now) {
+                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(error = %e, "skipping a storage object that cannot be parsed");
+            }
+        }
+        Msg::StorageGone { kind, namespace, name } => sched.on_storage_deleted(kind, &namespace, &name, now),
+        Msg::StorageSynced(kind, keys) => {
+            synced.storage.insert(kind);
+            for key in sched.cache.storage().keys(kind) {
+                if !keys.contains(&key) {
+                    let (ns, name) = key.split_once('/').unwrap_or(("", &key));
+                    let (ns, name) = (ns.to_owned(), name.to_owned());
+                    sched.on_storage_deleted(kind, &ns, &name, now);
                 }
             }
         }

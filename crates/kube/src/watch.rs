@@ -9,12 +9,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ReplicationController, Service};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use tokio::sync::{mpsc, watch};
+use wasmsched_core::storage::StorageKind;
 use wasmsched_core::workloads::WorkloadKind;
 
 use crate::daemon::Status;
@@ -123,6 +127,44 @@ workload_kind!(
     WorkloadKind::PodDisruptionBudget
 );
 
+fn storage_apply<K: serde::Serialize>(o: K) -> Msg {
+    Msg::Storage(Box::new(serde_json::to_value(&o).unwrap_or_default()))
+}
+
+fn storage_gone<K: kube::Resource>(kind: StorageKind, o: &K) -> Msg {
+    let m = o.meta();
+    Msg::StorageGone {
+        kind,
+        namespace: m.namespace.clone().unwrap_or_default(),
+        name: m.name.clone().unwrap_or_default(),
+    }
+}
+
+/// One storage kind the volume plugins read; `key` as
+/// [`wasmsched_core::storage::storage_key`] spells it.
+macro_rules! storage_kind {
+    ($name:ident, $ty:ty, $kind:expr, $key:expr) => {
+        pub(crate) const $name: Kind<$ty> = Kind {
+            what: $kind.plural(),
+            key: $key,
+            apply: storage_apply,
+            gone: |o| storage_gone($kind, o),
+            synced: |keys| Msg::StorageSynced($kind, keys),
+            synced_flag: |s| &s.storage_synced,
+        };
+    };
+}
+
+storage_kind!(CLAIMS, PersistentVolumeClaim, StorageKind::Claim, ns_key);
+storage_kind!(VOLUMES, PersistentVolume, StorageKind::Volume, name_key);
+storage_kind!(STORAGE_CLASSES, StorageClass, StorageKind::Class, name_key);
+storage_kind!(CSI_NODES, CSINode, StorageKind::CsiNode, name_key);
+
+/// The name of a cluster-scoped object.
+fn name_key<K: kube::Resource>(o: &K) -> String {
+    o.meta().name.clone().unwrap_or_default()
+}
+
 /// Follows every object of one kind until `stop` turns true. Sending waits
 /// when the scheduling thread is behind (the channel is bounded), which
 /// slows the watch instead of growing memory.
@@ -175,9 +217,9 @@ pub(crate) async fn watch_kind<K>(
 }
 
 /// Starts a watcher for every kind the scheduler keeps (nodes, pods,
-/// namespaces, the four workload kinds default spreading reads, and
-/// PodDisruptionBudgets for preemption), all
-/// sending to `tx`.
+/// namespaces, the four workload kinds default spreading reads,
+/// PodDisruptionBudgets for preemption, and claims, volumes, storage classes
+/// and CSI nodes for the volume plugins), all sending to `tx`.
 pub(crate) fn spawn_watchers(
     client: &kube::Client,
     tx: &mpsc::Sender<Msg>,
@@ -206,5 +248,9 @@ pub(crate) fn spawn_watchers(
             s.clone(),
             x.clone(),
         )),
+        tokio::spawn(watch_kind(c.clone(), CLAIMS, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), VOLUMES, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), STORAGE_CLASSES, t.clone(), s.clone(), x.clone())),
+        tokio::spawn(watch_kind(c.clone(), CSI_NODES, t.clone(), s.clone(), x.clone())),
     ]
 }

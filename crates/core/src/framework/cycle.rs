@@ -27,6 +27,9 @@ pub struct ScheduleResult {
     pub feasible_nodes: usize,
     /// Per-node verdicts and scores, when asked for.
     pub explanation: Option<Explanation>,
+    /// What VolumeBinding decided at Reserve for the pod's unbound claims:
+    /// written to the API before the pod is bound (PreBind).
+    pub volumes: Option<crate::storage::VolumePlan>,
 }
 
 /// Why a cycle did not place the pod.
@@ -319,6 +322,7 @@ impl Framework {
                     node,
                     evaluated_nodes: 1,
                     feasible_nodes: 1,
+                    volumes: None,
                 });
             }
         }
@@ -403,6 +407,7 @@ impl Framework {
                 evaluated_nodes: processed,
                 feasible_nodes: 1,
                 explanation: None,
+                volumes: None,
             });
         }
 
@@ -455,6 +460,7 @@ impl Framework {
             evaluated_nodes: processed,
             feasible_nodes: nodes.len(),
             explanation,
+            volumes: None,
         })
     }
 

@@ -10,8 +10,12 @@ pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
+pub mod volume_restrictions;
+pub mod volume_zone;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,6 +48,14 @@ pub mod names {
     pub const POD_TOPOLOGY_SPREAD: &str = "PodTopologySpread";
     /// DefaultPreemption.
     pub const DEFAULT_PREEMPTION: &str = "DefaultPreemption";
+    /// VolumeRestrictions.
+    pub const VOLUME_RESTRICTIONS: &str = "VolumeRestrictions";
+    /// NodeVolumeLimits.
+    pub const NODE_VOLUME_LIMITS: &str = "NodeVolumeLimits";
+    /// VolumeBinding.
+    pub const VOLUME_BINDING: &str = "VolumeBinding";
+    /// VolumeZone.
+    pub const VOLUME_ZONE: &str = "VolumeZone";
 }
 
 /// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
@@ -56,6 +68,10 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (names::NODE_AFFINITY, 2),
     (names::NODE_PORTS, 0),
     (names::NODE_RESOURCES_FIT, 1),
+    (names::VOLUME_RESTRICTIONS, 0),
+    (names::NODE_VOLUME_LIMITS, 0),
+    (names::VOLUME_BINDING, 0),
+    (names::VOLUME_ZONE, 0),
     (names::POD_TOPOLOGY_SPREAD, 2),
     (names::INTER_POD_AFFINITY, 2),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
@@ -67,16 +83,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
 /// may disable them (configs written for kube-scheduler often do); enabling
 /// one is an error rather than a silent no-op. `PrioritySort` and
 /// `DefaultBinder` are what wasmsched always does.
-pub const KNOWN_UNSUPPORTED: &[&str] = &[
-    "SchedulingGates",
-    "PrioritySort",
-    "VolumeRestrictions",
-    "NodeVolumeLimits",
-    "VolumeBinding",
-    "VolumeZone",
-    "DefaultBinder",
-    "DynamicResources",
-];
+pub const KNOWN_UNSUPPORTED: &[&str] = &["SchedulingGates", "PrioritySort", "DefaultBinder", "DynamicResources"];
 
 /// Builds a plugin from its `pluginConfig` args (`None` when none are given).
 pub type Factory = Arc<dyn Fn(Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
@@ -138,6 +145,22 @@ impl Registry {
         r.register(
             names::NODE_AFFINITY,
             Arc::new(|a| Ok(Arc::new(node_affinity::NodeAffinity::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::VOLUME_RESTRICTIONS,
+            no_args::<volume_restrictions::VolumeRestrictions>(names::VOLUME_RESTRICTIONS),
+        );
+        r.register(
+            names::NODE_VOLUME_LIMITS,
+            no_args::<node_volume_limits::NodeVolumeLimits>(names::NODE_VOLUME_LIMITS),
+        );
+        r.register(
+            names::VOLUME_ZONE,
+            no_args::<volume_zone::VolumeZone>(names::VOLUME_ZONE),
+        );
+        r.register(
+            names::VOLUME_BINDING,
+            Arc::new(|a| Ok(Arc::new(volume_binding::VolumeBinding::new(parse_args(a)?)?) as _)),
         );
         r.register(
             names::DEFAULT_PREEMPTION,

@@ -363,7 +363,8 @@ impl Plugin for NodeResourcesFit {
             Change::PodUpdated { .. }
             | Change::AssignedPodAdded(_)
             | Change::AssignedPodRelabelled { .. }
-            | Change::NamespaceChanged { .. } => false,
+            | Change::NamespaceChanged { .. }
+            | Change::StorageChanged { .. } => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
