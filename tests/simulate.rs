@@ -731,3 +731,43 @@ fn webassembly_filters_see_the_node_without_its_victims() {
     assert!(["d/web-a", "d/web-b"].contains(&victims[0].as_str().unwrap()), "{v}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--print-cluster` shows what the bundled cluster holds: every node with
+/// its zone and taints, and the pending pods, without placing anything.
+#[test]
+fn print_cluster_shows_the_bundled_nodes_and_their_zones() {
+    let out = wasmsched(&["simulate", "--print-cluster"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("NODE") && lines[0].contains("ZONE") && lines[0].contains("TAINTS"));
+    let cluster = example_cluster();
+    let items = cluster["items"].as_array().unwrap();
+    let (mut nodes, mut pending) = (0, 0);
+    for o in items {
+        let name = o["metadata"]["name"].as_str().unwrap();
+        match o["kind"].as_str() {
+            Some("Node") => {
+                nodes += 1;
+                let zone = o["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                    .as_str()
+                    .unwrap_or("-");
+                let line = lines
+                    .iter()
+                    .find(|l| l.split_whitespace().next() == Some(name))
+                    .unwrap_or_else(|| panic!("no line for {name}"));
+                assert_eq!(line.split_whitespace().nth(1), Some(zone), "{line}");
+                for t in o["spec"]["taints"].as_array().into_iter().flatten() {
+                    assert!(line.contains(t["key"].as_str().unwrap()), "{line}");
+                }
+            }
+            Some("Pod") if o["spec"]["nodeName"].is_null() => pending += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(lines.len(), nodes + 3, "{text}");
+    assert!(
+        text.contains(&format!("{nodes} nodes; {pending} pending pods: ")),
+        "{text}"
+    );
+}

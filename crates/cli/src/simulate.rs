@@ -48,6 +48,10 @@ pub struct Args {
     /// --plugins is enabled at weight 1, which the built-ins' sum can drown.
     #[arg(long, value_name = "NAME=WEIGHT", value_parser = parse_weight)]
     plugin_weight: Vec<(String, i64)>,
+    /// Print the cluster's nodes (zone, capacity, taints, labels, pods
+    /// bound) and pending pods instead of placing anything.
+    #[arg(long)]
+    print_cluster: bool,
 }
 
 fn parse_weight(s: &str) -> Result<(String, i64), String> {
@@ -117,7 +121,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         objs.extend(more);
     }
     for i in &objs.ignored {
-        tracing::warn!(object = %i, "ignoring an object that is neither a Node nor a Pod");
+        tracing::warn!(object = %i, "ignoring an object of a kind the scheduler does not read");
+    }
+    if args.print_cluster {
+        return print_cluster(&mut std::io::stdout().lock(), &objs);
     }
     let mut config = crate::load_config(args.config.as_deref())?;
     let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
@@ -164,6 +171,88 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Output::Table => print_table(&mut out, &rows, objs.nodes.len())?,
         Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&rows))?)?,
     }
+    Ok(())
+}
+
+/// Well-known labels `--print-cluster` shows in columns of their own (or
+/// not at all), not among the other labels.
+const SHOWN_LABELS: &[&str] = &[
+    "kubernetes.io/hostname",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+];
+
+/// `--print-cluster`: one line per node, then the pending pods.
+fn print_cluster(out: &mut impl Write, objs: &Objects) -> anyhow::Result<()> {
+    let mut bound: std::collections::HashMap<&str, usize> = Default::default();
+    let mut pending = Vec::new();
+    for p in &objs.pods {
+        match p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
+            Some(n) => *bound.entry(n).or_default() += 1,
+            None => pending.push(format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                p.metadata.name.as_deref().unwrap_or_default()
+            )),
+        }
+    }
+    let mut lines = vec![["NODE", "ZONE", "CPU", "MEMORY", "PODS", "TAINTS", "LABELS"].map(str::to_owned)];
+    for n in &objs.nodes {
+        let name = n.metadata.name.clone().unwrap_or_default();
+        let labels = n.metadata.labels.clone().unwrap_or_default();
+        let alloc = n
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.clone())
+            .unwrap_or_default();
+        let q = |r: &str| alloc.get(r).map_or("-".to_owned(), |q| q.0.clone());
+        let mut taints: Vec<String> = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| match &t.value {
+                Some(v) => format!("{}={v}:{}", t.key, t.effect),
+                None => format!("{}:{}", t.key, t.effect),
+            })
+            .collect();
+        if n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+            taints.insert(0, "cordoned".into());
+        }
+        let other: Vec<String> = labels
+            .iter()
+            .filter(|(k, _)| !SHOWN_LABELS.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        lines.push([
+            name.clone(),
+            labels.get("topology.kubernetes.io/zone").cloned().unwrap_or("-".into()),
+            q("cpu"),
+            q("memory"),
+            format!("{}/{}", bound.get(name.as_str()).copied().unwrap_or(0), q("pods")),
+            if taints.is_empty() {
+                "-".into()
+            } else {
+                taints.join(",")
+            },
+            if other.is_empty() { "-".into() } else { other.join(",") },
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|i| lines.iter().map(|l| l[i].len()).max().unwrap_or(0))
+        .collect();
+    for l in &lines {
+        let cells: Vec<String> = l.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+    }
+    writeln!(
+        out,
+        "\n{} nodes; {} pending pods: {}",
+        objs.nodes.len(),
+        pending.len(),
+        pending.join(" ")
+    )?;
     Ok(())
 }
 

@@ -502,7 +502,7 @@ mod tests {
     /// Until the first lists of nodes and pods are applied, nothing is
     /// placed: bound pods not listed yet would leave their nodes looking free.
     #[test]
-    fn no_cycle_runs_before_both_lists_are_applied() {
+    fn no_cycle_runs_before_every_list_is_applied() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let (tx, msgs) = mpsc::channel(64);
         let (_outcome_tx, outcomes) = mpsc::unbounded_channel();
@@ -544,6 +544,7 @@ mod tests {
                 .unwrap();
             // Nor before Services, controllers (default spreading reads
             // them) and budgets (preemption does).
+            use wasmsched_core::storage::StorageKind;
             use wasmsched_core::workloads::WorkloadKind::*;
             for kind in [Service, ReplicationController, ReplicaSet, PodDisruptionBudget] {
                 tx.send(Msg::WorkloadsSynced(kind, HashSet::new())).await.unwrap();
@@ -556,6 +557,15 @@ mod tests {
             tx.send(Msg::WorkloadsSynced(StatefulSet, HashSet::new()))
                 .await
                 .unwrap();
+            // Nor before claims, volumes, classes and CSI nodes (the volume
+            // plugins read them).
+            let (last, rest) = StorageKind::ALL.split_last().unwrap();
+            for kind in rest {
+                tx.send(Msg::StorageSynced(*kind, HashSet::new())).await.unwrap();
+            }
+            let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
+            assert!(early.is_err(), "placed before every storage kind was listed: {early:?}");
+            tx.send(Msg::StorageSynced(*last, HashSet::new())).await.unwrap();
             let job = tokio::time::timeout(Duration::from_secs(5), jobs.recv())
                 .await
                 .unwrap()
