@@ -756,7 +756,9 @@ impl Framework {
         };
         match &self.pool {
             Some(pool) if len >= PARALLEL_THRESHOLD => {
-                let chunk = len.div_ceil(pool.current_num_threads() * 4).max(32);
+                // One chunk per worker: a block is a few hundred nodes at
+                // adaptive sampling, too little work to pay for more hand-offs.
+                let chunk = len.div_ceil(pool.current_num_threads()).max(32);
                 let starts: Vec<usize> = (0..len).step_by(chunk).collect();
                 pool.install(|| starts.par_iter().map(|&s| run(s, chunk.min(len - s))).collect())
             }
@@ -802,7 +804,7 @@ impl Framework {
         };
         match &self.pool {
             Some(pool) if nodes.len() >= PARALLEL_THRESHOLD => {
-                let chunk = nodes.len().div_ceil(pool.current_num_threads() * 4).max(32);
+                let chunk = nodes.len().div_ceil(pool.current_num_threads()).max(32);
                 pool.install(|| {
                     raw.par_chunks_mut(chunk * p)
                         .enumerate()
