@@ -123,8 +123,6 @@ pub struct Claim {
     /// UIDs of its controller owners (a generic ephemeral volume's claim is
     /// owned by its pod).
     pub controller_uids: Vec<String>,
-    /// The object as received.
-    pub object: Arc<PersistentVolumeClaim>,
 }
 
 impl Claim {
@@ -203,7 +201,6 @@ impl Claim {
                 .filter(|r| r.controller == Some(true))
                 .map(|r| r.uid.clone())
                 .collect(),
-            object: Arc::new(o.clone()),
             namespace,
             name,
         })
@@ -247,8 +244,6 @@ pub struct Volume {
     pub phase: String,
     /// Whether it is being deleted.
     pub deleting: bool,
-    /// The object as received.
-    pub object: Arc<PersistentVolume>,
 }
 
 impl Volume {
@@ -303,7 +298,6 @@ impl Volume {
             attachable: attachable_of_source(&source, true),
             phase: o.status.as_ref().and_then(|s| s.phase.clone()).unwrap_or_default(),
             deleting: o.metadata.deletion_timestamp.is_some(),
-            object: Arc::new(o.clone()),
             name,
         })
     }
@@ -734,13 +728,10 @@ impl Storage {
             .or_else(|| self.assumed_claim_volume.get(&claim.key()).map(String::as_str))
     }
 
-    /// Whether a volume is claimed (bound, pre-bound, or assumed for a
-    /// claim), and by which claim key.
-    pub fn claimant_of(&self, volume: &Volume) -> Option<String> {
-        match &volume.claim_ref {
-            Some(r) => Some(format!("{}/{}", r.namespace, r.name)),
-            None => self.assumed_volume_claim.get(&volume.name).cloned(),
-        }
+    /// Whether a volume is claimed: bound, pre-bound, or assumed for a
+    /// claim.
+    pub fn is_claimed(&self, volume: &Volume) -> bool {
+        volume.claim_ref.is_some() || self.assumed_volume_claim.contains_key(&volume.name)
     }
 
     /// The node a claim is (or is assumed) to be provisioned on.
@@ -793,11 +784,6 @@ impl Storage {
             }
         }
         true
-    }
-
-    /// Whether the cluster has no storage object at all.
-    pub fn is_empty(&self) -> bool {
-        self.claims.is_empty() && self.volumes.is_empty() && self.classes.is_empty() && self.csi_nodes.is_empty()
     }
 }
 
@@ -933,9 +919,11 @@ pub struct PodVolumes {
 }
 
 impl PodVolumes {
-    /// Whether no volume plugin has anything to check.
-    pub fn is_empty(&self) -> bool {
-        self.claims.is_empty() && self.disks.is_empty() && self.attachable.is_empty()
+    /// Whether `key` (`namespace/name`) is one of these claims, for a pod in
+    /// `namespace`.
+    pub fn uses_claim(&self, namespace: &str, key: &str) -> bool {
+        key.split_once('/')
+            .is_some_and(|(ns, name)| ns == namespace && self.claims.iter().any(|c| c.claim == name))
     }
 
     /// Reads a pod's volumes. A volume source this version does not know

@@ -45,7 +45,7 @@ pub(crate) fn pod_key(p: &Pod) -> String {
 
 pub(crate) const NODES: Kind<Node> = Kind {
     what: "nodes",
-    key: |n| n.metadata.name.clone().unwrap_or_default(),
+    key: name_key,
     apply: |n| Msg::Node(Box::new(n)),
     gone: |n| Msg::NodeGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NodesSynced,
@@ -66,7 +66,7 @@ pub(crate) const PODS: Kind<Pod> = Kind {
 
 pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
     what: "namespaces",
-    key: |n| n.metadata.name.clone().unwrap_or_default(),
+    key: name_key,
     apply: |n| Msg::Namespace(Box::new(n)),
     gone: |n| Msg::NamespaceGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NamespacesSynced,

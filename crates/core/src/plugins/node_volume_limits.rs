@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::cache::Snapshot;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
@@ -114,9 +114,8 @@ impl Plugin for NodeVolumeLimits {
         }
         // A volume the node already has attached costs nothing more.
         let mut new_count: FxHashMap<&str, i64> = FxHashMap::default();
-        let already: FxHashSet<&String> = attached.keys().collect();
         for (unique, driver) in &new {
-            if !already.contains(unique) {
+            if !attached.contains_key(unique) {
                 *new_count.entry(driver).or_default() += 1;
             }
         }
@@ -160,7 +159,7 @@ impl Plugin for NodeVolumeLimits {
                 kind: StorageKind::Claim,
                 key,
                 ..
-            } => super::volume_restrictions::names_claim(pod, key),
+            } => pod.volumes.uses_claim(&pod.namespace, key),
             _ => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }

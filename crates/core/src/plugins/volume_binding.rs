@@ -90,8 +90,10 @@ struct PreFilterState {
     storage: Arc<Storage>,
     /// Claims bound by the PersistentVolume controller.
     bound: Vec<Arc<Claim>>,
-    /// `WaitForFirstConsumer` claims to bind, smallest request first.
-    to_bind: Vec<Arc<Claim>>,
+    /// `WaitForFirstConsumer` claims to bind, smallest request first, each
+    /// with the volumes that may take it (of its class, or pre-bound to
+    /// it), chosen once for every node.
+    to_bind: Vec<(Arc<Claim>, Vec<Arc<Volume>>)>,
 }
 
 /// Why a node does not do, in kube-scheduler's order.
@@ -120,23 +122,22 @@ impl Conflicts {
 /// kube-scheduler's `FindMatchingVolume` for a node: the volume pre-bound
 /// to the claim if it admits the node, else the smallest available volume
 /// of the claim's class that is large enough, matches its mode, selector
-/// and access modes and admits the node; not one of `taken`.
+/// and access modes and admits the node; among `candidates`, not one of
+/// `taken`.
 fn matching_volume<'a>(
-    storage: &'a Storage,
+    storage: &Storage,
     claim: &Claim,
+    candidates: &'a [Arc<Volume>],
     node: &NodeData,
     taken: &[&str],
 ) -> Option<&'a Arc<Volume>> {
     let mut smallest: Option<&Arc<Volume>> = None;
-    for pv in storage.volumes() {
+    for pv in candidates {
         if taken.contains(&pv.name.as_str()) {
             continue;
         }
-        let claimant = storage.claimant_of(pv);
-        let pre_bound = pv.claim_ref.as_ref().is_some_and(|r| {
-            r.namespace == claim.namespace && r.name == claim.name && (r.uid.is_empty() || r.uid == claim.uid)
-        });
-        if claimant.is_some() && !pre_bound {
+        let pre_bound = pre_bound_to(pv, claim);
+        if storage.is_claimed(pv) && !pre_bound {
             continue;
         }
         if pv.capacity < claim.request || pv.volume_mode != claim.volume_mode || pv.deleting {
@@ -159,6 +160,13 @@ fn matching_volume<'a>(
         }
     }
     smallest
+}
+
+/// Whether the volume's `claimRef` names the claim (its UID, when set).
+fn pre_bound_to(pv: &Volume, claim: &Claim) -> bool {
+    pv.claim_ref.as_ref().is_some_and(|r| {
+        r.namespace == claim.namespace && r.name == claim.name && (r.uid.is_empty() || r.uid == claim.uid)
+    })
 }
 
 impl VolumeBinding {
@@ -187,20 +195,20 @@ impl VolumeBinding {
         };
         'unbound: {
             let mut to_provision: Vec<&Claim> = Vec::new();
-            let mut to_match: Vec<&Claim> = Vec::new();
-            for claim in &st.to_bind {
+            let mut to_match: Vec<(&Claim, &[Arc<Volume>])> = Vec::new();
+            for (claim, candidates) in &st.to_bind {
                 match storage.selected_node_of(claim) {
                     Some(n) if n != node.name => {
                         conflicts.bind = true;
                         break 'unbound;
                     }
                     Some(_) => to_provision.push(claim),
-                    None => to_match.push(claim),
+                    None => to_match.push((claim, candidates)),
                 }
             }
             let mut taken: Vec<&str> = Vec::new();
-            for claim in to_match {
-                match matching_volume(storage, claim, node, &taken) {
+            for (claim, candidates) in to_match {
+                match matching_volume(storage, claim, candidates, node, &taken) {
                     Some(pv) => {
                         taken.push(&pv.name);
                         plan.bindings.push((claim.key(), pv.name.clone()));
@@ -297,7 +305,12 @@ impl Plugin for VolumeBinding {
                 }
             };
             if delayed && claim.volume_name.is_none() {
-                st.to_bind.push(claim);
+                let candidates = storage
+                    .volumes()
+                    .filter(|pv| pv.class == claim.class || pre_bound_to(pv, &claim))
+                    .cloned()
+                    .collect();
+                st.to_bind.push((claim, candidates));
             } else {
                 immediate = true;
             }
@@ -305,7 +318,7 @@ impl Plugin for VolumeBinding {
         if immediate {
             return Status::unresolvable(ERR_UNBOUND_IMMEDIATE_PVC);
         }
-        st.to_bind.sort_by_key(|c| c.request);
+        st.to_bind.sort_by_key(|(c, _)| c.request);
         state.write(self.name(), st);
         Status::success()
     }

@@ -118,17 +118,11 @@ impl Plugin for VolumeRestrictions {
                 kind: StorageKind::Claim,
                 key,
                 ..
-            } => names_claim(pod, key),
+            } => pod.volumes.uses_claim(&pod.namespace, key),
             _ => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
     }
-}
-
-/// Whether `key` (`namespace/name`) is one of the pod's claims.
-pub(crate) fn names_claim(pod: &PodInfo, key: &str) -> bool {
-    key.split_once('/')
-        .is_some_and(|(ns, name)| ns == pod.namespace && pod.volumes.claims.iter().any(|c| c.claim == name))
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ impl Plugin for VolumeZone {
                 kind: StorageKind::Claim,
                 key,
                 ..
-            } => super::volume_restrictions::names_claim(pod, key),
+            } => pod.volumes.uses_claim(&pod.namespace, key),
             Change::StorageChanged { .. } => !pod.volumes.claims.is_empty(),
             _ => true,
         };
