@@ -46,6 +46,8 @@ pub struct Cache {
     workloads: Arc<crate::workloads::Workloads>,
     /// Claims, volumes, storage classes, CSI nodes and assumed bindings.
     storage: Arc<crate::storage::Storage>,
+    /// Live metrics of the configured sources.
+    metrics: Arc<crate::metrics::MetricTable>,
     /// Accounted pods with pod (anti-)affinity terms, and with required
     /// anti-affinity terms: plugins skip whole scans when there are none.
     with_affinity: usize,
@@ -85,6 +87,8 @@ pub struct Snapshot {
     pub workloads: Arc<crate::workloads::Workloads>,
     /// Claims, volumes, storage classes, CSI nodes and assumed bindings.
     pub storage: Arc<crate::storage::Storage>,
+    /// Live metrics of the configured sources.
+    pub metrics: Arc<crate::metrics::MetricTable>,
     /// Cache index → position in `nodes`.
     pos: Vec<usize>,
     /// Position in `nodes` → cache index (what shape entries hold).
@@ -479,6 +483,7 @@ impl Cache {
         c.namespaces = self.namespaces.clone();
         c.workloads = self.workloads.clone();
         c.storage = self.storage.clone();
+        c.metrics = self.metrics.clone();
         for cp in self.pods.values() {
             if uids.contains(cp.pod.uid.as_str()) {
                 continue;
@@ -530,6 +535,11 @@ impl Cache {
                 return;
             }
             self.account(&old_node, &old_pod, false);
+            if old_node != node {
+                self.count_placement(&node, &pod, 1);
+            }
+        } else {
+            self.count_placement(&node, &pod, 1);
         }
         self.account(&node, &pod, true);
         self.pods.insert(
@@ -540,6 +550,18 @@ impl Cache {
                 assumed: false,
             },
         );
+    }
+
+    /// Counts a pod placed on `node` (`sign` 1), or an assumption undone
+    /// (-1), in the node's running [`crate::metrics::Placed`] count.
+    fn count_placement(&mut self, node: &str, pod: &PodInfo, sign: i64) {
+        if let Some(&i) = self.index.get(node) {
+            let placed = &mut Arc::make_mut(&mut self.nodes[i]).usage.placed;
+            placed.pods += sign;
+            placed.milli_cpu += sign * pod.requests.requests.milli_cpu;
+            placed.memory += sign * pod.requests.requests.memory;
+            self.mark_dirty(i);
+        }
     }
 
     /// Removes a pod (deleted, or no longer bound).
@@ -566,6 +588,7 @@ impl Cache {
             return false;
         }
         self.remove_pod(&pod.key);
+        self.count_placement(node, &pod, 1);
         self.account(node, &pod, true);
         self.pods.insert(
             pod.key.clone(),
@@ -595,8 +618,9 @@ impl Cache {
         if !p.assumed || !(uid.is_empty() || p.pod.uid == uid) {
             return None;
         }
-        let pod = p.pod.clone();
+        let (pod, node) = (p.pod.clone(), p.node.clone());
         self.remove_pod(key);
+        self.count_placement(&node, &pod, -1);
         Some(pod)
     }
 
@@ -624,6 +648,9 @@ impl Cache {
         }
         if !Arc::ptr_eq(&snap.storage, &self.storage) {
             snap.storage = self.storage.clone();
+        }
+        if !Arc::ptr_eq(&snap.metrics, &self.metrics) {
+            snap.metrics = self.metrics.clone();
         }
         if !Arc::ptr_eq(&snap.shapes, &self.shapes.entries) {
             snap.shapes = self.shapes.entries.clone();
@@ -676,6 +703,27 @@ impl Cache {
     /// Changes the storage objects.
     pub fn storage_mut(&mut self) -> &mut crate::storage::Storage {
         Arc::make_mut(&mut self.storage)
+    }
+
+    /// The live metrics the cache holds.
+    pub fn metrics(&self) -> &crate::metrics::MetricTable {
+        &self.metrics
+    }
+
+    /// Declares a metric source (its values read as absent until the first
+    /// refresh).
+    pub fn define_metric_source(&mut self, name: &str, stale_after_ms: Option<i64>) {
+        Arc::make_mut(&mut self.metrics).define(name, stale_after_ms);
+    }
+
+    /// Replaces a metric source's values, matched to the nodes known now
+    /// (whose placement counts become the values' baseline).
+    pub fn install_metrics(
+        &mut self,
+        source: &str,
+        series: &[crate::metrics::Series],
+    ) -> crate::metrics::InstallReport {
+        Arc::make_mut(&mut self.metrics).install(source, series, &self.nodes)
     }
 
     /// Names of the namespaces the cache knows.

@@ -30,6 +30,35 @@ use serde::Deserialize;
 use crate::framework::{Enabled, Framework, Plugin, Points};
 use crate::plugins::{DEFAULT_PLUGINS, KNOWN_UNSUPPORTED, Registry};
 
+/// Parses a Go duration as the configuration writes them (`15s`, `1m30s`, `500ms`).
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let mut total = std::time::Duration::ZERO;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let n: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let secs = match &rest[..unit_end] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += std::time::Duration::try_from_secs_f64(n * secs).ok()?;
+        rest = &rest[unit_end..];
+    }
+    Some(total)
+}
+
 /// The profile name used when the configuration names none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "wasm-scheduler";
 
@@ -44,7 +73,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         ConfigError {
             field: field.into(),
             reason: reason.into(),
@@ -184,6 +213,9 @@ pub struct Config {
     /// The WebAssembly plugin settings, read by the WebAssembly host.
     #[serde(default)]
     pub wasm_plugins: Option<serde_json::Value>,
+    /// Live metrics for plugins (a wasmsched extension).
+    #[serde(default)]
+    pub metrics: crate::metrics::config::MetricsConfig,
 }
 
 fn default_initial_backoff() -> i64 {
@@ -283,6 +315,7 @@ impl Config {
         {
             return Err(ConfigError::new("parallelism", "must be greater than 0"));
         }
+        self.metrics.validate()?;
         if self.profiles.is_empty() {
             self.profiles.push(Profile::default());
         }

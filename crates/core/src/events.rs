@@ -31,6 +31,10 @@ pub enum Resource {
     StorageClass,
     /// A CSINode.
     CsiNode,
+    /// A metric source's values (`metrics.sources`), refreshed: not a
+    /// Kubernetes object, a wasmsched event for plugins that read live
+    /// metrics.
+    Metric,
 }
 
 impl Resource {
@@ -156,6 +160,7 @@ impl std::fmt::Display for ClusterEvent {
             Resource::PersistentVolume => "PersistentVolume",
             Resource::StorageClass => "StorageClass",
             Resource::CsiNode => "CSINode",
+            Resource::Metric => "Metric",
         };
         let mut names: Vec<&str> = Vec::new();
         let mut rest = self.action;
@@ -236,6 +241,11 @@ pub enum Change<'a> {
         /// How.
         action: Action,
     },
+    /// A metric source's values were refreshed.
+    MetricsRefreshed {
+        /// The source's name.
+        source: &'a str,
+    },
     /// The pending pod itself changed (its spec or labels, not its status).
     PodUpdated {
         /// Before.
@@ -260,6 +270,7 @@ impl Change<'_> {
             Change::AssignedPodScaledDown { .. } => (Resource::AssignedPod, Action::UPDATE_POD_SCALE_DOWN),
             Change::PodUpdated { action, .. } => (Resource::UnscheduledPod, *action),
             Change::StorageChanged { kind, action, .. } => (Resource::of_storage(*kind), *action),
+            Change::MetricsRefreshed { .. } => (Resource::Metric, Action::UPDATE),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod events;
 pub mod extender;
 pub mod fixture;
 pub mod framework;
+pub mod metrics;
 pub mod node;
 pub mod nominator;
 pub mod plugins;

@@ -186,6 +186,9 @@ pub struct Usage {
     pub shapes: Vec<(u32, u32)>,
     /// The pods themselves (preemption chooses among them).
     pub pod_infos: Vec<Arc<crate::pod::PodInfo>>,
+    /// Running count of the pods placed here (what live metrics cannot
+    /// show yet is the difference since their sample).
+    pub placed: crate::metrics::Placed,
 }
 
 /// A node and the usage of its pods, as one scheduling cycle sees it.

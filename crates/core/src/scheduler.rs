@@ -140,8 +140,13 @@ impl Scheduler {
                     .collect()
             })
             .collect();
+        let mut cache = Cache::new();
+        for source in &config.metrics.sources {
+            let stale = i64::try_from(source.stale_after().as_millis()).unwrap_or(i64::MAX);
+            cache.define_metric_source(&source.name, Some(stale));
+        }
         Ok(Scheduler {
-            cache: Cache::new(),
+            cache,
             queue: SchedulingQueue::new(config.initial_backoff(), config.max_backoff()),
             frameworks,
             registrations,
@@ -282,6 +287,26 @@ impl Scheduler {
             },
             now,
         );
+    }
+
+    /// A metric source's values were refreshed: they replace the source's
+    /// previous values (a source the configuration does not define is
+    /// defined, its values never stale), and pods rejected by a plugin that
+    /// reads live metrics are retried.
+    pub fn on_metrics(
+        &mut self,
+        source: &str,
+        series: &[crate::metrics::Series],
+        now: Instant,
+    ) -> crate::metrics::InstallReport {
+        let report = self.cache.install_metrics(source, series);
+        self.requeue_for(&Change::MetricsRefreshed { source }, now);
+        report
+    }
+
+    /// The live metrics the scheduler holds.
+    pub fn metrics(&self) -> &crate::metrics::MetricTable {
+        self.cache.metrics()
     }
 
     /// A pod was added or changed. Bound pods count as usage (and leave the

@@ -108,34 +108,7 @@ impl Leadership {
     }
 }
 
-/// Parses a Go duration as the configuration writes them (`15s`, `1m30s`, `500ms`).
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let secs = match &rest[..unit_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += Duration::try_from_secs_f64(n * secs).ok()?;
-        rest = &rest[unit_end..];
-    }
-    Some(total)
-}
+pub use wasmsched_core::config::parse_duration;
 
 /// Now, to the microsecond (what `metav1.MicroTime` carries).
 pub(crate) fn now() -> k8s_openapi::jiff::Timestamp {

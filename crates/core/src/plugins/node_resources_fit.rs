@@ -361,6 +361,7 @@ impl Plugin for NodeResourcesFit {
                 self.fits_empty(pod, new) && (n.pods > o.pods || more_of_requested(req, o, n))
             }
             Change::PodUpdated { .. }
+            | Change::MetricsRefreshed { .. }
             | Change::AssignedPodAdded(_)
             | Change::AssignedPodRelabelled { .. }
             | Change::NamespaceChanged { .. }
