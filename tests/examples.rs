@@ -1,7 +1,8 @@
 //! Every example plugin in every language is built from source with
 //! `plugins/build.sh` (installing its toolchain if missing), loaded by the
 //! host (`wasmsched plugin test`), and gives the same verdicts and scores as
-//! its Rust twin on the shared fixture.
+//! its Rust twin on the shared fixture (nodes, pods, and live metric values
+//! for the plugins that read them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +40,8 @@ fn answers(component: &Path, pod: &str, seed: &str) -> Value {
         .arg(fixture.join(pod))
         .arg("--nodes")
         .arg(fixture.join("nodes.yaml"))
+        .arg("--metrics")
+        .arg(fixture.join("metrics.json"))
         .output()
         .unwrap();
     assert!(
@@ -89,14 +92,25 @@ fn every_language_gives_the_same_answers_as_rust() {
             }
             checked.push(format!("{name}/{lang}"));
         }
-        // The committed prebuilt component behaves as the one built from source.
-        let prebuilt = repo().join(format!("plugins/prebuilt/{name}.wasm"));
-        assert!(prebuilt.exists(), "no prebuilt {}", prebuilt.display());
+        // The committed prebuilt component behaves as the one built from
+        // source (those that read live metrics are kept apart, in
+        // plugins/prebuilt/metrics: they need metric sources configured).
+        let prebuilt = [
+            format!("plugins/prebuilt/{name}.wasm"),
+            format!("plugins/prebuilt/metrics/{name}.wasm"),
+        ]
+        .map(|p| repo().join(p))
+        .into_iter()
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("no prebuilt {name} in plugins/prebuilt or plugins/prebuilt/metrics"));
         for pod in ["pod-sensor.yaml", "pod-web.yaml"] {
             let (want, got) = (answers(&rust, pod, "1"), answers(&prebuilt, pod, "1"));
             assert_eq!(
-                got["nodes"], want["nodes"],
-                "plugins/prebuilt/{name}.wasm differs from its source: rebuild it with plugins/build.sh rust plugins/examples/{name}/rust plugins/prebuilt/{name}.wasm"
+                got["nodes"],
+                want["nodes"],
+                "{} differs from its source: rebuild it with plugins/build.sh rust plugins/examples/{name}/rust {}",
+                prebuilt.display(),
+                prebuilt.display()
             );
             assert_eq!(got["points"], want["points"]);
         }

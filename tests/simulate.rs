@@ -5,6 +5,7 @@
 mod guest;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -769,5 +770,157 @@ fn print_cluster_shows_the_bundled_nodes_and_their_zones() {
     assert!(
         text.contains(&format!("{nodes} nodes; {pending} pending pods: ")),
         "{text}"
+    );
+}
+
+/// A cluster of four roomy nodes, `pods` pending pods, and a latency per node
+/// (10, 20, 40, 80 ms), in a directory of their own; returns it with the
+/// paths of the cluster and the metrics.
+fn herd_fixture(tag: &str, pods: usize) -> (PathBuf, String, String) {
+    let dir = std::env::temp_dir().join(format!("wasmsched-herd-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut docs = Vec::new();
+    for n in ["n1", "n2", "n3", "n4"] {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {n}, labels: {{kubernetes.io/hostname: {n}}}}}\nstatus: {{allocatable: {{cpu: '64', memory: 256Gi, pods: '500'}}}}\n"
+        ));
+    }
+    for i in 0..pods {
+        docs.push(format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: web-{i}, namespace: shop, uid: u{i}}}\nspec:\n  schedulerName: wasm-scheduler\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: 10m}}}}}}]\n"
+        ));
+    }
+    let cluster = dir.join("cluster.yaml");
+    std::fs::write(&cluster, docs.join("---\n")).unwrap();
+    let metrics = dir.join("metrics.json");
+    std::fs::write(
+        &metrics,
+        r#"{"sources": {"latency": {"n1": 0.010, "n2": 0.020, "n3": 0.040, "n4": 0.080}}}"#,
+    )
+    .unwrap();
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(
+        guest::build("examples/fastest-node/rust", None),
+        plugins.join("fastest-node.wasm"),
+    )
+    .unwrap();
+    (
+        dir,
+        cluster.to_str().unwrap().to_owned(),
+        metrics.to_str().unwrap().to_owned(),
+    )
+}
+
+/// Pods per node of a `simulate -o json` run.
+fn per_node(v: &Value) -> HashMap<String, usize> {
+    let mut out = HashMap::new();
+    for p in v["placements"].as_array().unwrap() {
+        *out.entry(p["node"].as_str().unwrap_or("-").to_owned()).or_default() += 1;
+    }
+    out
+}
+
+/// 100 pods arrive between two refreshes of a latency source. With the
+/// correction for what was placed since the sample (fastest-node's
+/// `penaltyPerPod`), they spread over the fast nodes in proportion to
+/// their speed; without it, every pod goes to the one fastest node. Only
+/// the plugin scores, so the difference is the correction's.
+#[test]
+fn pods_placed_between_refreshes_do_not_herd_onto_one_node() {
+    let (dir, cluster, metrics) = herd_fixture("spread", 100);
+    let run = |penalty: f64| {
+        let config = dir.join(format!("config-{penalty}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "profiles:\n- plugins:\n    score:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: fastest-node}}]\n  pluginConfig:\n  - name: fastest-node\n    args: {{penaltyPerPod: {penalty}}}\n"
+            ),
+        )
+        .unwrap();
+        let v = stdout_json(&[
+            "simulate",
+            "--cluster",
+            &cluster,
+            "--config",
+            config.to_str().unwrap(),
+            "--plugins",
+            dir.join("plugins").to_str().unwrap(),
+            "--metrics",
+            &metrics,
+            "-o",
+            "json",
+        ]);
+        assert_eq!(v["summary"]["scheduled"], 100, "{v}");
+        per_node(&v)
+    };
+    let herd = run(0.0);
+    assert_eq!(herd.get("n1"), Some(&100), "without the correction: {herd:?}");
+    let spread = run(0.1);
+    let n = |k: &str| spread.get(k).copied().unwrap_or(0);
+    eprintln!("with the correction: {spread:?}");
+    // Equal corrected latency: 10(1 + k1/10) = 20(1 + k2/10) = 40(1 + k3/10)
+    // with k1 + k2 + k3 (+ k4) = 100 gives about 65, 27, 8 and 0.
+    assert!((60..=70).contains(&n("n1")), "{spread:?}");
+    assert!((22..=32).contains(&n("n2")), "{spread:?}");
+    assert!((4..=12).contains(&n("n3")), "{spread:?}");
+    assert!(n("n4") <= 1, "{spread:?}");
+}
+
+/// A metric plugin without its source configured fails loudly, naming the
+/// source; with a snapshot of values it scores by them, and a value the
+/// snapshot does not have is neutral.
+#[test]
+fn simulate_reads_metric_snapshots_in_json_and_prometheus_text() {
+    let (dir, cluster, _) = herd_fixture("snapshot", 1);
+    let plugins = dir.join("plugins");
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        "profiles:\n- plugins:\n    score:\n      disabled: [{name: '*'}]\n      enabled: [{name: fastest-node}]\n",
+    )
+    .unwrap();
+    let base = [
+        "simulate",
+        "--cluster",
+        &cluster,
+        "--config",
+        config.to_str().unwrap(),
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "-o",
+        "json",
+    ];
+    let v = stdout_json(&base);
+    let reason = v["placements"][0]["reason"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        reason.contains("plugin fastest-node: metrics(latency): no metric source \"latency\" is configured"),
+        "{v}"
+    );
+    // Prometheus' text format: n3 is the fastest, n1 has no value.
+    let text = dir.join("metrics.prom");
+    std::fs::write(
+        &text,
+        "# TYPE latency gauge\nlatency{node=\"n2\"} 0.5\nlatency{node=\"n3\"} 0.25\nlatency{node=\"n4\"} 0.75\nlatency{node=\"elsewhere\"} 0.1\n",
+    )
+    .unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--metrics", text.to_str().unwrap()]);
+    let out = wasmsched(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("latency: no node matches elsewhere"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["placements"][0]["node"], "n3", "{v}");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"sources": {"latency": {"n1": "fast"}}}"#).unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--metrics", bad.to_str().unwrap()]);
+    let out = wasmsched(&args);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid metrics") && stderr.contains("sources.latency.n1: must be a number, not \"fast\""),
+        "{stderr}"
     );
 }

@@ -441,7 +441,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(
-            m.contains("does not export wasmsched:plugin/plugin@0.2.0 (or 0.1.0, the earlier contract)"),
+            m.contains("does not export wasmsched:plugin/plugin@0.3.0 (or 0.2.0 or 0.1.0, the earlier contracts)"),
             "{m}"
         ),
         e => panic!("{e:?}"),
@@ -917,17 +917,27 @@ fn a_file_that_compiles_too_long_is_refused() {
     assert_eq!(host.compiling(), 0);
 }
 
-/// A component built against contract 0.1 still loads on the host of 0.2,
-/// registers for every change, and answers as the same plugin built from
-/// today's source (against 0.2).
+/// Components built against contracts 0.1 and 0.2 still load on the host
+/// of 0.3, keep their event registrations (0.1: every change), and answer
+/// as the same plugin built from today's source (against 0.3).
 #[test]
-fn components_built_against_contract_0_1_keep_loading() {
+fn components_built_against_earlier_contracts_keep_loading() {
     let host = host_for(None, json!({}));
-    let old = host.load_file(&guest::label_gate_v0_1(), "{}").unwrap();
+    let v0_1 = host.load_file(&guest::label_gate_v0_1(), "{}").unwrap();
+    let v0_2 = host.load_file(&guest::label_gate_v0_2(), "{}").unwrap();
     let new = host.load_file(&guest::label_gate(), "{}").unwrap();
-    assert_eq!((old.contract, new.contract), ("0.1", "0.2"));
-    assert_eq!(old.events, None, "0.1 plugins register for every change");
-    assert_eq!(old.point_names(), new.point_names());
+    assert_eq!((v0_1.contract, v0_2.contract, new.contract), ("0.1", "0.2", "0.3"));
+    assert_eq!(v0_1.events, None, "0.1 plugins register for every change");
+    let spread_v0_2 = host
+        .load_file(&guest::label_spread_v0_2(), r#"{"topologyKey": "zone"}"#)
+        .unwrap();
+    let spread = host
+        .load_file(&guest::label_spread(), r#"{"topologyKey": "zone"}"#)
+        .unwrap();
+    assert!(spread.events.is_some());
+    assert_eq!(spread_v0_2.events, spread.events, "0.2 registrations carry over");
+    assert_eq!(v0_1.point_names(), new.point_names());
+    assert_eq!(v0_2.point_names(), new.point_names());
     let ns = nodes(&[None, None, None]);
     let pi = pod(json!({"cluster.type": "raspberry"}));
     let verdicts = |l: &wasmsched_wasm::Loaded| {
@@ -938,7 +948,8 @@ fn components_built_against_contract_0_1_keep_loading() {
             rs.into_iter().map(|r| (r.index, r.code, r.reason)).collect::<Vec<_>>(),
         )
     };
-    assert_eq!(verdicts(&old), verdicts(&new));
+    assert_eq!(verdicts(&v0_1), verdicts(&new));
+    assert_eq!(verdicts(&v0_2), verdicts(&new));
 }
 
 fn labelled_pod(name: &str, labels: serde_json::Value, node: Option<&str>) -> Pod {
@@ -1027,6 +1038,104 @@ fn pod_views_spread_pods_and_declared_events_decide_retries() {
         let (a, b) = (zones["n0"], zones["n1"]);
         assert!(a.abs_diff(b) <= 1, "web-{i} on {node}: {zones:?}");
     }
+}
+
+/// load-aware reads two live metric sources through contract 0.3: a node
+/// whose usage, corrected by the requests placed since the sample, is above
+/// the threshold is rejected, and the pod waits; metrics are not a cluster
+/// event, yet their refresh retries the pods a plugin that read them
+/// rejected (and not those another plugin rejected). An unknown source is
+/// an error naming the configured ones.
+#[test]
+fn metric_refreshes_retry_pods_a_metric_plugin_rejected() {
+    use wasmsched_core::config::Config;
+    use wasmsched_core::framework::ScheduleError;
+    use wasmsched_core::metrics::{Placed, Series};
+    use wasmsched_core::scheduler::{Responsibility, Scheduler};
+    let dir = temp_dir("load-aware");
+    std::fs::copy(
+        guest::build("examples/load-aware/rust", None),
+        dir.join("load-aware.wasm"),
+    )
+    .unwrap();
+    let config = Config::from_yaml(
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: load-aware}]\n\
+         metrics:\n  sources:\n  - {name: cpu, prometheus: {url: 'http://p', query: q}}\n  - {name: memory, prometheus: {url: 'http://p', query: q}}\n",
+    )
+    .unwrap();
+    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
+    wasm.directory = Some(dir);
+    let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
+    assert!(host.scan().rejected.is_empty());
+    let mut registry = wasmsched_core::plugins::Registry::builtin();
+    host.register(&mut registry);
+    let mut sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+    let t0 = Instant::now();
+    for n in ["n0", "n1"] {
+        let node: Node = serde_json::from_value(json!({"metadata": {"name": n},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+        .unwrap();
+        sched.on_node(&node, t0).unwrap();
+    }
+    let now = wasmsched_wasm::unix_ms();
+    let series = |values: &[(&str, f64)], since_cpu: i64| -> Vec<Series> {
+        values
+            .iter()
+            .map(|(n, v)| Series {
+                node: (*n).into(),
+                value: *v,
+                at_ms: now,
+                since: Placed {
+                    pods: 1,
+                    milli_cpu: since_cpu,
+                    memory: 0,
+                },
+            })
+            .collect()
+    };
+    // Both nodes are busy once the core placed on each since the sample
+    // (a quarter of 4 cores) is counted: 0.9 and 0.6 read 1.15 and 0.85.
+    sched.on_metrics("cpu", &series(&[("n0", 0.9), ("n1", 0.6)], 1000), t0);
+    sched
+        .on_pod(&labelled_pod("web-0", json!({"app": "web"}), None), t0)
+        .unwrap();
+    let a = sched.schedule_one(t0, false).unwrap();
+    match &a.result {
+        Err(ScheduleError::Unschedulable(fit)) => {
+            assert_eq!(fit.diagnosis.unschedulable_plugins, ["load-aware"]);
+            assert!(
+                fit.to_string().contains("2 node(s) had CPU usage above the threshold"),
+                "{fit}"
+            );
+        }
+        r => panic!("unexpected {r:?}"),
+    }
+    // Nothing changed: still parked, well past its backoff.
+    let t1 = t0 + Duration::from_secs(30);
+    assert!(sched.schedule_one(t1, false).is_none());
+    // New values: n0 cooled down (0.7 and 0.1 placed since is not above
+    // 0.8), n1 did not (0.75 and 0.1). The pod is retried and lands on n0.
+    sched.on_metrics("cpu", &series(&[("n0", 0.7), ("n1", 0.75)], 400), t1);
+    let a = sched
+        .schedule_one(t1 + Duration::from_secs(30), false)
+        .expect("retried");
+    assert_eq!(a.result.as_ref().unwrap().node, "n0");
+    // A source the configuration does not define is an error naming those
+    // it does.
+    let snapshot = Arc::new(sched.snapshot_now().as_ref().clone());
+    let ns: Vec<Arc<NodeInfo>> = snapshot.nodes.clone();
+    let refs: Vec<&Arc<NodeInfo>> = ns.iter().collect();
+    let other = host
+        .load_file(
+            &guest::build("examples/load-aware/rust", None),
+            r#"{"cpuSource": "gpu"}"#,
+        )
+        .unwrap();
+    let e = other.filter(&pod(json!({})), &refs, Some(&snapshot)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "metrics(gpu): no metric source \"gpu\" is configured (metrics.sources: cpu, memory)"
+    );
 }
 
 /// A selector Kubernetes would refuse is the plugin's error, naming the

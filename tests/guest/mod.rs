@@ -117,6 +117,16 @@ pub fn label_gate_v0_1() -> PathBuf {
     repo().join("plugins/testdata/contract-0.1/label-gate.wasm")
 }
 
+/// The same plugin built against contract 0.2, kept as built then.
+pub fn label_gate_v0_2() -> PathBuf {
+    repo().join("plugins/testdata/contract-0.2/label-gate.wasm")
+}
+
+/// label-spread built against contract 0.2 (it declares its events).
+pub fn label_spread_v0_2() -> PathBuf {
+    repo().join("plugins/testdata/contract-0.2/label-spread.wasm")
+}
+
 /// A new directory (tagged `tag`) holding the committed prebuilt
 /// components of `plugins` (`plugins/prebuilt/<name>.wasm`).
 pub fn prebuilt_dir(tag: &str, plugins: &[&str]) -> PathBuf {

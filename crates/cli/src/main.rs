@@ -108,6 +108,40 @@ pub(crate) fn read_file(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }
 
+/// A metric snapshot file (`--metrics`), parsed.
+pub(crate) struct Metrics {
+    pub path: String,
+    pub sources: wasmsched_core::metrics::snapshot::Sources,
+}
+
+/// Reads `--metrics FILE`; values without a timestamp are taken now.
+pub(crate) fn read_metrics(path: &Path) -> anyhow::Result<Metrics> {
+    let now = wasmsched_wasm::unix_ms();
+    let sources = wasmsched_core::metrics::snapshot::parse(&read_file(path)?, now)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("invalid metrics {}", path.display()))?;
+    Ok(Metrics {
+        path: path.display().to_string(),
+        sources,
+    })
+}
+
+/// Warns about a snapshot's series that reached no node.
+pub(crate) fn warn_unmatched(path: &str, source: &str, r: &wasmsched_core::metrics::InstallReport) {
+    if !r.unmatched.is_empty() {
+        eprintln!("warning: {path}: {source}: no node matches {}", r.unmatched.join(", "));
+    }
+    for (node, n) in &r.ambiguous {
+        eprintln!("warning: {path}: {source}: {n} values for node {node}; none is used");
+    }
+    if !r.not_finite.is_empty() {
+        eprintln!(
+            "warning: {path}: {source}: values that are not finite numbers are dropped (for {})",
+            r.not_finite.join(", ")
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     // A user's error is a message (with its causes), not a crash report:
     // no backtrace, whatever RUST_BACKTRACE says.

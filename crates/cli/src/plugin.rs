@@ -71,6 +71,10 @@ pub enum Command {
         /// Seed of the host's random numbers.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Live metric values per node, for plugins that read metric
+        /// sources (the format of `simulate --metrics`).
+        #[arg(long, value_name = "FILE")]
+        metrics: Option<PathBuf>,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -224,8 +228,12 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
             nodes,
             args,
             seed,
+            metrics,
             json,
-        } => test(&file, &pod, &nodes, &args, seed, json),
+        } => {
+            let metrics = metrics.as_deref().map(crate::read_metrics).transpose()?;
+            test(&file, &pod, &nodes, &args, seed, metrics.as_ref(), json)
+        }
     }
 }
 
@@ -301,7 +309,15 @@ fn code_name(c: wasmsched_wasm::GuestCode) -> &'static str {
     }
 }
 
-fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool) -> anyhow::Result<()> {
+fn test(
+    file: &Path,
+    pod: &Path,
+    nodes: &Path,
+    args: &str,
+    seed: u64,
+    metrics: Option<&crate::Metrics>,
+    json: bool,
+) -> anyhow::Result<()> {
     let pod_objs = parse_objects(&crate::read_file(pod)?).with_context(|| format!("cannot read {}", pod.display()))?;
     let [pod] = pod_objs.pods.as_slice() else {
         bail!(
@@ -321,6 +337,10 @@ fn test(file: &Path, pod: &Path, nodes: &Path, args: &str, seed: u64, json: bool
         if p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
             cache.upsert_pod(Arc::new(PodInfo::from_pod(p)?));
         }
+    }
+    for (source, series) in metrics.iter().flat_map(|m| &m.sources) {
+        let report = cache.install_metrics(source, series);
+        crate::warn_unmatched(&metrics.expect("some").path, source, &report);
     }
     let snapshot = Arc::new(cache.snapshot());
     let mut nodes: Vec<_> = snapshot.nodes.iter().collect();

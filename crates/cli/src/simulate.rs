@@ -52,6 +52,11 @@ pub struct Args {
     /// bound) and pending pods instead of placing anything.
     #[arg(long)]
     print_cluster: bool,
+    /// Live metric values per node for plugins that read metric sources
+    /// (JSON `{"sources": {"NAME": {"NODE": VALUE}}}`, or Prometheus text
+    /// with the source as the metric name and a `node` or `instance` label).
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
 }
 
 fn parse_weight(s: &str) -> Result<(String, i64), String> {
@@ -146,7 +151,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if plugins.is_some() {
         eprintln!("{}", score_weights(&config, &registry)?);
     }
-    let rows = simulate(&config, &registry, &config_name, &objs, args.seed, &explain)?;
+    let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
+    let rows = simulate(
+        &config,
+        &registry,
+        &config_name,
+        &objs,
+        metrics.as_ref(),
+        args.seed,
+        &explain,
+    )?;
     if let Some(host) = &plugins {
         let mut seen = BTreeSet::new();
         for s in host.slots() {
@@ -283,6 +297,7 @@ fn simulate(
     registry: &Registry,
     config_name: &str,
     objs: &Objects,
+    metrics: Option<&crate::Metrics>,
     seed: u64,
     explain: &BTreeSet<String>,
 ) -> anyhow::Result<Vec<Row>> {
@@ -300,6 +315,12 @@ fn simulate(
     }
     for o in &objs.storage {
         sched.on_storage(o, now)?;
+    }
+    if let Some(m) = metrics {
+        for (source, series) in &m.sources {
+            let report = sched.on_metrics(source, series, now);
+            crate::warn_unmatched(&m.path, source, &report);
+        }
     }
     let mut rows = Vec::new();
     for p in &objs.pods {

@@ -10,18 +10,20 @@ use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine};
 
 use crate::LoadError;
-use crate::host::{BindingsPre, HostState, v0_1, v0_2};
+use crate::host::{BindingsPre, HostState, v0_1, v0_2, v0_3};
 use crate::limits::Budget;
 
 /// How often the engine's epoch advances: the granularity of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
-/// The interfaces a plugin may import (any 0.1.x).
-const ALLOWED_IMPORTS: [&str; 4] = [
+/// The interfaces a plugin may import (of any minor the host serves).
+const ALLOWED_IMPORTS: [&str; 6] = [
     "wasmsched:plugin/cluster@0.1.",
     "wasmsched:plugin/host@0.1.",
     "wasmsched:plugin/cluster@0.2.",
     "wasmsched:plugin/host@0.2.",
+    "wasmsched:plugin/cluster@0.3.",
+    "wasmsched:plugin/host@0.3.",
 ];
 
 /// The engine, its linker and the compiled-artifact cache.
@@ -241,6 +243,8 @@ impl WasmEngine {
             .map_err(|e| LoadError::Engine(e.to_string()))?;
         v0_2::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
             .map_err(|e| LoadError::Engine(e.to_string()))?;
+        v0_3::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+            .map_err(|e| LoadError::Engine(e.to_string()))?;
         // Deadlines are counted in epochs; one thread advances them for all
         // stores, and stops when the engine is gone.
         let weak = engine.weak();
@@ -359,22 +363,23 @@ impl WasmEngine {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
-        // The minor is the one of the plugin interface it exports (0.2
-        // unless it says 0.1).
-        let v0_1 = ty
-            .exports(engine)
-            .any(|(name, _)| name.starts_with("wasmsched:plugin/plugin@0.1."));
-        let pre = if v0_1 {
-            v0_1::SchedulerPluginPre::new(pre).map(BindingsPre::V0_1)
+        // The minor is the one of the plugin interface it exports (the
+        // current one unless it says an earlier one).
+        let exports = |minor: &str| {
+            ty.exports(engine)
+                .any(|(name, _)| name.starts_with(&format!("wasmsched:plugin/plugin@{minor}.")))
+        };
+        let (pre, version) = if exports("0.1") {
+            (v0_1::SchedulerPluginPre::new(pre).map(BindingsPre::V0_1), "0.1.0")
+        } else if exports("0.2") {
+            (v0_2::SchedulerPluginPre::new(pre).map(BindingsPre::V0_2), "0.2.0")
         } else {
-            v0_2::SchedulerPluginPre::new(pre).map(BindingsPre::V0_2)
-        }
-        .map_err(|e| {
-            let version = if v0_1 {
-                "0.1.0"
-            } else {
-                "0.2.0 (or 0.1.0, the earlier contract)"
-            };
+            (
+                v0_3::SchedulerPluginPre::new(pre).map(BindingsPre::V0_3),
+                "0.3.0 (or 0.2.0 or 0.1.0, the earlier contracts)",
+            )
+        };
+        let pre = pre.map_err(|e| {
             LoadError::Invalid(format!(
                 "it does not export wasmsched:plugin/plugin@{version} as the contract defines it: {e:#}"
             ))

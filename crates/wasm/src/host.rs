@@ -1,9 +1,10 @@
 //! The host side of the contract: bindings generated from `wit/` (the
-//! current minor, 0.2) and from `wit/0.1.0/` (so that plugins built against
-//! 0.1 keep loading), and the read-only views of the pod, the node batch and
-//! the cluster's pods a plugin call receives. Both minors' imports are
-//! served by the same code: the accessors they share are written once, in
-//! macros expanded for each minor's types.
+//! current minor, 0.3) and from `wit/0.2.0/` and `wit/0.1.0/` (so that
+//! plugins built against earlier minors keep loading), and the read-only
+//! views of the pod, the node batch, the cluster's pods and the live
+//! metrics a plugin call receives. Every minor's imports are served by the
+//! same code: the accessors they share are written once, in macros
+//! expanded for each minor's types.
 
 use std::sync::Arc;
 
@@ -17,11 +18,24 @@ use wasmtime::format_err;
 use crate::limits::{Budget, Limiter};
 use crate::plugin::PluginStats;
 
-/// Contract 0.2 (`wit/plugin.wit`): what the SDKs build against.
-pub mod v0_2 {
+/// Contract 0.3 (`wit/plugin.wit`): what the SDKs build against.
+pub mod v0_3 {
     wasmtime::component::bindgen!({
         world: "scheduler-plugin",
         path: "../../wit",
+        imports: { default: trappable },
+        with: {
+            "wasmsched:plugin/cluster.pod": super::PodHandle,
+            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+        },
+    });
+}
+
+/// Contract 0.2 (`wit/0.2.0/plugin.wit`), served unchanged.
+pub mod v0_2 {
+    wasmtime::component::bindgen!({
+        world: "scheduler-plugin",
+        path: "../../wit/0.2.0",
         imports: { default: trappable },
         with: {
             "wasmsched:plugin/cluster.pod": super::PodHandle,
@@ -43,13 +57,14 @@ pub mod v0_1 {
     });
 }
 
-pub use v0_2::exports;
+pub use v0_3::exports;
 
 /// An instance's exports, whichever minor it was built against; calls
-/// return 0.2's types (0.1's are a subset).
+/// return 0.3's types (earlier minors' are subsets).
 pub(crate) enum Bindings {
     V0_1(v0_1::SchedulerPlugin),
     V0_2(v0_2::SchedulerPlugin),
+    V0_3(v0_3::SchedulerPlugin),
 }
 
 /// A component made ready to instantiate, for its minor.
@@ -57,39 +72,101 @@ pub(crate) enum Bindings {
 pub(crate) enum BindingsPre {
     V0_1(v0_1::SchedulerPluginPre<HostState>),
     V0_2(v0_2::SchedulerPluginPre<HostState>),
+    V0_3(v0_3::SchedulerPluginPre<HostState>),
 }
 
 use exports::wasmsched::plugin::plugin as guest;
-use v0_1::exports::wasmsched::plugin::plugin as guest_v0_1;
 
-fn code_v0_1(c: guest_v0_1::Code) -> guest::Code {
-    match c {
-        guest_v0_1::Code::Success => guest::Code::Success,
-        guest_v0_1::Code::Unschedulable => guest::Code::Unschedulable,
-        guest_v0_1::Code::UnschedulableAndUnresolvable => guest::Code::UnschedulableAndUnresolvable,
-        guest_v0_1::Code::Skip => guest::Code::Skip,
-    }
+/// Conversions of an earlier minor's export types into the current ones
+/// (the same shapes under other Rust types).
+macro_rules! from_minor {
+    ($name:ident, $old:path) => {
+        mod $name {
+            use super::guest;
+            use $old as old;
+
+            pub(super) fn code(c: old::Code) -> guest::Code {
+                match c {
+                    old::Code::Success => guest::Code::Success,
+                    old::Code::Unschedulable => guest::Code::Unschedulable,
+                    old::Code::UnschedulableAndUnresolvable => guest::Code::UnschedulableAndUnresolvable,
+                    old::Code::Skip => guest::Code::Skip,
+                }
+            }
+
+            pub(super) fn points(p: old::Points) -> guest::Points {
+                [
+                    (old::Points::PRE_FILTER, guest::Points::PRE_FILTER),
+                    (old::Points::FILTER, guest::Points::FILTER),
+                    (old::Points::PRE_SCORE, guest::Points::PRE_SCORE),
+                    (old::Points::SCORE, guest::Points::SCORE),
+                    (old::Points::NORMALIZE_SCORE, guest::Points::NORMALIZE_SCORE),
+                ]
+                .into_iter()
+                .filter(|(o, _)| p.contains(*o))
+                .fold(guest::Points::empty(), |acc, (_, new)| acc | new)
+            }
+
+            pub(super) fn status(s: old::Status) -> guest::Status {
+                guest::Status {
+                    code: code(s.code),
+                    reason: s.reason,
+                }
+            }
+
+            pub(super) fn rejections(rs: Vec<old::Rejection>) -> Vec<guest::Rejection> {
+                rs.into_iter()
+                    .map(|r| guest::Rejection {
+                        index: r.index,
+                        code: code(r.code),
+                        reason: r.reason,
+                    })
+                    .collect()
+            }
+        }
+    };
 }
 
-fn points_v0_1(p: guest_v0_1::Points) -> guest::Points {
-    use guest_v0_1::Points as Old;
-    [
-        (Old::PRE_FILTER, guest::Points::PRE_FILTER),
-        (Old::FILTER, guest::Points::FILTER),
-        (Old::PRE_SCORE, guest::Points::PRE_SCORE),
-        (Old::SCORE, guest::Points::SCORE),
-        (Old::NORMALIZE_SCORE, guest::Points::NORMALIZE_SCORE),
-    ]
-    .into_iter()
-    .filter(|(old, _)| p.contains(*old))
-    .fold(guest::Points::empty(), |acc, (_, new)| acc | new)
-}
+from_minor!(from_v0_1, super::v0_1::exports::wasmsched::plugin::plugin);
+from_minor!(from_v0_2, super::v0_2::exports::wasmsched::plugin::plugin);
 
-fn status_v0_1(s: guest_v0_1::Status) -> guest::Status {
-    guest::Status {
-        code: code_v0_1(s.code),
-        reason: s.reason,
-    }
+/// A 0.2 plugin's event registration, as 0.3's.
+fn events_v0_2(
+    events: Option<Vec<v0_2::exports::wasmsched::plugin::plugin::ClusterEvent>>,
+) -> Option<Vec<guest::ClusterEvent>> {
+    use guest::EventActions as A;
+    use old::EventActions as O;
+    use v0_2::exports::wasmsched::plugin::plugin as old;
+    let actions = |a: O| {
+        [
+            (O::ADD, A::ADD),
+            (O::DELETE, A::DELETE),
+            (O::UPDATE, A::UPDATE),
+            (O::UPDATE_NODE_ALLOCATABLE, A::UPDATE_NODE_ALLOCATABLE),
+            (O::UPDATE_NODE_LABEL, A::UPDATE_NODE_LABEL),
+            (O::UPDATE_NODE_TAINT, A::UPDATE_NODE_TAINT),
+            (O::UPDATE_NODE_CONDITION, A::UPDATE_NODE_CONDITION),
+            (O::UPDATE_NODE_ANNOTATION, A::UPDATE_NODE_ANNOTATION),
+            (O::UPDATE_POD_LABEL, A::UPDATE_POD_LABEL),
+            (O::UPDATE_POD_SCALE_DOWN, A::UPDATE_POD_SCALE_DOWN),
+            (O::UPDATE_POD_TOLERATION, A::UPDATE_POD_TOLERATION),
+        ]
+        .into_iter()
+        .filter(|(o, _)| a.contains(*o))
+        .fold(A::empty(), |acc, (_, new)| acc | new)
+    };
+    events.map(|es| {
+        es.into_iter()
+            .map(|e| guest::ClusterEvent {
+                resource: match e.resource {
+                    old::EventResource::Node => guest::EventResource::Node,
+                    old::EventResource::Pod => guest::EventResource::Pod,
+                    old::EventResource::Namespace => guest::EventResource::Namespace,
+                },
+                actions: actions(e.actions),
+            })
+            .collect()
+    })
 }
 
 impl BindingsPre {
@@ -98,6 +175,7 @@ impl BindingsPre {
         match self {
             BindingsPre::V0_1(_) => "0.1",
             BindingsPre::V0_2(_) => "0.2",
+            BindingsPre::V0_3(_) => "0.3",
         }
     }
 
@@ -105,6 +183,7 @@ impl BindingsPre {
         match self {
             BindingsPre::V0_1(p) => p.engine(),
             BindingsPre::V0_2(p) => p.engine(),
+            BindingsPre::V0_3(p) => p.engine(),
         }
     }
 
@@ -112,6 +191,7 @@ impl BindingsPre {
         Ok(match self {
             BindingsPre::V0_1(p) => Bindings::V0_1(p.instantiate(store)?),
             BindingsPre::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
+            BindingsPre::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
         })
     }
 }
@@ -127,11 +207,20 @@ impl Bindings {
                 Ok(guest::PluginMetadata {
                     name: m.name,
                     version: m.version,
-                    points: points_v0_1(m.points),
+                    points: from_v0_1::points(m.points),
                     events: None,
                 })
             }
-            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+            Bindings::V0_2(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: from_v0_2::points(m.points),
+                    events: events_v0_2(m.events),
+                })
+            }
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_metadata(s),
         }
     }
 
@@ -139,30 +228,37 @@ impl Bindings {
         match self {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
         }
     }
 
     pub(crate) fn pre_filter(&self, s: Store<'_>) -> Call<guest::Status> {
         let pod = Resource::new_borrow(0);
         match self {
-            Bindings::V0_1(b) => Ok(b.wasmsched_plugin_plugin().call_pre_filter(s, pod)?.map(status_v0_1)),
-            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+            Bindings::V0_1(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_1::status)),
+            Bindings::V0_2(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_2::status)),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
         }
     }
 
     pub(crate) fn filter(&self, s: Store<'_>) -> Call<Vec<guest::Rejection>> {
         let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
         match self {
-            Bindings::V0_1(b) => Ok(b.wasmsched_plugin_plugin().call_filter(s, pod, nodes)?.map(|rs| {
-                rs.into_iter()
-                    .map(|r| guest::Rejection {
-                        index: r.index,
-                        code: code_v0_1(r.code),
-                        reason: r.reason,
-                    })
-                    .collect()
-            })),
-            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+            Bindings::V0_1(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_1::rejections)),
+            Bindings::V0_2(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_2::rejections)),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
         }
     }
 
@@ -172,8 +268,12 @@ impl Bindings {
             Bindings::V0_1(b) => Ok(b
                 .wasmsched_plugin_plugin()
                 .call_pre_score(s, pod, nodes)?
-                .map(status_v0_1)),
-            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+                .map(from_v0_1::status)),
+            Bindings::V0_2(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(from_v0_2::status)),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
         }
     }
 
@@ -182,6 +282,7 @@ impl Bindings {
         match self {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
         }
     }
 
@@ -190,6 +291,7 @@ impl Bindings {
         match self {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
+            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
         }
     }
 }
@@ -423,7 +525,7 @@ struct ParsedSelector {
 
 /// Checks a selector as Kubernetes checks a label selector; the error names
 /// the field, in the contract's terms.
-fn parse_selector(s: &v0_2::wasmsched::plugin::cluster::PodSelector) -> Result<ParsedSelector, String> {
+fn parse_selector(s: &SelectorV0_2) -> Result<ParsedSelector, String> {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
     let too_many =
         |field: &str, n: usize| format!("selector.{field}: {n} items, more than the host takes ({MAX_SELECTOR_ITEMS})");
@@ -929,6 +1031,60 @@ mod serve_v0_1 {
     }
 }
 
+// The pod views of 0.2 and later, written once: `$selector` turns the
+// minor's `pod-selector` into 0.2's, which the host parses.
+macro_rules! pod_views {
+    ($selector:expr) => {
+        fn pod_counts(
+            &mut self,
+            _: Resource<NodesHandle>,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<u32>, String>> {
+            Ok(self
+                .pod_view(&$selector(selector))?
+                .map(|view| self.nodes.iter().map(|n| view.on_node(n)).collect()))
+        }
+
+        fn domain_counts(
+            &mut self,
+            _: Resource<NodesHandle>,
+            topology_key: String,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<Option<u32>>, String>> {
+            Ok(self
+                .per_domain(&topology_key, &$selector(selector))?
+                .map(|counts| {
+                    self.nodes
+                        .iter()
+                        .map(|n| counts.at(&topology_key, &n.node).map(saturate))
+                        .collect()
+                }))
+        }
+
+        fn domains(
+            &mut self,
+            _: Resource<NodesHandle>,
+            topology_key: String,
+            selector: PodSelector,
+        ) -> wasmtime::Result<Result<Vec<(String, u32)>, String>> {
+            Ok(self
+                .per_domain(&topology_key, &$selector(selector))?
+                .map(|counts| {
+                    let mut out: Vec<(String, u32)> = counts
+                        .domains
+                        .ids
+                        .iter()
+                        .map(|(value, &id)| (value.clone(), saturate(counts.counts[id as usize])))
+                        .collect();
+                    out.sort_unstable();
+                    out
+                }))
+        }
+    };
+}
+
+type SelectorV0_2 = v0_2::wasmsched::plugin::cluster::PodSelector;
+
 /// Contract 0.2's imports: 0.1's, and the pod views.
 mod serve_v0_2 {
     use super::v0_2::wasmsched::plugin::cluster::{self, Condition, Image, PodSelector, Quantity, Taint, Toleration};
@@ -943,48 +1099,7 @@ mod serve_v0_2 {
 
     impl cluster::HostNodes for HostState {
         node_accessors!();
-
-        fn pod_counts(
-            &mut self,
-            _: Resource<NodesHandle>,
-            selector: PodSelector,
-        ) -> wasmtime::Result<Result<Vec<u32>, String>> {
-            Ok(self
-                .pod_view(&selector)?
-                .map(|view| self.nodes.iter().map(|n| view.on_node(n)).collect()))
-        }
-
-        fn domain_counts(
-            &mut self,
-            _: Resource<NodesHandle>,
-            topology_key: String,
-            selector: PodSelector,
-        ) -> wasmtime::Result<Result<Vec<Option<u32>>, String>> {
-            Ok(self.per_domain(&topology_key, &selector)?.map(|counts| {
-                self.nodes
-                    .iter()
-                    .map(|n| counts.at(&topology_key, &n.node).map(saturate))
-                    .collect()
-            }))
-        }
-
-        fn domains(
-            &mut self,
-            _: Resource<NodesHandle>,
-            topology_key: String,
-            selector: PodSelector,
-        ) -> wasmtime::Result<Result<Vec<(String, u32)>, String>> {
-            Ok(self.per_domain(&topology_key, &selector)?.map(|counts| {
-                let mut out: Vec<(String, u32)> = counts
-                    .domains
-                    .ids
-                    .iter()
-                    .map(|(value, &id)| (value.clone(), saturate(counts.counts[id as usize])))
-                    .collect();
-                out.sort_unstable();
-                out
-            }))
-        }
+        pod_views!(std::convert::identity);
     }
 
     impl host::Host for HostState {
@@ -993,7 +1108,7 @@ mod serve_v0_2 {
 
     impl HostState {
         /// The selected pods per domain of `key`, or why the selector is invalid.
-        fn per_domain(
+        pub(super) fn per_domain(
             &self,
             key: &str,
             selector: &PodSelector,
@@ -1004,7 +1119,7 @@ mod serve_v0_2 {
 
         /// The shapes `selector` selects, or why it is invalid. The call's
         /// deadline is checked first: the work grows with the cluster.
-        fn pod_view(&self, selector: &PodSelector) -> wasmtime::Result<Result<PodView<'_>, String>> {
+        pub(super) fn pod_view(&self, selector: &PodSelector) -> wasmtime::Result<Result<PodView<'_>, String>> {
             self.check_now()?;
             let (Some(pod), Some(snapshot)) = (self.pod.as_deref(), self.snapshot.as_deref()) else {
                 return Err(format_err!(
@@ -1033,6 +1148,85 @@ mod serve_v0_2 {
             }
             Ok(Ok(PodView { snapshot, selected }))
         }
+    }
+}
+
+/// Milliseconds since the Unix epoch, the clock metric samples carry.
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Contract 0.3's imports: 0.2's, and live metrics.
+mod serve_v0_3 {
+    use super::v0_3::wasmsched::plugin::cluster::{
+        self, Condition, Image, LabelRequirement, Metric, PodSelector, Quantity, Taint, Toleration,
+    };
+    use super::v0_3::wasmsched::plugin::host::{self, Level};
+    use super::*;
+
+    /// 0.3's selector as 0.2's (the same record).
+    fn selector(s: PodSelector) -> SelectorV0_2 {
+        use super::v0_2::wasmsched::plugin::cluster::LabelRequirement as Old;
+        SelectorV0_2 {
+            namespaces: s.namespaces,
+            all_namespaces: s.all_namespaces,
+            match_labels: s.match_labels,
+            match_expressions: s
+                .match_expressions
+                .into_iter()
+                .map(|LabelRequirement { key, operator, values }| Old { key, operator, values })
+                .collect(),
+        }
+    }
+
+    impl cluster::Host for HostState {}
+
+    impl cluster::HostPod for HostState {
+        pod_accessors!();
+    }
+
+    impl cluster::HostNodes for HostState {
+        node_accessors!();
+        pod_views!(selector);
+
+        fn metrics(
+            &mut self,
+            _: Resource<NodesHandle>,
+            source: String,
+        ) -> wasmtime::Result<Result<Vec<Option<Metric>>, String>> {
+            self::key("a metric source", &source)?;
+            self.check_now()?;
+            let Some(snapshot) = self.snapshot.as_deref() else {
+                return Err(format_err!("metrics are available only in Filter, PreScore and Score"));
+            };
+            let Some(values) = snapshot.metrics.source(&source) else {
+                return Ok(Err(snapshot.metrics.unknown(&source)));
+            };
+            // Pods this plugin rejects are retried when metrics refresh.
+            self.stats
+                .reads_metrics
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let now = unix_ms();
+            Ok(Ok(self
+                .nodes
+                .iter()
+                .map(|n| {
+                    values.reading(n, now).map(|r| Metric {
+                        value: r.value,
+                        age_ms: r.age_ms,
+                        pods_since: saturate(r.since.pods),
+                        cpu_since: r.since.milli_cpu,
+                        memory_since: r.since.memory,
+                    })
+                })
+                .collect()))
+        }
+    }
+
+    impl host::Host for HostState {
+        log_function!();
     }
 }
 

@@ -1,7 +1,8 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.2.0`; components built against 0.1.0 keep loading).
+//! (`wasmsched:plugin@0.3.0`; components built against 0.1.0 and 0.2.0 keep
+//! loading).
 //! This crate compiles it once (and keeps the compiled artifact on disk),
 //! checks that it imports nothing but the plugin world, instantiates it with a memory cap, calls it with a deadline
 //! per call, and wraps it as a `wasmsched_core::Plugin` so the framework runs
@@ -28,6 +29,7 @@ pub use engine::{COMPILE_REFUSED, Compiler, EPOCH_TICK, WasmEngine, cap_memory, 
 pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
 };
+pub use host::unix_ms;
 pub use plugin::{CallError, FailurePolicy, Limits, Loaded, PluginSlot, PluginStats};
 
 /// Why a plugin file was rejected.

@@ -79,6 +79,9 @@ pub struct PluginStats {
     pub limits: AtomicU64,
     /// Log lines of the plugin dropped by the rate limit.
     pub logs_dropped: AtomicU64,
+    /// Whether a version read live metrics (the pods it rejects are then
+    /// retried when metrics refresh).
+    pub reads_metrics: std::sync::atomic::AtomicBool,
     /// Calls not made because the plugin was backing off after failing
     /// repeatedly (its failure policy applied).
     pub skipped_backing_off: AtomicU64,
@@ -772,15 +775,29 @@ impl Plugin for PluginSlot {
         ClusterEvent::ALL
             .iter()
             .copied()
-            .chain([ClusterEvent {
-                resource: Resource::Namespace,
-                action: Action::ALL,
-            }])
+            .chain([
+                ClusterEvent {
+                    resource: Resource::Namespace,
+                    action: Action::ALL,
+                },
+                ClusterEvent {
+                    resource: Resource::Metric,
+                    action: Action::ALL,
+                },
+            ])
             .collect()
     }
 
     fn queueing_hint(&self, _: &PodInfo, change: &Change<'_>) -> QueueingHint {
         let (resource, action) = change.event();
+        // Metrics are not something a plugin declares: a plugin that read
+        // them may decide otherwise once they change.
+        if resource == Resource::Metric {
+            return match self.stats.reads_metrics.load(Ordering::Relaxed) {
+                true => QueueingHint::Queue,
+                false => QueueingHint::Skip,
+            };
+        }
         let Some(v) = self.current() else {
             return QueueingHint::Queue;
         };

@@ -57,6 +57,20 @@ export interface Taint { key: string; value: string; effect: string }
 export interface Toleration { key: string; operator: string; value: string; effect: string }
 export interface Condition { type: string; status: string }
 export interface Image { names: string[]; sizeBytes: number }
+/** One node's value of a metric source, with what was placed on the node
+ * since it was taken (load the value cannot show yet). */
+export interface Metric {
+  /** The value the source's query gave for the node. */
+  value: number;
+  /** u64: how old the value is, in milliseconds. */
+  ageMs: number;
+  /** Pods bound or assumed on the node since the value was taken. */
+  podsSince: number;
+  /** s64: the sum of their CPU requests, in millicores. */
+  cpuSince: number;
+  /** s64: the sum of their memory requests, in bytes. */
+  memorySince: number;
+}
 /** `key operator values`: operator `In`, `NotIn` (values: at least one),
  * `Exists` or `DoesNotExist` (no values). */
 export interface LabelRequirement { key: string; operator: string; values?: string[] }
@@ -133,6 +147,11 @@ export interface Nodes {
   /** Every domain of `topologyKey` in the cluster with its selected pods
    * (0 included), sorted by value. */
   domains(topologyKey: string, selector?: PodSelector): [string, number][];
+  /** Live metrics, one host call: per node of the batch, the latest value
+   * of the metric source named `source`; none when the source has no value
+   * for the node or only a stale one. Throws a PluginError when no source
+   * of that name is configured. */
+  metrics(source: string): Opt<Metric>[];
 }
 
 export interface PluginDefinition {

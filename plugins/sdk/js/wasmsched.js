@@ -15,9 +15,9 @@
 // Throwing (a PluginError, an Error or a string) returns an error to the
 // host. `pod` and `nodes` are the contract's handles, with the WIT accessors
 // in camelCase (see README.md and wasmsched.d.ts); the pod views take a
-// plain-object selector. The SDK builds against contract 0.2 (wit/plugin.wit).
+// plain-object selector. The SDK builds against contract 0.3 (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.2.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.3.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -133,10 +133,10 @@ function numbers(v) {
   return Array.from(v, Number);
 }
 
-// The pod views take a plain-object selector (every field optional), return
-// plain arrays and throw a PluginError with the host's error. They replace
-// the generated ones on the class of the `nodes` handle when the first one
-// comes in.
+// The pod views take a plain-object selector (every field optional); they
+// and `metrics` return plain arrays and throw a PluginError with the host's
+// error. They replace the generated ones on the class of the `nodes` handle
+// when the first one comes in.
 function podSelector(s) {
   const labels = s?.matchLabels ?? {};
   return {
@@ -163,7 +163,7 @@ let viewsReady = false;
 function withViews(nodes) {
   if (viewsReady) return nodes;
   const proto = Object.getPrototypeOf(nodes);
-  const { podCounts, domainCounts, domains } = proto;
+  const { podCounts, domainCounts, domains, metrics } = proto;
   proto.podCounts = function (selector) {
     return view(() => podCounts.call(this, podSelector(selector)));
   };
@@ -172,6 +172,9 @@ function withViews(nodes) {
   };
   proto.domains = function (topologyKey, selector) {
     return view(() => domains.call(this, topologyKey, podSelector(selector)));
+  };
+  proto.metrics = function (source) {
+    return view(() => metrics.call(this, source));
   };
   viewsReady = true;
   return nodes;

@@ -26,8 +26,8 @@
 //!     pub fn normalizeScore(pod: ws.Pod, scores: []i64) !void          // in place
 //!
 //! An error returned by a hook becomes the contract's `err`: the message given
-//! to `ws.fail` (or the host's, for a pod view's `error.Plugin`), or else the
-//! error's name.
+//! to `ws.fail` (or the host's, for a pod view's or the metrics'
+//! `error.Plugin`), or else the error's name.
 //!
 //! Memory: slices returned by accessors, `ws.allocator` and `ws.print` live in
 //! a per-call arena released after the export returns; never free. `args`
@@ -35,7 +35,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
-//! The SDK targets contract wasmsched:plugin@0.2.0 (wit/plugin.wit).
+//! The SDK targets contract wasmsched:plugin@0.3.0 (wit/plugin.wit).
 
 const std = @import("std");
 
@@ -112,6 +112,33 @@ pub const Domain = extern struct {
 
     pub fn value(self: Domain) []const u8 {
         return self.value_.slice();
+    }
+};
+
+/// One node's reading of a metric source (`Nodes.metrics`, contract 0.3),
+/// with what was placed on the node since: load the value cannot show yet.
+/// Correct the value by it, or every pod placed between two refreshes goes
+/// to the same node.
+pub const Metric = extern struct {
+    /// What the source's query gave for the node.
+    value: f64,
+    /// How old the value is, in milliseconds.
+    age_ms: u64,
+    /// Pods bound or assumed on the node since the value was taken.
+    pods_since: u32,
+    /// The sum of their CPU requests, in millicores.
+    cpu_since: i64,
+    /// The sum of their memory requests, in bytes.
+    memory_since: i64,
+};
+
+/// An optional metric, as `Nodes.metrics` returns it.
+pub const OptMetric = extern struct {
+    is_some: bool,
+    val: Metric,
+
+    pub fn get(self: OptMetric) ?Metric {
+        return if (self.is_some) self.val else null;
     }
 };
 
@@ -234,6 +261,7 @@ extern fn ws_json_f64(json: CStr, key: [*:0]const u8, out: *f64) bool;
 extern fn ws_json_i64(json: CStr, key: [*:0]const u8, out: *i64) bool;
 extern fn ws_json_bool(json: CStr, key: [*:0]const u8, out: *bool) bool;
 extern fn ws_json_has(json: CStr, key: [*:0]const u8) bool;
+extern fn ws_json_keys(json: CStr, keys: *CList(CStr)) bool;
 
 extern fn ws_pod_name(pod: CPod) CStr;
 extern fn ws_pod_namespace(pod: CPod) CStr;
@@ -282,6 +310,7 @@ extern fn ws_nodes_randoms(nodes: CNodes) CList(u64);
 extern fn ws_nodes_pod_counts(nodes: CNodes, selector: *const CPodSelector, counts: *CList(u32)) CErr;
 extern fn ws_nodes_domain_counts(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, counts: *CList(OptU32)) CErr;
 extern fn ws_nodes_domains(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, domains: *CList(Domain)) CErr;
+extern fn ws_nodes_metrics(nodes: CNodes, source: CStr, metrics: *CList(OptMetric)) CErr;
 
 // ---- the contract's types -------------------------------------------------
 
@@ -585,6 +614,20 @@ pub const Nodes = struct {
         if (ws_nodes_domains(self.c, CStr.of(topology_key), &sel, &l)) |e| return hostError(e);
         return l.slice();
     }
+
+    // Live metrics (contract 0.3): values per node from the metric sources
+    // of the scheduler's configuration, refreshed in the background.
+
+    /// For every node of the batch (one host call), the latest value of the
+    /// metric source named `source` (`metrics.sources[].name`): null when
+    /// the source has no value for the node or the value is stale; answer
+    /// neutrally then. Fails with `error.Plugin` and the host's message when
+    /// no source of that name is configured.
+    pub fn metrics(self: Nodes, source: []const u8) error{Plugin}![]const OptMetric {
+        var l: CList(OptMetric) = .{ .ptr = null, .len = 0 };
+        if (ws_nodes_metrics(self.c, CStr.of(source), &l)) |e| return hostError(e);
+        return l.slice();
+    }
 };
 
 /// The rejections Filter returns.
@@ -626,6 +669,13 @@ pub const Args = struct {
     /// Whether the field is present, whatever its value.
     pub fn has(self: Args, comptime key: [:0]const u8) bool {
         return ws_json_has(CStr.of(self.json), key.ptr);
+    }
+    /// The field names of the object, in order (valid during the call): to
+    /// reject fields the plugin does not know. null when the args are not
+    /// an object.
+    pub fn keys(self: Args) ?Strs {
+        var l: CList(CStr) = .{ .ptr = null, .len = 0 };
+        return if (ws_json_keys(CStr.of(self.json), &l)) .{ .items = l.slice() } else null;
     }
 };
 

@@ -102,6 +102,24 @@ typedef struct wasmsched_plugin_cluster_pod_selector_t {
   wasmsched_plugin_cluster_list_label_requirement_t   match_expressions;
 } wasmsched_plugin_cluster_pod_selector_t;
 
+// (Since 0.3.) One node's reading of a metric source (see
+// `nodes.metrics`), with what was placed on the node since.
+typedef struct wasmsched_plugin_cluster_metric_t {
+  // The value the source's query gave for the node.
+  double   value;
+  // How old the value is, in milliseconds (since the query that
+  // returned it was evaluated).
+  uint64_t   age_ms;
+  // Pods bound or assumed on the node since the value was taken:
+  // load the value cannot show yet. Correct the value by them, or
+  // every pod placed between two refreshes goes to the same node.
+  uint32_t   pods_since;
+  // The sum of those pods' CPU requests, in millicores.
+  int64_t   cpu_since;
+  // The sum of those pods' memory requests, in bytes.
+  int64_t   memory_since;
+} wasmsched_plugin_cluster_metric_t;
+
 typedef struct wasmsched_plugin_cluster_own_pod_t {
   int32_t __handle;
 } wasmsched_plugin_cluster_own_pod_t;
@@ -226,6 +244,24 @@ typedef struct {
     scheduler_plugin_string_t err;
   } val;
 } wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t;
+
+typedef struct {
+  bool is_some;
+  wasmsched_plugin_cluster_metric_t val;
+} wasmsched_plugin_cluster_option_metric_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_option_metric_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_option_metric_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    wasmsched_plugin_cluster_list_option_metric_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_cluster_result_list_option_metric_string_t;
 
 typedef uint8_t wasmsched_plugin_host_level_t;
 
@@ -383,7 +419,7 @@ typedef struct {
   } val;
 } exports_wasmsched_plugin_plugin_result_list_s64_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.2.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.3.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -503,12 +539,23 @@ extern bool wasmsched_plugin_cluster_method_nodes_domain_counts(wasmsched_plugin
 // a selected pod are listed with 0, so the minimum over the list is
 // the one a spreading rule compares against.
 extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *topology_key, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_tuple2_string_u32_t *ret, scheduler_plugin_string_t *err);
+// Live metrics (since 0.3): values per node from the metric sources
+// of the scheduler's configuration (`metrics.sources`, e.g. a
+// Prometheus query), refreshed in the background, never queried on
+// the scheduling path.
+// For every node of the batch, the latest value of the metric
+// source named `source` (`metrics.sources[].name`): none when the
+// source has no value for the node, or its value is older than the
+// source's `staleAfter` (the monitoring system is down, the node is
+// new). Fall back to a neutral answer then. An error when no source
+// of that name is configured.
+extern bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *source, wasmsched_plugin_cluster_list_option_metric_t *ret, scheduler_plugin_string_t *err);
 
-// Imported Functions from `wasmsched:plugin/host@0.2.0`
+// Imported Functions from `wasmsched:plugin/host@0.3.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.2.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.3.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
@@ -588,6 +635,12 @@ void scheduler_plugin_tuple2_string_u32_free(scheduler_plugin_tuple2_string_u32_
 void scheduler_plugin_list_tuple2_string_u32_free(scheduler_plugin_list_tuple2_string_u32_t *ptr);
 
 void wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_free(wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t *ptr);
+
+void wasmsched_plugin_cluster_option_metric_free(wasmsched_plugin_cluster_option_metric_t *ptr);
+
+void wasmsched_plugin_cluster_list_option_metric_free(wasmsched_plugin_cluster_list_option_metric_t *ptr);
+
+void wasmsched_plugin_cluster_result_list_option_metric_string_free(wasmsched_plugin_cluster_result_list_option_metric_string_t *ptr);
 
 void exports_wasmsched_plugin_plugin_list_cluster_event_free(exports_wasmsched_plugin_plugin_list_cluster_event_t *ptr);
 

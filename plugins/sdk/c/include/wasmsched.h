@@ -18,12 +18,12 @@
  *
  * Errors: a hook returns NULL for success, or an error message (any
  * NUL-terminated string: a literal, ws_buf_cstr, ...): the host gets it as the
- * `err` of the contract's result. The accessors that can fail (the pod views)
- * answer the same way, so a hook can return their error as is.
+ * `err` of the contract's result. The accessors that can fail (the pod views,
+ * the metrics) answer the same way, so a hook can return their error as is.
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
  *
- * The SDK targets contract wasmsched:plugin@0.2.0 (wit/plugin.wit).
+ * The SDK targets contract wasmsched:plugin@0.3.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H
@@ -256,6 +256,30 @@ const char *ws_nodes_domain_counts(ws_nodes nodes, ws_str topology_key, const ws
 const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
                              ws_domains *domains);
 
+/* ---- live metrics (wit: cluster.nodes, since contract 0.3) ------------- */
+
+/* One node's reading of a metric source, with what was placed on the node
+ * since: load the value cannot show yet. Correct the value by it, or every
+ * pod placed between two refreshes goes to the same node. */
+typedef struct ws_metric {
+    double value;         /* what the source's query gave for the node */
+    uint64_t age_ms;      /* how old the value is, ms */
+    uint32_t pods_since;  /* pods bound or assumed on the node since */
+    int64_t cpu_since;    /* the sum of their CPU requests, millicores */
+    int64_t memory_since; /* the sum of their memory requests, bytes */
+} ws_metric;
+typedef struct ws_opt_metric { bool is_some; ws_metric val; } ws_opt_metric;
+typedef WS_LIST(ws_opt_metric) ws_opt_metrics;
+
+/* For every node of the batch (one host call), the latest value of the
+ * metric source named `source` (the scheduler configuration's
+ * metrics.sources[].name), refreshed in the background: none (is_some false)
+ * when the source has no value for the node or the value is stale; answer
+ * neutrally then. Returns NULL and sets *metrics, or, when no source of that
+ * name is configured, the host's error message (NUL-terminated, arena) and an
+ * empty list. */
+const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metrics);
+
 /* ---- results ------------------------------------------------------------ */
 
 typedef struct ws_status {
@@ -301,6 +325,10 @@ bool ws_json_i64(ws_str json, const char *key, int64_t *out); /* integral number
 bool ws_json_bool(ws_str json, const char *key, bool *out);
 /* true when the field is present, whatever its value. */
 bool ws_json_has(ws_str json, const char *key);
+/* true when `json` is an object; *keys is then its field names in order
+ * (unescaped; valid during the call): to reject fields the plugin does not
+ * know. */
+bool ws_json_keys(ws_str json, ws_strs *keys);
 
 /* ---- logging and text --------------------------------------------------- */
 

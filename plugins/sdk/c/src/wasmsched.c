@@ -38,6 +38,13 @@ _Static_assert(offsetof(ws_label_requirement, values) == offsetof(wasmsched_plug
 _Static_assert(offsetof(ws_pod_selector, all_namespaces) == offsetof(wasmsched_plugin_cluster_pod_selector_t, all_namespaces), "pod-selector");
 _Static_assert(offsetof(ws_pod_selector, match_labels) == offsetof(wasmsched_plugin_cluster_pod_selector_t, match_labels), "pod-selector");
 _Static_assert(offsetof(ws_pod_selector, match_expressions) == offsetof(wasmsched_plugin_cluster_pod_selector_t, match_expressions), "pod-selector");
+SAME_LAYOUT(ws_metric, wasmsched_plugin_cluster_metric_t);
+SAME_LAYOUT(ws_opt_metric, wasmsched_plugin_cluster_option_metric_t);
+_Static_assert(offsetof(ws_metric, age_ms) == offsetof(wasmsched_plugin_cluster_metric_t, age_ms), "metric");
+_Static_assert(offsetof(ws_metric, pods_since) == offsetof(wasmsched_plugin_cluster_metric_t, pods_since), "metric");
+_Static_assert(offsetof(ws_metric, cpu_since) == offsetof(wasmsched_plugin_cluster_metric_t, cpu_since), "metric");
+_Static_assert(offsetof(ws_metric, memory_since) == offsetof(wasmsched_plugin_cluster_metric_t, memory_since), "metric");
+_Static_assert(offsetof(ws_opt_metric, val) == offsetof(wasmsched_plugin_cluster_option_metric_t, val), "option<metric>");
 
 /* ======================================================================
  * Memory: one bump arena over the linear memory above __heap_base.
@@ -550,6 +557,49 @@ bool ws_json_has(ws_str json, const char *key) {
     return find_field(json, key, &c);
 }
 
+bool ws_json_keys(ws_str json, ws_strs *keys) {
+    cursor c = {json.ptr, json.ptr + json.len};
+    ws_str *list = NULL;
+    size_t len = 0, cap = 0;
+    *keys = (ws_strs){NULL, 0};
+    skip_ws(&c);
+    if (c.p >= c.end || *c.p != '{') return false;
+    c.p++;
+    skip_ws(&c);
+    if (c.p < c.end && *c.p == '}') c.p++;
+    else for (;;) {
+        ws_str key;
+        bool escaped;
+        skip_ws(&c);
+        if (!scan_string(&c, &key, &escaped)) return false;
+        if (escaped) {
+            char *dst = ws_alloc(key.len, 1);
+            long n = unescape(key, dst);
+            if (n < 0) return false;
+            key = (ws_str){dst, (size_t)n};
+        }
+        skip_ws(&c);
+        if (c.p >= c.end || *c.p != ':') return false;
+        c.p++;
+        if (!skip_value(&c, 0)) return false;
+        if (len == cap) {
+            cap = cap ? cap * 2 : 8;
+            ws_str *p = ws_alloc(cap * sizeof *p, _Alignof(ws_str));
+            if (len) memcpy(p, list, len * sizeof *p);
+            list = p;
+        }
+        list[len++] = key;
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == ',') { c.p++; continue; }
+        if (c.p < c.end && *c.p == '}') { c.p++; break; }
+        return false;
+    }
+    skip_ws(&c);
+    if (c.p != c.end) return false; /* trailing garbage: not one object */
+    *keys = (ws_strs){list, len};
+    return true;
+}
+
 bool ws_json_string(ws_str json, const char *key, ws_str *out) {
     cursor c;
     ws_str raw;
@@ -778,6 +828,15 @@ const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_s
     scheduler_plugin_list_tuple2_string_u32_t l = {0};
     bool ok = wasmsched_plugin_cluster_method_nodes_domains(N(nodes), &k, SEL(selector), &l, &err);
     *domains = (ws_domains){(ws_domain *)l.ptr, l.len};
+    return ok ? NULL : ws_str_cstr(S(err));
+}
+
+/* The metrics: like the pod views, the list as the host lowered it. */
+const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metrics) {
+    gstr k = G(source), err;
+    wasmsched_plugin_cluster_list_option_metric_t l = {0};
+    bool ok = wasmsched_plugin_cluster_method_nodes_metrics(N(nodes), &k, &l, &err);
+    *metrics = (ws_opt_metrics){(ws_opt_metric *)l.ptr, l.len};
     return ok ? NULL : ws_str_cstr(S(err));
 }
 

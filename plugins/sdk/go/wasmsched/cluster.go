@@ -82,6 +82,23 @@ type DomainCount struct {
 	Count int
 }
 
+// Metric is one node's reading of a metric source (Nodes.Metrics), with
+// what was placed on the node since: load the value cannot show yet.
+type Metric struct {
+	// Value is what the source's query gave for the node.
+	Value float64
+	// AgeMs is how old the value is, in milliseconds.
+	AgeMs uint64
+	// PodsSince is the number of pods bound or assumed on the node since
+	// the value was taken. Correct the value by them, or every pod placed
+	// between two refreshes goes to the same node.
+	PodsSince uint32
+	// CPUSince is the sum of those pods' CPU requests, in millicores.
+	CPUSince int64
+	// MemorySince is the sum of those pods' memory requests, in bytes.
+	MemorySince int64
+}
+
 // Pod is the pod being scheduled: a handle valid during the call that
 // receives it. Every accessor asks the host and copies only what it returns.
 type Pod struct{ h int32 }
@@ -415,6 +432,40 @@ func (ns Nodes) Domains(topologyKey string, sel PodSelector) ([]DomainCount, err
 	for i := range v {
 		e := base + addr(i)*12
 		v[i] = DomainCount{Value: stringAt(e), Count: int(u32At(e + 8))}
+	}
+	return v, nil
+}
+
+// Metrics is, for every node of the batch, the latest value of the metric
+// source named source (metrics.sources[].name in the scheduler's
+// configuration), refreshed in the background, never queried on the
+// scheduling path. Not Ok when the source has no value for the node or its
+// value is stale (the monitoring system is down, the node is new): fall
+// back to a neutral answer then. An error, reading "metrics(<source>):
+// <message>", when no source of that name is configured.
+func (ns Nodes) Metrics(source string) ([]Option[Metric], error) {
+	nodesMetrics(ns.h, stringData(source), uint32(len(source)), retArea())
+	runtime.KeepAlive(source)
+	base, n, err := retResult("metrics(" + source + ")")
+	if err != nil {
+		return nil, err
+	}
+	// option<metric>: 48-byte elements, tag at 0, the record at 8 (it is
+	// 8-aligned): {value: f64 @0, age-ms: u64 @8, pods-since: u32 @16,
+	// cpu-since: s64 @24, memory-since: s64 @32}.
+	v := make([]Option[Metric], n)
+	for i := range v {
+		e := base + addr(i)*48
+		if u8At(e) != 0 {
+			m := e + 8
+			v[i] = Option[Metric]{Ok: true, Value: Metric{
+				Value:       f64At(m),
+				AgeMs:       u64At(m + 8),
+				PodsSince:   u32At(m + 16),
+				CPUSince:    i64At(m + 24),
+				MemorySince: i64At(m + 32),
+			}}
+		}
 	}
 	return v, nil
 }

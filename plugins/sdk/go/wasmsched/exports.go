@@ -119,7 +119,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -165,7 +165,7 @@ func eventsOut(a addr) {
 	putU32(a+8, uint32(len(events)))
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#configure
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -205,7 +205,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -225,7 +225,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -255,7 +255,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -276,7 +276,7 @@ func exportPreScore(pod, nodes int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#score
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -297,7 +297,7 @@ func exportScore(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.2.0#normalize-score
+//go:wasmexport wasmsched:plugin/plugin@0.3.0#normalize-score
 func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
 	begin()
 	defer end()

@@ -19,7 +19,7 @@ as parsed JSON. Raise :class:`PluginError` (or any exception) to return an
 error to the host. ``pod`` and ``nodes`` are the contract's handles: see
 :class:`Pod` and :class:`Nodes` for their accessors (snake_case names of the
 WIT functions); the pod views take a :class:`PodSelector`. The SDK builds
-against contract 0.2 (``wit/plugin.wit``).
+against contract 0.3 (``wit/plugin.wit``).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class ClusterEvent:
 
 class PluginError(Exception):
     """Raised by a plugin: the host receives ``str(error)`` as the error.
-    The pod views raise it too, with the host's error."""
+    The pod views and ``nodes.metrics`` raise it too, with the host's error."""
 
 
 # ---------------------------------------------------------------------------
@@ -276,6 +276,11 @@ class Nodes(Protocol):
                       **fields) -> List[Optional[int]]: ...
     def domains(self, topology_key: str, selector: Optional[PodSelector] = None,
                 **fields) -> List[Tuple[str, int]]: ...
+    # Live metrics: per node of the batch, None (no value, or a stale one)
+    # or Metric(value, age_ms, pods_since, cpu_since, memory_since), the
+    # latest value of the metric source named `source`; PluginError when no
+    # source of that name is configured.
+    def metrics(self, source: str) -> list: ...       # [Optional[Metric]]
 
 
 # ---------------------------------------------------------------------------

@@ -16,8 +16,8 @@ import wasmsched as _sdk
 _cluster.Nodes.__len__ = lambda self: self.len()
 
 
-# The pod views take a wasmsched.PodSelector (or its fields as keyword args)
-# and raise PluginError with the host's error.
+# The pod views take a wasmsched.PodSelector (or its fields as keyword args);
+# they and `metrics` raise PluginError with the host's error.
 def _wit_selector(selector, fields):
     s = _sdk._selector(selector, fields)
     labels = s.match_labels.items() if isinstance(s.match_labels, Mapping) else s.match_labels
@@ -45,6 +45,8 @@ _cluster.Nodes.domain_counts = lambda self, topology_key, selector=None, **field
     _domain_counts, self, topology_key, _wit_selector(selector, fields))
 _cluster.Nodes.domains = lambda self, topology_key, selector=None, **fields: _view(
     _domains, self, topology_key, _wit_selector(selector, fields))
+_metrics = _cluster.Nodes.metrics
+_cluster.Nodes.metrics = lambda self, source: _view(_metrics, self, source)
 
 
 class _LogWriter:

@@ -24,9 +24,11 @@
 //!
 //! Build for `wasm32-unknown-unknown` and turn the module into a component
 //! (`plugins/build.sh rust DIR` does both). The SDK builds against contract
-//! 0.2 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
-//! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`], and
-//! [`Plugin::events`] declares the changes a rejected pod waits for.
+//! 0.3 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
+//! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`],
+//! [`Plugin::events`] declares the changes a rejected pod waits for, and
+//! [`Nodes::metrics`] reads a live metric source per node ([`Metric`]: the
+//! value, its age, and what was placed on the node since).
 
 #[doc(hidden)]
 pub mod bindings {
@@ -43,7 +45,7 @@ pub use bindings::exports::wasmsched::plugin::plugin::{
     ClusterEvent, Code, EventActions, EventResource, Points, Rejection, Status,
 };
 pub use bindings::wasmsched::plugin::cluster::{
-    Condition, Image, LabelRequirement, Nodes, Pod, PodSelector, Quantity, Taint, Toleration,
+    Condition, Image, LabelRequirement, Metric, Nodes, Pod, PodSelector, Quantity, Taint, Toleration,
 };
 pub use serde_json;
 
