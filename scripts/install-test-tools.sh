@@ -5,6 +5,8 @@
 #   wasm32 Rust targets and wasm-tools - the tests build the example plugins
 #                 from source (plugins/build.sh) and run them in the host.
 #   openssl     - the extender's HTTPS test makes its certificate with it.
+#   prometheus  - live metrics are tested against a real Prometheus
+#                 (Debian's package, run as a plain binary by the test).
 set -euo pipefail
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -34,6 +36,18 @@ if ! have openssl; then
   fi
   if ! have openssl; then
     echo "install-test-tools: could not install openssl (apt openssl)" >&2
+    exit 1
+  fi
+fi
+
+if ! have prometheus; then
+  echo "install-test-tools: installing prometheus" >&2
+  if have apt-get && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q prometheus >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null; } || true
+  fi
+  if ! have prometheus; then
+    echo "install-test-tools: could not install prometheus (apt prometheus); the live metrics test needs it" >&2
     exit 1
   fi
 fi

@@ -49,17 +49,23 @@ fn config_file() -> std::path::PathBuf {
 }
 
 fn daemon(server: &ApiServer, identity: &str, admin: &str) -> Daemon {
-    run_daemon(server, identity, admin, &config_file(), &[])
+    run_daemon(server, identity, admin, &config_file(), &[], None)
 }
 
-/// `wasmsched run` against `server` with `config` and `extra` arguments.
+/// `wasmsched run` against `server` with `config` and `extra` arguments;
+/// its warnings go to `log` (none: nowhere).
 fn run_daemon(
     server: &ApiServer,
     identity: &str,
     admin: &str,
     config: &std::path::Path,
     extra: &[&std::ffi::OsStr],
+    log: Option<&std::path::Path>,
 ) -> Daemon {
+    let stderr = match log {
+        Some(p) => Stdio::from(std::fs::File::create(p).unwrap()),
+        None => Stdio::null(),
+    };
     let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args([
             "run",
@@ -75,7 +81,7 @@ fn run_daemon(
         .args(extra)
         .env("WASMSCHED_LOG", "warn")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn()
         .expect("start wasmsched run");
     Daemon(child)
@@ -84,8 +90,8 @@ fn run_daemon(
 /// A daemon with its own configuration (`FAST_LEASE` followed by `more`,
 /// where `{CACHE}` names a fresh compile cache) and a plugin directory
 /// holding `files` (name, source) from the start, in a fresh directory
-/// tagged `tag`; returns it, its admin address, the plugin directory and
-/// the directory to remove.
+/// tagged `tag` (whose `daemon.log` gets its warnings); returns it, its
+/// admin address, the plugin directory and the directory to remove.
 fn daemon_with_plugins(
     server: &ApiServer,
     tag: &str,
@@ -109,6 +115,7 @@ fn daemon_with_plugins(
         &admin,
         &config,
         &["--plugins".as_ref(), plugins.as_os_str()],
+        Some(&dir.join("daemon.log")),
     );
     (d, admin, plugins, dir)
 }
@@ -1358,4 +1365,370 @@ async fn a_claim_is_bound_to_the_smallest_local_volume_that_fits() {
     wait_all_bound(&s, 1, Duration::from_secs(30)).await;
     let pod: Pod = s.get("default", "cache-0").unwrap();
     assert_eq!(pod.spec.unwrap().node_name.as_deref(), Some("n1"));
+}
+
+/// A real Prometheus (Debian's `prometheus`, which scripts/test.sh
+/// installs) on a free port, scraping `target` every second, with its data
+/// in `dir`. Killed on drop.
+struct Prometheus {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    async fn start(dir: &std::path::Path, addr: &str, target: &str) -> Prometheus {
+        let binary = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect(
+                "prometheus is not installed: scripts/install-test-tools.sh installs Debian's prometheus package (apt-get install prometheus)",
+            );
+        std::fs::create_dir_all(dir).unwrap();
+        let config = dir.join("prometheus.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n- job_name: nodes\n  static_configs: [{{targets: ['{target}']}}]\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new(binary)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+            .arg(format!("--web.listen-address={addr}"))
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start prometheus");
+        let p = Prometheus {
+            child,
+            addr: addr.to_owned(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(Ok(mut c)) =
+                tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(&p.addr)).await
+            {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let _ = c
+                    .write_all(b"GET /-/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    .await;
+                let mut out = String::new();
+                let _ = c.read_to_string(&mut out).await;
+                if out.starts_with("HTTP/1.1 200") {
+                    return p;
+                }
+            }
+            assert!(Instant::now() < deadline, "prometheus did not become ready on {addr}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// An exporter of per-node gauges the test sets
+/// (`node_http_latency_seconds{node="..."}`), served on `addr`.
+fn serve_exporter(
+    listener: tokio::net::TcpListener,
+    gauges: Arc<std::sync::Mutex<BTreeMap<String, f64>>>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let Ok((mut c, _)) = listener.accept().await else {
+                return;
+            };
+            let gauges = gauges.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match c.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let mut body = String::from("# TYPE node_http_latency_seconds gauge\n");
+                for (node, v) in gauges.lock().unwrap().iter() {
+                    body.push_str(&format!("node_http_latency_seconds{{node=\"{node}\"}} {v}\n"));
+                }
+                let _ = c
+                    .write_all(
+                        format!(
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                        .as_bytes(),
+                    )
+                    .await;
+            });
+        }
+    })
+}
+
+/// The value of one sample of the daemon's `/metrics` (the first line that
+/// starts with `series`).
+async fn admin_metric(admin: &str, series: &str) -> Option<f64> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    // None while the daemon is not serving yet.
+    let mut c = tokio::net::TcpStream::connect(admin).await.ok()?;
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .ok()?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).await.ok()?;
+    out.lines().find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// Creates pods `{prefix}-0..n` and waits for them to be bound; returns
+/// their nodes.
+async fn place(s: &ApiServer, prefix: &str, n: usize) -> Vec<String> {
+    for i in 0..n {
+        add_pod(s, &format!("{prefix}-{i}"), "wasm-scheduler", "10m");
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let nodes: Vec<String> = (0..n)
+            .filter_map(|i| s.get::<Pod>("default", &format!("{prefix}-{i}"))?.spec?.node_name)
+            .collect();
+        if nodes.len() == n {
+            return nodes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{prefix}: only {} of {n} pods bound",
+            nodes.len()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Live metrics from a real Prometheus reach a plugin: Prometheus scrapes
+/// gauges the test controls, the daemon queries it every second, and
+/// fastest-node (with no built-in score beside it) places pods on the node
+/// the gauges say is fastest. A change of the gauges is followed; with
+/// Prometheus stopped the values go stale after `staleAfter`, the plugin's
+/// neutral fallback applies and pods keep being bound (the daemon stays
+/// ready); restarted, values come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stops() {
+    let s = server(3).await;
+    let gauges = Arc::new(std::sync::Mutex::new(BTreeMap::from([
+        ("node-000".to_owned(), 0.05),
+        ("node-001".to_owned(), 0.01),
+        ("node-002".to_owned(), 0.09),
+    ])));
+    let exporter = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let target = exporter.local_addr().unwrap().to_string();
+    let _exporter = serve_exporter(exporter, gauges.clone());
+    let prom_dir = std::env::temp_dir().join(format!("wasmsched-prometheus-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prom_dir);
+    let prom_addr = free_port();
+    let mut prometheus = Some(Prometheus::start(&prom_dir, &prom_addr, &target).await);
+    let config = format!(
+        "profiles:\n- plugins:\n    score:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: fastest-node}}]\n  pluginConfig:\n  - name: fastest-node\n    args: {{penaltyPerPod: 0}}\n\
+         metrics:\n  sources:\n  - name: latency\n    prometheus:\n      url: http://{prom_addr}\n      query: node_http_latency_seconds\n      nodeLabel: node\n      interval: 1s\n      timeout: 1s\n      staleAfter: 3s\n"
+    );
+    let (_d, admin, _plugins, dir) = daemon_with_plugins(
+        &s,
+        "prometheus",
+        &config,
+        &[("fastest-node.wasm", guest::build("examples/fastest-node/rust", None))],
+    );
+    // The values reach the daemon: three nodes matched.
+    let matched = "wasmsched_metric_source_nodes_matched{source=\"latency\"}";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while admin_metric(&admin, matched).await != Some(3.0) {
+        assert!(Instant::now() < deadline, "{}", http_get(&admin, "/metrics").await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(place(&s, "first", 3).await, ["node-001"; 3]);
+
+    // node-002 becomes the fastest: followed within a refresh (Prometheus
+    // scrapes every second, the daemon queries every second).
+    gauges.lock().unwrap().insert("node-002".into(), 0.001);
+    let changed = Instant::now();
+    let mut i = 0;
+    loop {
+        let node = place(&s, &format!("probe-{i}"), 1).await.remove(0);
+        if node == "node-002" {
+            break;
+        }
+        assert!(
+            changed.elapsed() < Duration::from_secs(15),
+            "the new values never reached the plugin"
+        );
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(place(&s, "second", 3).await, ["node-002"; 3]);
+
+    // Prometheus stops: the last values serve, then go stale; the plugin
+    // falls back to a neutral score, so ties spread the pods, and every pod
+    // is still bound.
+    drop(prometheus.take());
+    let stopped = Instant::now();
+    let errors = "wasmsched_metric_source_errors_total{source=\"latency\"}";
+    while admin_metric(&admin, errors).await.unwrap_or(0.0) < 1.0 {
+        assert!(stopped.elapsed() < Duration::from_secs(15), "no query error counted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let last = "wasmsched_metric_source_last_success_timestamp_seconds{source=\"latency\"}";
+    let last_success = admin_metric(&admin, last).await.unwrap();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    // The values are stamped with the query's evaluation time, a little
+    // before the last success: a second of margin past staleAfter.
+    while now() - last_success < 4.0 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let fallback = place(&s, "stale", 12).await;
+    let spread: std::collections::BTreeSet<&String> = fallback.iter().collect();
+    assert!(spread.len() >= 2, "stale values must not keep steering: {fallback:?}");
+    assert!(
+        http_get(&admin, "/readyz").await.contains("200 OK"),
+        "ready without Prometheus"
+    );
+
+    // Restarted (with node-000 now the fastest), values come back.
+    gauges.lock().unwrap().insert("node-000".into(), 0.0001);
+    let _prometheus = Prometheus::start(&prom_dir, &prom_addr, &target).await;
+    let restarted = Instant::now();
+    let mut i = 0;
+    loop {
+        let node = place(&s, &format!("back-{i}"), 1).await.remove(0);
+        if node == "node-000" && place(&s, &format!("again-{i}"), 3).await == ["node-000"; 3] {
+            break;
+        }
+        assert!(
+            restarted.elapsed() < Duration::from_secs(30),
+            "values did not come back"
+        );
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&prom_dir);
+}
+
+/// What a broken "Prometheus" answers, by the test's choice: (status line,
+/// content type, body), or none to hang.
+type FakeAnswer = Option<(&'static str, &'static str, &'static str)>;
+
+const BAD_ANSWERS: [(FakeAnswer, &str); 6] = [
+    (
+        Some(("500 Internal Server Error", "text/plain", "internal error")),
+        "HTTP 500 Internal Server Error, not Prometheus' JSON",
+    ),
+    (
+        Some((
+            "502 Bad Gateway",
+            "text/html",
+            "<html><body><h1>502 Bad Gateway</h1></body></html>",
+        )),
+        "HTTP 502 Bad Gateway with an HTML page, not Prometheus' JSON",
+    ),
+    (
+        Some((
+            "400 Bad Request",
+            "application/json",
+            r#"{"status":"error","errorType":"bad_data","error":"1:5: parse error: unexpected end of input"}"#,
+        )),
+        "Prometheus says bad_data: 1:5: parse error",
+    ),
+    (
+        Some((
+            "200 OK",
+            "application/json",
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":"node-000"},"value":[1,"fast"]},{"metric":{"node":"node-001"},"value":[1,"NaN"]},{"metric":{"node":"node-002"},"value":[1,"+Inf"]}]}}"#,
+        )),
+        "series dropped: 2 not finite (node-001=NaN, node-002=+Inf); 1 not numbers (node-000=fast)",
+    ),
+    (
+        Some((
+            "200 OK",
+            "application/json",
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":"node-000","pod":"a"},"value":[1,"0.1"]},{"metric":{"node":"node-000","pod":"b"},"value":[1,"0.2"]},{"metric":{"node":"node-001"},"value":[1,"0.3"]}]}}"#,
+        )),
+        "2 series for node node-000 (none used; aggregate by the node label)",
+    ),
+    (None, "no answer within timeout (1s)"),
+];
+
+/// A metric source that answers badly in every way (an HTTP 500, an HTML
+/// error page, a Prometheus error, values that are not numbers, several
+/// series for one node, no answer at all): each gets a log line naming
+/// the source and the reason, and pods keep being bound throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = server(3).await;
+    let which = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    {
+        let which = which.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut c, _)) = listener.accept().await else {
+                    return;
+                };
+                let answer = BAD_ANSWERS[which.load(std::sync::atomic::Ordering::Relaxed)].0;
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 8192];
+                    let _ = c.read(&mut buf).await;
+                    let Some((status, ctype, body)) = answer else {
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                        return;
+                    };
+                    let _ = c
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .await;
+                });
+            }
+        });
+    }
+    let config = format!(
+        "profiles:\n- plugins:\n    score:\n      enabled: [{{name: fastest-node}}]\n\
+         metrics:\n  sources:\n  - name: latency\n    prometheus:\n      url: {url}\n      query: probe_duration_seconds\n      nodeLabel: node\n      interval: 1s\n      timeout: 1s\n"
+    );
+    let (_d, _admin, _plugins, dir) = daemon_with_plugins(
+        &s,
+        "bad-metrics",
+        &config,
+        &[("fastest-node.wasm", guest::build("examples/fastest-node/rust", None))],
+    );
+    let log = dir.join("daemon.log");
+    for (i, (_, message)) in BAD_ANSWERS.iter().enumerate() {
+        which.store(i, std::sync::atomic::Ordering::Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if text.lines().any(|l| l.contains(message) && l.contains("latency")) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no log line {message:?}:\n{text}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        place(&s, &format!("during-{i}"), 2).await;
+    }
+    assert_no_overcommit(&s);
+    let _ = std::fs::remove_dir_all(&dir);
 }

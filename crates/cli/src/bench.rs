@@ -50,6 +50,11 @@ pub struct Args {
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
     wasm: Option<PathBuf>,
+    /// Live metric sources with a value per node (seeded, uniform in
+    /// 0..1), for plugins of --wasm that read them (NAME, repeatable or
+    /// comma-separated, e.g. `latency` or `cpu,memory`).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    synthetic_metrics: Vec<String>,
     /// The extender (`wasmsched extender`, fed by the API server double)
     /// answering `--pods` filter and prioritize requests over all nodes,
     /// with node names and with whole nodes; needs `--wasm DIR`.
@@ -138,8 +143,23 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     let setup = Instant::now();
     let now = Instant::now();
-    for n in args.workload.nodes(args.nodes, args.seed) {
-        sched.on_node(&n, now)?;
+    let nodes = args.workload.nodes(args.nodes, args.seed);
+    for n in &nodes {
+        sched.on_node(n, now)?;
+    }
+    let at_ms = wasmsched_wasm::unix_ms();
+    for (i, source) in args.synthetic_metrics.iter().enumerate() {
+        let mut rng = wasmsched_core::rng::Rng::new(args.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9));
+        let series: Vec<wasmsched_core::metrics::Series> = nodes
+            .iter()
+            .map(|n| wasmsched_core::metrics::Series {
+                node: n.metadata.name.clone().unwrap_or_default(),
+                value: rng.below(1_000_000) as f64 / 1e6,
+                at_ms,
+                since: Default::default(),
+            })
+            .collect();
+        sched.on_metrics(source, &series, now);
     }
     // The initial pods are scheduled first, unmeasured.
     for p in synthetic::workload_pods(args.workload, 0, args.init_pods, &profile, args.seed) {
@@ -260,6 +280,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "p99_ms": (p99 * 1000.0).round() / 1000.0,
                 "peak_rss_mb": rss.round(),
                 "wasm_plugins": wasm_plugins,
+                "metric_sources": args.synthetic_metrics,
                 "preemptions": preemptions,
                 "preemptions_per_sec": (preemptions_per_sec * 10.0).round() / 10.0,
             })

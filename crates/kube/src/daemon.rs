@@ -5,14 +5,15 @@
 //! ```text
 //! node watcher ─┐                          ┌─> binder tasks (POST pods/binding) ─┐
 //! pod watcher  ─┼─> scheduling thread ─────┤                                     │
-//! leader lease ─┘        ^                 ├─> reporter (events, pod condition)  │
+//! leader lease ─┤        ^                 ├─> reporter (events, pod condition)  │
+//! metric query ─┘        │                 │                                     │
 //!                        │                 └─> preemption executor (evictions) ─┤
 //!                        └──────────── binding outcomes ─────────────────────────┘
 //! ```
 //!
 //! The pieces live in their own modules: [`crate::watch`], [`crate::schedule`]
 //! (the thread), [`crate::binder`], [`crate::reporter`], [`crate::preempt`],
-//! [`crate::leader`].
+//! [`crate::leader`], `metric_sources` (the Prometheus queries).
 //! This one wires them, supervises the thread, and stops them in the order
 //! that keeps the guarantees: no new cycle, bindings in flight finished or
 //! cancelled, and only then the lease released.
@@ -202,6 +203,12 @@ pub async fn run(
     }
 
     let mut tasks = spawn_watchers(&client, &tx, &status, &stop_rx);
+    tasks.extend(crate::metric_sources::spawn(
+        &opts.config.metrics.sources,
+        &tx,
+        &status,
+        &stop_rx,
+    )?);
     let election = tokio::spawn(leader::run(
         client.clone(),
         opts.leader_election.clone(),

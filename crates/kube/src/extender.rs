@@ -172,7 +172,7 @@ pub async fn serve(
         binder,
     });
     if let Some(client) = client {
-        start_watchers(client, ext.clone(), stop.clone());
+        start_watchers(client, ext.clone(), &opts.config.metrics.sources, stop.clone())?;
     }
     let admin = match opts.admin {
         Some(a) => Some(crate::admin::serve(a, status.clone()).await?),
@@ -318,10 +318,17 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-/// The watchers feed a thread that applies their messages to the cache.
-fn start_watchers(client: kube::Client, ext: Arc<Extender>, stop: watch::Receiver<bool>) {
+/// The watchers (and the metric sources' queries) feed a thread that
+/// applies their messages to the cache.
+fn start_watchers(
+    client: kube::Client,
+    ext: Arc<Extender>,
+    sources: &[wasmsched_core::metrics::config::MetricSource],
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
     let (tx, mut rx) = mpsc::channel::<Msg>(crate::daemon::MSG_CAPACITY);
     spawn_watchers(&client, &tx, &ext.status, &stop);
+    crate::metric_sources::spawn(sources, &tx, &ext.status, &stop)?;
     drop(tx);
     std::thread::Builder::new()
         .name("extender-cache".into())
@@ -342,6 +349,7 @@ fn start_watchers(client: kube::Client, ext: Arc<Extender>, stop: watch::Receive
             }
         })
         .expect("cannot start the extender's cache thread");
+    Ok(())
 }
 
 /// Serves one verb: the body is decoded and answered on a blocking thread

@@ -3,7 +3,8 @@
 //! `spec.schedulerName` names a profile, binds them with `pods/binding` (after binding their volumes),
 //! writes events and the `PodScheduled` condition, elects a leader on a
 //! Lease, preempts (evicting victims) when a pod fits nowhere, and serves
-//! health and metrics. Or, as an extender of
+//! health and metrics; queries the configured metric sources (Prometheus)
+//! in the background for plugins that read live metrics. Or, as an extender of
 //! kube-scheduler, answers its `filter` and `prioritize` requests with the
 //! same plugins ([`extender`]).
 
@@ -12,6 +13,7 @@ mod binder;
 pub mod daemon;
 pub mod extender;
 pub mod leader;
+mod metric_sources;
 pub mod metrics;
 mod preempt;
 mod reporter;

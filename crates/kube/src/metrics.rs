@@ -39,6 +39,20 @@ const PLUGIN_BUCKETS: [f64; 20] = [
     0.0221683782,
 ];
 
+/// One metric source's state, as `/metrics` shows it.
+#[derive(Debug, Clone, Default)]
+struct SourceStat {
+    /// Unix time of the last answer that was used.
+    last_success: f64,
+    errors: u64,
+    /// Series in the last answer used.
+    series: u64,
+    /// Nodes that got a value from it.
+    nodes: u64,
+    /// What the last answer did not match (logged when it changes).
+    unmatched: String,
+}
+
 #[derive(Debug, Clone)]
 struct Histogram {
     bounds: &'static [f64],
@@ -86,6 +100,7 @@ pub struct Metrics {
     extender: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
     evictions: Mutex<BTreeMap<&'static str, u64>>,
     preemption_victims: Mutex<Option<Histogram>>,
+    metric_sources: Mutex<BTreeMap<String, SourceStat>>,
     /// Attempts that ran preemption and decided (nominated, or found that
     /// preemption cannot help).
     pub preemption_attempts: AtomicU64,
@@ -147,6 +162,38 @@ impl Metrics {
         lock(&self.preemption_victims)
             .get_or_insert_with(|| Histogram::with(&VICTIM_BUCKETS))
             .observe(victims as f64);
+    }
+
+    /// Declares a metric source, so it shows before its first query.
+    pub fn metric_source(&self, source: &str) {
+        lock(&self.metric_sources).entry(source.to_owned()).or_default();
+    }
+
+    /// A metric source answered with `series` usable series.
+    pub fn metric_success(&self, source: &str, series: usize) {
+        let mut m = lock(&self.metric_sources);
+        let s = m.entry(source.to_owned()).or_default();
+        s.last_success = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        s.series = series as u64;
+    }
+
+    /// A metric source's query failed.
+    pub fn metric_error(&self, source: &str) {
+        lock(&self.metric_sources).entry(source.to_owned()).or_default().errors += 1;
+    }
+
+    /// A metric source's values reached `nodes` nodes; `unmatched` says what
+    /// did not match. True when that differs from the last time (worth a
+    /// log line).
+    pub fn metric_matched(&self, source: &str, nodes: usize, unmatched: String) -> bool {
+        let mut m = lock(&self.metric_sources);
+        let s = m.entry(source.to_owned()).or_default();
+        s.nodes = nodes as u64;
+        let changed = s.unmatched != unmatched;
+        s.unmatched = unmatched;
+        changed
     }
 
     pub fn binding(&self, result: &'static str) {
@@ -273,6 +320,46 @@ impl Metrics {
             "# HELP wasmsched_reports_dropped_total Events and condition updates dropped because the API server was behind.\n# TYPE wasmsched_reports_dropped_total counter\nwasmsched_reports_dropped_total {}",
             self.reports_dropped.load(Ordering::Relaxed)
         );
+        let sources = lock(&self.metric_sources);
+        if !sources.is_empty() {
+            o.push_str("# HELP wasmsched_metric_source_last_success_timestamp_seconds When a metric source last answered with values (Unix time; 0: never).\n# TYPE wasmsched_metric_source_last_success_timestamp_seconds gauge\n");
+            for (name, s) in sources.iter() {
+                let _ = writeln!(
+                    o,
+                    "wasmsched_metric_source_last_success_timestamp_seconds{{source=\"{}\"}} {}",
+                    Esc(name),
+                    s.last_success
+                );
+            }
+            o.push_str("# HELP wasmsched_metric_source_errors_total Metric source queries that failed (no answer in time, an HTTP error, an answer that is not Prometheus').\n# TYPE wasmsched_metric_source_errors_total counter\n");
+            for (name, s) in sources.iter() {
+                let _ = writeln!(
+                    o,
+                    "wasmsched_metric_source_errors_total{{source=\"{}\"}} {}",
+                    Esc(name),
+                    s.errors
+                );
+            }
+            o.push_str("# HELP wasmsched_metric_source_series Series in a metric source's last answer that carry a value and a node label.\n# TYPE wasmsched_metric_source_series gauge\n");
+            for (name, s) in sources.iter() {
+                let _ = writeln!(
+                    o,
+                    "wasmsched_metric_source_series{{source=\"{}\"}} {}",
+                    Esc(name),
+                    s.series
+                );
+            }
+            o.push_str("# HELP wasmsched_metric_source_nodes_matched Nodes that got a value from a metric source's last answer.\n# TYPE wasmsched_metric_source_nodes_matched gauge\n");
+            for (name, s) in sources.iter() {
+                let _ = writeln!(
+                    o,
+                    "wasmsched_metric_source_nodes_matched{{source=\"{}\"}} {}",
+                    Esc(name),
+                    s.nodes
+                );
+            }
+        }
+        drop(sources);
         if let Some(host) = plugins {
             render_plugins(&mut o, host);
         }
