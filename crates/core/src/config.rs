@@ -30,33 +30,12 @@ use serde::Deserialize;
 use crate::framework::{Enabled, Framework, Plugin, Points};
 use crate::plugins::{DEFAULT_PLUGINS, KNOWN_UNSUPPORTED, Registry};
 
-/// Parses a Go duration as the configuration writes them (`15s`, `1m30s`, `500ms`).
+/// Parses a Go duration as the configuration writes them (`15s`, `1m30s`,
+/// `500ms`; Go's `time.ParseDuration`, through a port of it). Negative
+/// durations are none.
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
-    let mut total = std::time::Duration::ZERO;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let n: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let secs = match &rest[..unit_end] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += std::time::Duration::try_from_secs_f64(n * secs).ok()?;
-        rest = &rest[unit_end..];
-    }
-    Some(total)
+    let nanos = go_parse_duration::parse_duration(s.trim()).ok()?;
+    u64::try_from(nanos).ok().map(std::time::Duration::from_nanos)
 }
 
 /// The profile name used when the configuration names none.
@@ -667,6 +646,20 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("15s"), Some(Duration::from_secs(15)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("15"), None);
+        assert_eq!(parse_duration("x"), None);
+    }
 
     fn names(list: &[Enabled]) -> Vec<String> {
         list.iter()

@@ -314,14 +314,4 @@ mod tests {
         l.step_down();
         assert!(!l.is_leading());
     }
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_duration("15s"), Some(Duration::from_secs(15)));
-        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("15"), None);
-        assert_eq!(parse_duration("x"), None);
-    }
 }
