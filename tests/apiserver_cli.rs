@@ -93,8 +93,7 @@ fn kubectl_creates_changes_and_deletes() {
     )
     .unwrap();
     let s = start(&["--cluster", cluster.to_str().unwrap()]);
-    // No OpenAPI document is served, so client-side validation is off.
-    let (ok, _, err) = kubectl(&s, &["create", "--validate=false", "-f", pod.to_str().unwrap()]);
+    let (ok, _, err) = kubectl(&s, &["create", "-f", pod.to_str().unwrap()]);
     assert!(ok, "{err}");
     let (ok, out, _) = kubectl(
         &s,
@@ -122,4 +121,165 @@ fn kubectl_creates_changes_and_deletes() {
     assert!(!ok);
     assert!(err.contains("pods \"hello\" not found"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A scratch directory for manifests, removed when dropped.
+struct Dir(std::path::PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Self {
+        let d = std::env::temp_dir().join(format!("wasmsched-kubectl-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Self(d)
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let f = self.0.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const WEB: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  containers:
+  - {name: app, image: nginx:1, env: [{name: A, value: '1'}]}
+  - {name: sidecar, image: busybox:1}
+";
+
+/// kubectl's default validation reads the OpenAPI v3 documents: it finds
+/// `fieldValidation` on the PATCH path of the kind and leaves validation to
+/// the server (`fieldValidation=Strict`), and `apply` computes its strategic
+/// merge patch from the schemas' merge keys. No OpenAPI v2 is asked for.
+#[test]
+fn kubectl_creates_and_applies_with_default_validation() {
+    let dir = Dir::new("apply");
+    let s = start(&["--empty"]);
+    let pod = dir.file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: hello}\nspec: {containers: [{name: c, image: nginx}]}\n",
+    );
+    let (ok, out, err) = kubectl(&s, &["create", "-f", &pod, "-v=6"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "pod/hello created");
+    assert!(err.contains("/openapi/v3/api/v1?hash="), "{err}");
+    assert!(err.contains("fieldValidation=Strict"), "{err}");
+    assert!(!err.contains("/openapi/v2"), "{err}");
+
+    // apply creates, then changes an existing object with a strategic merge patch
+    let web = dir.file("web.yaml", WEB);
+    let (ok, out, err) = kubectl(&s, &["apply", "-f", &web]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "pod/web created");
+    let changed = WEB
+        .replace("nginx:1", "nginx:2")
+        .replace("{app: web}", "{app: web, tier: front}");
+    let web = dir.file("web.yaml", &changed);
+    let (ok, out, err) = kubectl(&s, &["apply", "-f", &web, "-v=8"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "pod/web configured");
+    assert!(err.contains("application/strategic-merge-patch+json"), "{err}");
+    // the merge key of containers (name) comes from the v3 schema
+    assert!(err.contains("$setElementOrder/containers"), "{err}");
+    assert!(!err.contains("/openapi/v2"), "{err}");
+    assert!(!err.contains("does not exist"), "{err}");
+    let (ok, out, _) = kubectl(
+        &s,
+        &[
+            "get",
+            "pod",
+            "web",
+            "-o",
+            "jsonpath={.metadata.labels.tier} {.spec.containers[*].image} {.spec.containers[0].env[0].value}",
+        ],
+    );
+    assert!(ok);
+    assert_eq!(out, "front nginx:2 busybox:1 1");
+    let (ok, out, err) = kubectl(&s, &["apply", "-f", &web]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "pod/web unchanged");
+}
+
+#[test]
+fn kubectl_explains_from_the_served_schemas() {
+    let s = start(&["--empty"]);
+    let (ok, out, err) = kubectl(&s, &["explain", "pod.spec"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("KIND:       Pod\nVERSION:    v1\n\nFIELD: spec <PodSpec>"),
+        "{out}"
+    );
+    assert!(out.contains("PodSpec is a description of a pod."), "{out}");
+    assert!(out.contains("  containers\t<[]Container> -required-\n"), "{out}");
+    assert!(out.contains("  schedulerName\t<string>\n"), "{out}");
+    let (ok, out, err) = kubectl(&s, &["explain", "leases.spec.holderIdentity"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("GROUP:      coordination.k8s.io\nKIND:       Lease\n"),
+        "{out}"
+    );
+    assert!(out.contains("FIELD: holderIdentity <string>"), "{out}");
+    let (ok, _, err) = kubectl(&s, &["explain", "pod.spec.nope"]);
+    assert!(!ok);
+    assert!(err.contains("field \"nope\" does not exist"), "{err}");
+}
+
+/// kube-apiserver's field validation: `Strict` (what kubectl sends by
+/// default) refuses unknown fields with the strict decoder's message,
+/// `Warn` accepts the object and returns a `Warning`, `Ignore` is silent.
+#[test]
+fn kubectl_strict_validation_refuses_unknown_fields() {
+    let dir = Dir::new("strict");
+    let s = start(&["--empty"]);
+    let typo = "apiVersion: v1\nkind: Pod\nmetadata: {name: typo}\nspec: {containers: [{name: c, image: nginx, imagePullPolice: Always}]}\n";
+    let bad = dir.file("bad.yaml", typo);
+    let (ok, _, err) = kubectl(&s, &["create", "-f", &bad]);
+    assert!(!ok);
+    assert!(
+        err.contains(&format!(
+            "Error from server (BadRequest): error when creating \"{bad}\": Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: unknown field \"spec.containers[0].imagePullPolice\""
+        )),
+        "{err}"
+    );
+    let (ok, _, _) = kubectl(&s, &["get", "pod", "typo"]);
+    assert!(!ok, "nothing was created");
+
+    let (ok, out, err) = kubectl(&s, &["create", "--validate=warn", "-f", &bad]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "pod/typo created");
+    assert!(
+        err.contains("Warning: unknown field \"spec.containers[0].imagePullPolice\""),
+        "{err}"
+    );
+
+    // a patch is checked on the patched object: 422 naming the patch
+    let bad = dir.file("bad.yaml", &typo.replace("image: nginx,", "image: nginx:2,"));
+    let (ok, _, err) = kubectl(&s, &["apply", "-f", &bad]);
+    assert!(!ok);
+    assert!(err.contains("The request is invalid: patch: Invalid value: \"map[metadata:map[annotations:map[kubectl.kubernetes.io/last-applied-configuration:"), "{err}");
+    assert!(
+        err.ends_with(": strict decoding error: unknown field \"spec.containers[0].imagePullPolice\"\n"),
+        "{err}"
+    );
+    let (_, out, _) = kubectl(
+        &s,
+        &["get", "pod", "typo", "-o", "jsonpath={.spec.containers[0].image}"],
+    );
+    assert_eq!(out, "nginx");
+    let (ok, _, err) = kubectl(&s, &["apply", "--validate=false", "-f", &bad]);
+    assert!(ok, "{err}");
+    assert!(!err.contains("unknown field"), "{err}");
+    let (_, out, _) = kubectl(
+        &s,
+        &["get", "pod", "typo", "-o", "jsonpath={.spec.containers[0].image}"],
+    );
+    assert_eq!(out, "nginx:2");
 }

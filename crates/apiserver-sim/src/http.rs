@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::Shared;
 use crate::faults::{FaultRequest, RequestInfo};
+use crate::openapi::{self, FieldValidation};
 use crate::resources::{self, BINDINGS, PODS, RESOURCES};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
@@ -134,6 +135,14 @@ async fn api(
     if let Some(code) = shared.faults.before(req).await {
         return ApiError::from_code(code).into_response();
     }
+    if let Some(rest) = path.strip_prefix("/openapi/v3")
+        && (rest.is_empty() || rest.starts_with('/'))
+    {
+        if method != Method::GET {
+            return ApiError::method_not_allowed(format!("{method} is not allowed on {path}")).into_response();
+        }
+        return openapi::serve(rest, query.get("hash").map(String::as_str), &headers);
+    }
     let route = match route(path, &shared.addr.to_string()) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
@@ -149,14 +158,11 @@ async fn api(
         (&Method::GET, None) if watch => return watch_response(&shared, &t, &query),
         (&Method::GET, None) => list(&shared, &t, &query, &headers),
         (&Method::GET, Some(name)) => get(&shared, &t, name, &headers),
-        (&Method::POST, None) => create(&shared, &t, &body, user_agent),
+        (&Method::POST, None) => create(&shared, &t, &body, &query, user_agent),
         (&Method::POST, Some(name)) if t.sub.as_deref() == Some("binding") => {
-            bind(&shared, &t, name, &body, user_agent)
+            bind(&shared, &t, name, &body, &query, user_agent)
         }
-        (&Method::PUT, Some(name)) => parse_body(&body).and_then(|v| {
-            let s = shared.lock().update(t.res, ns_of(&t), name, t.sub.as_deref(), v)?;
-            Ok(json_bytes(200, s.json))
-        }),
+        (&Method::PUT, Some(name)) => update(&shared, &t, name, &body, &query),
         (&Method::PATCH, Some(name)) => {
             let ct = headers
                 .get(header::CONTENT_TYPE)
@@ -165,10 +171,7 @@ async fn api(
                 .unwrap_or("")
                 .trim()
                 .to_owned();
-            parse_body(&body).and_then(|v| {
-                let s = shared.lock().patch(t.res, ns_of(&t), name, t.sub.as_deref(), &ct, &v)?;
-                Ok(json_bytes(200, s.json))
-            })
+            patch(&shared, &t, name, &ct, &body, &query)
         }
         (&Method::DELETE, Some(name)) => {
             let opts = if body.is_empty() { None } else { parse_body(&body).ok() };
@@ -284,8 +287,108 @@ fn get(shared: &Shared, t: &Target, name: &str, headers: &HeaderMap) -> Result<R
     Ok(json_bytes(200, s.json))
 }
 
-fn create(shared: &Shared, t: &Target, body: &[u8], user_agent: &str) -> Result<Response, ApiError> {
+/// kube-apiserver's `fieldValidation` of a decoded body: `Strict` refuses
+/// unknown fields as its strict decoder does, `Warn` (the default) returns
+/// them to become `Warning` headers, `Ignore` drops them silently.
+fn check_fields(res: usize, v: &Value, directive: FieldValidation) -> Result<Vec<String>, ApiError> {
+    let def = &RESOURCES[res];
+    if directive == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let unknown = openapi::unknown_fields(def, def.kind, v);
+    if directive == FieldValidation::Strict && !unknown.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {v:?} cannot be handled as a {kind}: {}",
+            openapi::strict_error(&unknown),
+            kind = def.kind,
+            v = def.version
+        )));
+    }
+    Ok(unknown)
+}
+
+fn directive(query: &HashMap<String, String>, options: &str) -> Result<FieldValidation, ApiError> {
+    FieldValidation::parse(query.get("fieldValidation").map(String::as_str), options)
+}
+
+/// `Warning: 299 - "unknown field \"spec.x\""`, one header per warning.
+fn with_warnings(mut r: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_bytes(format!("299 - {}", openapi::go_quote(w)).as_bytes()) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
+fn update(
+    shared: &Shared,
+    t: &Target,
+    name: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let directive = directive(query, "UpdateOptions")?;
     let v = parse_body(body)?;
+    let warnings = check_fields(t.res, &v, directive)?;
+    let s = shared.lock().update(t.res, ns_of(t), name, t.sub.as_deref(), v)?;
+    Ok(with_warnings(json_bytes(200, s.json), &warnings))
+}
+
+fn patch(
+    shared: &Shared,
+    t: &Target,
+    name: &str,
+    content_type: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    let directive = directive(query, "PatchOptions")?;
+    let v = parse_body(body)?;
+    let mut warnings = Vec::new();
+    // kube-apiserver checks the patched object; a refusal is a 422 naming
+    // the patch as its strategic merge patcher prints it (a Go map), or the
+    // patched object for JSON and merge patches.
+    let mut check = |patched: &Value| {
+        if directive == FieldValidation::Ignore {
+            return Ok(());
+        }
+        let def = &RESOURCES[t.res];
+        let unknown = openapi::unknown_fields(def, def.kind, patched);
+        if directive == FieldValidation::Warn || unknown.is_empty() {
+            warnings = unknown;
+            return Ok(());
+        }
+        let shown = if content_type == "application/strategic-merge-patch+json" {
+            openapi::go_format(&v)
+        } else {
+            serde_json::to_string(patched).expect("serializes")
+        };
+        let why = format!(
+            "Invalid value: {}: {}",
+            openapi::go_quote(&shown),
+            openapi::strict_error(&unknown)
+        );
+        let mut e = ApiError::invalid("", "", "", "patch", &why);
+        e.message = format!(" \"\" is invalid: patch: {why}");
+        Err(e)
+    };
+    let s = shared
+        .lock()
+        .patch_checked(t.res, ns_of(t), name, t.sub.as_deref(), content_type, &v, &mut check)?;
+    Ok(with_warnings(json_bytes(200, s.json), &warnings))
+}
+
+fn create(
+    shared: &Shared,
+    t: &Target,
+    body: &[u8],
+    query: &HashMap<String, String>,
+    user_agent: &str,
+) -> Result<Response, ApiError> {
+    let directive = directive(query, "CreateOptions")?;
+    let v = parse_body(body)?;
+    let warnings = check_fields(t.res, &v, directive)?;
     if t.res == BINDINGS {
         // POST namespaces/NS/bindings: the older form of pods/NAME/binding.
         let name = v
@@ -294,14 +397,23 @@ fn create(shared: &Shared, t: &Target, body: &[u8], user_agent: &str) -> Result<
             .unwrap_or("")
             .to_owned();
         shared.lock().bind_as(ns_of(t), &name, &v, user_agent)?;
-        return Ok(json_value(201, &status::success(201)));
+        return Ok(with_warnings(json_value(201, &status::success(201)), &warnings));
     }
     let s = shared.lock().create(t.res, t.ns.as_deref(), v)?;
-    Ok(json_bytes(201, s.json))
+    Ok(with_warnings(json_bytes(201, s.json), &warnings))
 }
 
-fn bind(shared: &Shared, t: &Target, name: &str, body: &[u8], user_agent: &str) -> Result<Response, ApiError> {
+fn bind(
+    shared: &Shared,
+    t: &Target,
+    name: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+    user_agent: &str,
+) -> Result<Response, ApiError> {
+    let directive = directive(query, "CreateOptions")?;
     let v = parse_body(body)?;
+    let warnings = check_fields(BINDINGS, &v, directive)?;
     if let Some(n) = v.pointer("/metadata/name").and_then(Value::as_str)
         && n != name
     {
@@ -311,7 +423,7 @@ fn bind(shared: &Shared, t: &Target, name: &str, body: &[u8], user_agent: &str) 
     }
     debug_assert_eq!(t.res, PODS);
     shared.lock().bind_as(ns_of(t), name, &v, user_agent)?;
-    Ok(json_value(201, &status::success(201)))
+    Ok(with_warnings(json_value(201, &status::success(201)), &warnings))
 }
 
 /// A watch: HTTP 200 with one JSON event per line, until the timeout, the

@@ -10,7 +10,9 @@
 //! selectors, `limit` and `continue`; watches from a resourceVersion, with
 //! bookmarks, `410 Expired` for a compacted version and streaming lists;
 //! optimistic concurrency; errors as `Status` objects with kube's reasons and
-//! wording; discovery and `/version`, enough for kube-rs and `kubectl`.
+//! wording; discovery, `/version` and the OpenAPI v3 documents of the served
+//! kinds (with `fieldValidation` checked against them), enough for kube-rs
+//! and `kubectl`.
 //!
 //! Faults are scriptable from Rust ([`ApiServer::faults`],
 //! [`ApiServer::drop_watches`], [`ApiServer::compact`]) and over HTTP
@@ -32,6 +34,7 @@
 
 mod faults;
 mod http;
+mod openapi;
 mod patch;
 pub mod resources;
 mod selector;

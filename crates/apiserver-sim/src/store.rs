@@ -552,6 +552,22 @@ impl Store {
         content_type: &str,
         body: &Value,
     ) -> Result<Stored, ApiError> {
+        self.patch_checked(res, ns, name, sub, content_type, body, &mut |_| Ok(()))
+    }
+
+    /// [`Store::patch`], with `check` run on the patched object before it is
+    /// decoded, where kube-apiserver's strict field validation looks.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch_checked(
+        &mut self,
+        res: usize,
+        ns: &str,
+        name: &str,
+        sub: Option<&str>,
+        content_type: &str,
+        body: &Value,
+        check: &mut dyn FnMut(&Value) -> Result<(), ApiError>,
+    ) -> Result<Stored, ApiError> {
         let old = self.get(res, ns, name)?;
         let mut v = (*old.value).clone();
         match content_type {
@@ -564,6 +580,7 @@ impl Store {
             })?,
             other => return Err(ApiError::unsupported_media_type(other)),
         }
+        check(&v)?;
         // A patch carrying no resourceVersion applies to the current object.
         if body.pointer("/metadata/resourceVersion").is_none() {
             v["metadata"]["resourceVersion"] = old.value["metadata"]["resourceVersion"].clone();
