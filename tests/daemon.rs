@@ -1368,8 +1368,8 @@ async fn a_claim_is_bound_to_the_smallest_local_volume_that_fits() {
 }
 
 /// A real Prometheus (Debian's `prometheus`, which scripts/test.sh
-/// installs) on a free port, scraping `target` every second, with its data
-/// in `dir`. Killed on drop.
+/// installs) on a free port, scraping `targets` (job, address) every
+/// second, with its data in `dir`. Killed on drop.
 struct Prometheus {
     child: Child,
     addr: String,
@@ -1383,7 +1383,7 @@ impl Drop for Prometheus {
 }
 
 impl Prometheus {
-    async fn start(dir: &std::path::Path, addr: &str, target: &str) -> Prometheus {
+    async fn start(dir: &std::path::Path, addr: &str, targets: &[(&str, &str)]) -> Prometheus {
         let binary = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
@@ -1392,11 +1392,13 @@ impl Prometheus {
             );
         std::fs::create_dir_all(dir).unwrap();
         let config = dir.join("prometheus.yml");
+        let jobs: String = targets
+            .iter()
+            .map(|(job, target)| format!("- job_name: {job}\n  static_configs: [{{targets: ['{target}']}}]\n"))
+            .collect();
         std::fs::write(
             &config,
-            format!(
-                "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n- job_name: nodes\n  static_configs: [{{targets: ['{target}']}}]\n"
-            ),
+            format!("global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n{jobs}"),
         )
         .unwrap();
         let child = Command::new(binary)
@@ -1531,7 +1533,6 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
     let prom_dir = std::env::temp_dir().join(format!("wasmsched-prometheus-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&prom_dir);
     let prom_addr = free_port();
-    let mut prometheus = Some(Prometheus::start(&prom_dir, &prom_addr, &target).await);
     let config = format!(
         "profiles:\n- plugins:\n    score:\n      disabled: [{{name: '*'}}]\n      enabled: [{{name: fastest-node}}]\n  pluginConfig:\n  - name: fastest-node\n    args: {{penaltyPerPod: 0}}\n\
          metrics:\n  sources:\n  - name: latency\n    prometheus:\n      url: http://{prom_addr}\n      query: node_http_latency_seconds\n      nodeLabel: node\n      interval: 1s\n      timeout: 1s\n      staleAfter: 3s\n"
@@ -1542,6 +1543,9 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
         &config,
         &[("fastest-node.wasm", guest::build("examples/fastest-node/rust", None))],
     );
+    // Prometheus scrapes the gauges, and the daemon's own /metrics.
+    let targets = [("nodes", target.as_str()), ("wasmsched", admin.as_str())];
+    let mut prometheus = Some(Prometheus::start(&prom_dir, &prom_addr, &targets).await);
     // The values reach the daemon: three nodes matched.
     let matched = "wasmsched_metric_source_nodes_matched{source=\"latency\"}";
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -1550,6 +1554,23 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(place(&s, "first", 3).await, ["node-001"; 3]);
+    // And Prometheus reads the daemon's exposition: the attempts are there.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = http_get(
+            &prom_addr,
+            "/api/v1/query?query=scheduler_schedule_attempts_total%7Bresult%3D%22scheduled%22%7D",
+        )
+        .await;
+        if answer.contains("\"profile\":\"wasm-scheduler\"") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Prometheus did not scrape the daemon: {answer}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     // node-002 becomes the fastest: followed within a refresh (Prometheus
     // scrapes every second, the daemon queries every second).
@@ -1603,7 +1624,7 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
 
     // Restarted (with node-000 now the fastest), values come back.
     gauges.lock().unwrap().insert("node-000".into(), 0.0001);
-    let _prometheus = Prometheus::start(&prom_dir, &prom_addr, &target).await;
+    let _prometheus = Prometheus::start(&prom_dir, &prom_addr, &targets).await;
     let restarted = Instant::now();
     let mut i = 0;
     loop {

@@ -52,7 +52,15 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
             "/metrics",
             get({
                 let s = status.clone();
-                move || async move { ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], s.metrics_text()) }
+                move || async move {
+                    (
+                        [(
+                            header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        s.metrics_text(),
+                    )
+                }
             }),
         );
     tokio::spawn(async move {

@@ -224,7 +224,7 @@ pub async fn run(
         tasks.push(tokio::spawn(async move {
             loop {
                 let leading = *leader_rx.borrow_and_update();
-                status.metrics.leader.store(leading, Ordering::Relaxed);
+                status.metrics.leader.set(i64::from(leading));
                 if tx.send(Msg::Leader).await.is_err() || leader_rx.changed().await.is_err() {
                     return;
                 }

@@ -1,11 +1,19 @@
 //! Prometheus metrics, with kube-scheduler's names where the meaning is the
-//! same, rendered in the text exposition format.
+//! same, through `prometheus-client` (the exposition format, label values
+//! escaped, histograms and counters as the format defines them). The
+//! plugins' own counters are read from the plugin host when scraped.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+
+use prometheus_client::encoding::{EncodeLabelSet, text};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Histogram bucket bounds, in seconds (kube-scheduler's attempt buckets).
 const BUCKETS: [f64; 15] = [
@@ -39,471 +47,468 @@ const PLUGIN_BUCKETS: [f64; 20] = [
     0.0221683782,
 ];
 
-/// One metric source's state, as `/metrics` shows it.
-#[derive(Debug, Clone, Default)]
-struct SourceStat {
-    /// Unix time of the last answer that was used.
-    last_success: f64,
-    errors: u64,
-    /// Series in the last answer used.
-    series: u64,
-    /// Nodes that got a value from it.
-    nodes: u64,
-    /// What the last answer did not match (logged when it changes).
-    unmatched: String,
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProfileResult {
+    profile: String,
+    result: &'static str,
 }
 
-#[derive(Debug, Clone)]
-struct Histogram {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    count: u64,
-    sum: f64,
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProfileLabel {
+    profile: String,
 }
 
-impl Default for Histogram {
-    fn default() -> Self {
-        Self::with(&BUCKETS)
-    }
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginPoint {
+    extension_point: &'static str,
+    plugin: String,
+    status: &'static str,
 }
 
-impl Histogram {
-    fn with(bounds: &'static [f64]) -> Self {
-        Self {
-            bounds,
-            counts: vec![0; bounds.len()],
-            count: 0,
-            sum: 0.0,
-        }
-    }
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerbResult {
+    verb: &'static str,
+    result: &'static str,
+}
 
-    fn observe(&mut self, secs: f64) {
-        for (i, b) in self.bounds.iter().enumerate() {
-            if secs <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.count += 1;
-        self.sum += secs;
-    }
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabel {
+    queue: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabel {
+    plugin: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginInfo {
+    plugin: String,
+    version: String,
+    sha256: String,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn attempt_buckets() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+fn plugin_buckets() -> Histogram {
+    Histogram::new(PLUGIN_BUCKETS)
 }
 
 /// Every metric the daemon exports.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
-    attempts: Mutex<BTreeMap<(String, &'static str), u64>>,
-    attempt_duration: Mutex<BTreeMap<(String, &'static str), Histogram>>,
-    e2e_duration: Mutex<BTreeMap<String, Histogram>>,
-    pending: Mutex<[u64; 4]>,
-    bindings: Mutex<BTreeMap<&'static str, u64>>,
-    plugins: Mutex<BTreeMap<(String, &'static str, &'static str), Histogram>>,
-    extender: Mutex<BTreeMap<(&'static str, &'static str), Histogram>>,
-    evictions: Mutex<BTreeMap<&'static str, u64>>,
-    preemption_victims: Mutex<Option<Histogram>>,
-    metric_sources: Mutex<BTreeMap<String, SourceStat>>,
+    registry: Registry,
+    attempts: Family<ProfileResult, Counter>,
+    attempt_duration: Histograms<ProfileResult>,
+    e2e_duration: Histograms<ProfileLabel>,
+    pending: Family<QueueLabel, Gauge>,
+    bindings: Family<ResultLabel, Counter>,
+    plugins: Histograms<PluginPoint>,
+    extender_requests: Family<VerbResult, Counter>,
+    extender_duration: Histograms<VerbResult>,
+    evictions: Family<ResultLabel, Counter>,
+    preemption_victims: Histogram,
+    source_success: Family<SourceLabel, Gauge<f64, AtomicU64>>,
+    source_errors: Family<SourceLabel, Counter>,
+    source_series: Family<SourceLabel, Gauge>,
+    source_nodes: Family<SourceLabel, Gauge>,
+    /// What each source's last answer did not match (logged when it changes).
+    source_unmatched: Mutex<HashMap<String, String>>,
     /// Attempts that ran preemption and decided (nominated, or found that
     /// preemption cannot help).
-    pub preemption_attempts: AtomicU64,
+    pub preemption_attempts: Counter,
     /// 1 while this replica leads.
-    pub leader: AtomicBool,
+    pub leader: Gauge,
     /// Events written.
-    pub events: AtomicU64,
+    pub events: Counter,
     /// Objects from the API that could not be parsed.
-    pub malformed_objects: AtomicU64,
+    pub malformed_objects: Counter,
     /// Scheduling cycles that panicked (each failed its pod only).
-    pub cycle_panics: AtomicU64,
+    pub cycle_panics: Counter,
     /// Reports (events, conditions) dropped because the reporter was behind.
-    pub reports_dropped: AtomicU64,
+    pub reports_dropped: Counter,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let m = Metrics {
+            registry: Registry::default(),
+            attempts: Family::default(),
+            attempt_duration: Family::new_with_constructor(attempt_buckets),
+            e2e_duration: Family::new_with_constructor(attempt_buckets),
+            pending: Family::default(),
+            bindings: Family::default(),
+            plugins: Family::new_with_constructor(plugin_buckets),
+            extender_requests: Family::default(),
+            extender_duration: Family::new_with_constructor(attempt_buckets),
+            evictions: Family::default(),
+            preemption_victims: Histogram::new(VICTIM_BUCKETS),
+            source_success: Family::default(),
+            source_errors: Family::default(),
+            source_series: Family::default(),
+            source_nodes: Family::default(),
+            source_unmatched: Mutex::default(),
+            preemption_attempts: Counter::default(),
+            leader: Gauge::default(),
+            events: Counter::default(),
+            malformed_objects: Counter::default(),
+            cycle_panics: Counter::default(),
+            reports_dropped: Counter::default(),
+        };
+        let mut r = Registry::default();
+        r.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result.",
+            m.attempts.clone(),
+        );
+        r.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            m.attempt_duration.clone(),
+        );
+        r.register(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue.",
+            m.e2e_duration.clone(),
+        );
+        r.register(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point (sampled cycles; Filter and Score per batch of nodes).",
+            m.plugins.clone(),
+        );
+        r.register(
+            "wasmsched_extender_requests",
+            "Extender requests, by verb and result.",
+            m.extender_requests.clone(),
+        );
+        r.register(
+            "wasmsched_extender_request_duration_seconds",
+            "Extender request latency in seconds, by verb and result.",
+            m.extender_duration.clone(),
+        );
+        r.register(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type.",
+            m.pending.clone(),
+        );
+        r.register(
+            "scheduler_preemption_attempts",
+            "Total preemption attempts in the cluster till now",
+            m.preemption_attempts.clone(),
+        );
+        r.register(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            m.preemption_victims.clone(),
+        );
+        r.register(
+            "wasmsched_evictions",
+            "Preemption victims evicted (condition set and deleted), by outcome.",
+            m.evictions.clone(),
+        );
+        r.register(
+            "wasmsched_bindings",
+            "Binding requests, by outcome.",
+            m.bindings.clone(),
+        );
+        r.register(
+            "wasmsched_leader",
+            "Whether this replica holds the lease.",
+            m.leader.clone(),
+        );
+        r.register("wasmsched_events", "Events written.", m.events.clone());
+        r.register(
+            "wasmsched_malformed_objects",
+            "Objects from the API server that could not be parsed (skipped).",
+            m.malformed_objects.clone(),
+        );
+        r.register(
+            "wasmsched_scheduling_cycle_panics",
+            "Scheduling cycles that panicked (the pod is retried after backoff).",
+            m.cycle_panics.clone(),
+        );
+        r.register(
+            "wasmsched_reports_dropped",
+            "Events and condition updates dropped because the API server was behind.",
+            m.reports_dropped.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_last_success_timestamp_seconds",
+            "When a metric source last answered with values (Unix time; 0: never).",
+            m.source_success.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_errors",
+            "Metric source queries that failed (no answer in time, an HTTP error, an answer that is not Prometheus').",
+            m.source_errors.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_series",
+            "Series in a metric source's last answer that carry a value and a node label.",
+            m.source_series.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_nodes_matched",
+            "Nodes that got a value from a metric source's last answer.",
+            m.source_nodes.clone(),
+        );
+        // Every queue shows from the start, empty.
+        m.set_pending(0, 0, 0, 0);
+        Metrics { registry: r, ..m }
+    }
 }
 
 impl Metrics {
     /// One scheduling attempt: `result` is `scheduled`, `unschedulable` or `error`.
     pub fn attempt(&self, profile: &str, result: &'static str, took: Duration) {
-        *lock(&self.attempts).entry((profile.to_owned(), result)).or_default() += 1;
-        lock(&self.attempt_duration)
-            .entry((profile.to_owned(), result))
-            .or_default()
-            .observe(took.as_secs_f64());
+        let l = ProfileResult {
+            profile: profile.to_owned(),
+            result,
+        };
+        self.attempts.get_or_create(&l).inc();
+        self.attempt_duration.get_or_create(&l).observe(took.as_secs_f64());
     }
 
     /// From first queued to bound.
     pub fn bound(&self, profile: &str, since_queued: Duration) {
-        lock(&self.e2e_duration)
-            .entry(profile.to_owned())
-            .or_default()
+        self.e2e_duration
+            .get_or_create(&ProfileLabel {
+                profile: profile.to_owned(),
+            })
             .observe(since_queued.as_secs_f64());
     }
 
-    /// One plugin's time at one extension point (sampled cycles).
+    /// One plugin's run at an extension point.
     pub fn plugin(&self, plugin: &str, point: &'static str, status: &'static str, took: Duration) {
-        lock(&self.plugins)
-            .entry((plugin.to_owned(), point, status))
-            .or_insert_with(|| Histogram::with(&PLUGIN_BUCKETS))
+        self.plugins
+            .get_or_create(&PluginPoint {
+                extension_point: point,
+                plugin: plugin.to_owned(),
+                status,
+            })
             .observe(took.as_secs_f64());
     }
 
-    /// One extender request: `verb` (`filter`, `prioritize`), `result`
-    /// (`ok`, `error`), and how long it took from its first byte read to
-    /// its answer written.
+    /// One extender request: `verb` is `filter`, `prioritize`, ...; `result` `ok` or `error`.
     pub fn extender_request(&self, verb: &'static str, result: &'static str, took: Duration) {
-        lock(&self.extender)
-            .entry((verb, result))
-            .or_insert_with(|| Histogram::with(&PLUGIN_BUCKETS))
-            .observe(took.as_secs_f64());
+        let l = VerbResult { verb, result };
+        self.extender_requests.get_or_create(&l).inc();
+        self.extender_duration.get_or_create(&l).observe(took.as_secs_f64());
     }
 
-    /// A binding's outcome: `ok`, `conflict`, `gone`, `retry`, `error`.
+    /// A victim's eviction: `ok`, `gone`, `error`.
     pub fn eviction(&self, result: &'static str) {
-        *lock(&self.evictions).entry(result).or_default() += 1;
+        self.evictions.get_or_create(&ResultLabel { result }).inc();
     }
 
     /// A preemption decided to evict `victims` pods.
     pub fn preempted(&self, victims: usize) {
-        lock(&self.preemption_victims)
-            .get_or_insert_with(|| Histogram::with(&VICTIM_BUCKETS))
-            .observe(victims as f64);
+        self.preemption_victims.observe(victims as f64);
     }
 
     /// Declares a metric source, so it shows before its first query.
     pub fn metric_source(&self, source: &str) {
-        lock(&self.metric_sources).entry(source.to_owned()).or_default();
+        let l = SourceLabel {
+            source: source.to_owned(),
+        };
+        let _ = self.source_success.get_or_create(&l);
+        let _ = self.source_errors.get_or_create(&l);
+        let _ = self.source_series.get_or_create(&l);
+        let _ = self.source_nodes.get_or_create(&l);
     }
 
     /// A metric source answered with `series` usable series.
     pub fn metric_success(&self, source: &str, series: usize) {
-        let mut m = lock(&self.metric_sources);
-        let s = m.entry(source.to_owned()).or_default();
-        s.last_success = std::time::SystemTime::now()
+        let l = SourceLabel {
+            source: source.to_owned(),
+        };
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
-        s.series = series as u64;
+        self.source_success.get_or_create(&l).set(now);
+        self.source_series.get_or_create(&l).set(series as i64);
     }
 
     /// A metric source's query failed.
     pub fn metric_error(&self, source: &str) {
-        lock(&self.metric_sources).entry(source.to_owned()).or_default().errors += 1;
+        self.source_errors
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
     }
 
     /// A metric source's values reached `nodes` nodes; `unmatched` says what
     /// did not match. True when that differs from the last time (worth a
     /// log line).
     pub fn metric_matched(&self, source: &str, nodes: usize, unmatched: String) -> bool {
-        let mut m = lock(&self.metric_sources);
-        let s = m.entry(source.to_owned()).or_default();
-        s.nodes = nodes as u64;
-        let changed = s.unmatched != unmatched;
-        s.unmatched = unmatched;
-        changed
+        self.source_nodes
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .set(nodes as i64);
+        let mut last = self.source_unmatched.lock().unwrap_or_else(|p| p.into_inner());
+        last.insert(source.to_owned(), unmatched.clone()).unwrap_or_default() != unmatched
     }
 
+    /// A binding's outcome: `ok`, `conflict`, `gone`, `retry`, `error`.
     pub fn binding(&self, result: &'static str) {
-        *lock(&self.bindings).entry(result).or_default() += 1;
+        self.bindings.get_or_create(&ResultLabel { result }).inc();
     }
 
     /// Pending pods per queue: active, backoff, unschedulable, gated.
     pub fn set_pending(&self, active: usize, backoff: usize, unschedulable: usize, gated: usize) {
-        *lock(&self.pending) = [active as u64, backoff as u64, unschedulable as u64, gated as u64];
+        for (queue, n) in [
+            ("active", active),
+            ("backoff", backoff),
+            ("unschedulable", unschedulable),
+            ("gated", gated),
+        ] {
+            self.pending.get_or_create(&QueueLabel { queue }).set(n as i64);
+        }
     }
 
-    /// The text exposition, with the plugins' own counters appended.
+    /// The exposition, with the plugins' own counters.
     pub fn render(&self, plugins: Option<&wasmsched_wasm::PluginHost>) -> String {
         let mut o = String::new();
-        o.push_str("# HELP scheduler_schedule_attempts_total Number of attempts to schedule pods, by the result.\n# TYPE scheduler_schedule_attempts_total counter\n");
-        for ((profile, result), n) in lock(&self.attempts).iter() {
-            let _ = writeln!(
-                o,
-                "scheduler_schedule_attempts_total{{profile=\"{}\",result=\"{result}\"}} {n}",
-                Esc(profile)
-            );
-        }
-        o.push_str("# HELP scheduler_scheduling_attempt_duration_seconds Scheduling attempt latency in seconds (scheduling algorithm + binding).\n# TYPE scheduler_scheduling_attempt_duration_seconds histogram\n");
-        for ((profile, result), h) in lock(&self.attempt_duration).iter() {
-            histogram(
-                &mut o,
-                "scheduler_scheduling_attempt_duration_seconds",
-                &format!("profile=\"{}\",result=\"{result}\"", Esc(profile)),
-                h,
-            );
-        }
-        o.push_str("# HELP scheduler_pod_scheduling_sli_duration_seconds E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue.\n# TYPE scheduler_pod_scheduling_sli_duration_seconds histogram\n");
-        for (profile, h) in lock(&self.e2e_duration).iter() {
-            histogram(
-                &mut o,
-                "scheduler_pod_scheduling_sli_duration_seconds",
-                &format!("profile=\"{}\"", Esc(profile)),
-                h,
-            );
-        }
-        o.push_str("# HELP scheduler_plugin_execution_duration_seconds Duration for running a plugin at a specific extension point (sampled cycles; Filter and Score per batch of nodes).\n# TYPE scheduler_plugin_execution_duration_seconds histogram\n");
-        for ((plugin, point, status), h) in lock(&self.plugins).iter() {
-            histogram(
-                &mut o,
-                "scheduler_plugin_execution_duration_seconds",
-                &format!(
-                    "extension_point=\"{point}\",plugin=\"{}\",status=\"{status}\"",
-                    Esc(plugin)
-                ),
-                h,
-            );
-        }
-        let extender = lock(&self.extender);
-        if !extender.is_empty() {
-            o.push_str("# HELP wasmsched_extender_requests_total Extender requests, by verb and result.\n# TYPE wasmsched_extender_requests_total counter\n");
-            for ((verb, result), h) in extender.iter() {
-                let _ = writeln!(
-                    o,
-                    "wasmsched_extender_requests_total{{verb=\"{verb}\",result=\"{result}\"}} {}",
-                    h.count
-                );
-            }
-            o.push_str("# HELP wasmsched_extender_request_duration_seconds Extender request latency in seconds, by verb and result.\n# TYPE wasmsched_extender_request_duration_seconds histogram\n");
-            for ((verb, result), h) in extender.iter() {
-                histogram(
-                    &mut o,
-                    "wasmsched_extender_request_duration_seconds",
-                    &format!("verb=\"{verb}\",result=\"{result}\""),
-                    h,
-                );
-            }
-        }
-        drop(extender);
-        o.push_str("# HELP scheduler_pending_pods Number of pending pods, by the queue type.\n# TYPE scheduler_pending_pods gauge\n");
-        let p = *lock(&self.pending);
-        for (q, n) in ["active", "backoff", "unschedulable", "gated"].iter().zip(p) {
-            let _ = writeln!(o, "scheduler_pending_pods{{queue=\"{q}\"}} {n}");
-        }
-        let _ = writeln!(
-            o,
-            "# HELP scheduler_preemption_attempts_total Total preemption attempts in the cluster till now\n# TYPE scheduler_preemption_attempts_total counter\nscheduler_preemption_attempts_total {}",
-            self.preemption_attempts.load(Ordering::Relaxed)
-        );
-        o.push_str("# HELP scheduler_preemption_victims Number of selected preemption victims\n# TYPE scheduler_preemption_victims histogram\n");
-        let victims = lock(&self.preemption_victims).clone();
-        histogram(
-            &mut o,
-            "scheduler_preemption_victims",
-            "",
-            &victims.unwrap_or_else(|| Histogram::with(&VICTIM_BUCKETS)),
-        );
-        o.push_str("# HELP wasmsched_evictions_total Preemption victims evicted (condition set and deleted), by outcome.\n# TYPE wasmsched_evictions_total counter\n");
-        for (r, n) in lock(&self.evictions).iter() {
-            let _ = writeln!(o, "wasmsched_evictions_total{{result=\"{r}\"}} {n}");
-        }
-        o.push_str(
-            "# HELP wasmsched_bindings_total Binding requests, by outcome.\n# TYPE wasmsched_bindings_total counter\n",
-        );
-        for (r, n) in lock(&self.bindings).iter() {
-            let _ = writeln!(o, "wasmsched_bindings_total{{result=\"{r}\"}} {n}");
-        }
-        let _ = writeln!(
-            o,
-            "# HELP wasmsched_leader Whether this replica holds the lease.\n# TYPE wasmsched_leader gauge\nwasmsched_leader {}",
-            u8::from(self.leader.load(Ordering::Relaxed))
-        );
-        let _ = writeln!(
-            o,
-            "# HELP wasmsched_events_total Events written.\n# TYPE wasmsched_events_total counter\nwasmsched_events_total {}",
-            self.events.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP wasmsched_malformed_objects_total Objects from the API server that could not be parsed (skipped).\n# TYPE wasmsched_malformed_objects_total counter\nwasmsched_malformed_objects_total {}",
-            self.malformed_objects.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP wasmsched_scheduling_cycle_panics_total Scheduling cycles that panicked (the pod is retried after backoff).\n# TYPE wasmsched_scheduling_cycle_panics_total counter\nwasmsched_scheduling_cycle_panics_total {}",
-            self.cycle_panics.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP wasmsched_reports_dropped_total Events and condition updates dropped because the API server was behind.\n# TYPE wasmsched_reports_dropped_total counter\nwasmsched_reports_dropped_total {}",
-            self.reports_dropped.load(Ordering::Relaxed)
-        );
-        let sources = lock(&self.metric_sources);
-        if !sources.is_empty() {
-            o.push_str("# HELP wasmsched_metric_source_last_success_timestamp_seconds When a metric source last answered with values (Unix time; 0: never).\n# TYPE wasmsched_metric_source_last_success_timestamp_seconds gauge\n");
-            for (name, s) in sources.iter() {
-                let _ = writeln!(
-                    o,
-                    "wasmsched_metric_source_last_success_timestamp_seconds{{source=\"{}\"}} {}",
-                    Esc(name),
-                    s.last_success
-                );
-            }
-            o.push_str("# HELP wasmsched_metric_source_errors_total Metric source queries that failed (no answer in time, an HTTP error, an answer that is not Prometheus').\n# TYPE wasmsched_metric_source_errors_total counter\n");
-            for (name, s) in sources.iter() {
-                let _ = writeln!(
-                    o,
-                    "wasmsched_metric_source_errors_total{{source=\"{}\"}} {}",
-                    Esc(name),
-                    s.errors
-                );
-            }
-            o.push_str("# HELP wasmsched_metric_source_series Series in a metric source's last answer that carry a value and a node label.\n# TYPE wasmsched_metric_source_series gauge\n");
-            for (name, s) in sources.iter() {
-                let _ = writeln!(
-                    o,
-                    "wasmsched_metric_source_series{{source=\"{}\"}} {}",
-                    Esc(name),
-                    s.series
-                );
-            }
-            o.push_str("# HELP wasmsched_metric_source_nodes_matched Nodes that got a value from a metric source's last answer.\n# TYPE wasmsched_metric_source_nodes_matched gauge\n");
-            for (name, s) in sources.iter() {
-                let _ = writeln!(
-                    o,
-                    "wasmsched_metric_source_nodes_matched{{source=\"{}\"}} {}",
-                    Esc(name),
-                    s.nodes
-                );
-            }
-        }
-        drop(sources);
+        // Writing to a String cannot fail.
+        let _ = text::encode_registry(&mut o, &self.registry);
         if let Some(host) = plugins {
-            render_plugins(&mut o, host);
+            let _ = text::encode_registry(&mut o, &plugin_registry(host));
         }
+        let _ = text::encode_eof(&mut o);
         o
     }
 }
 
-fn render_plugins(o: &mut String, host: &wasmsched_wasm::PluginHost) {
+/// The plugin host's state as metrics, read when scraped.
+fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
+    let mut r = Registry::default();
+    let gauge = |v: u64| {
+        let g: Gauge = Gauge::default();
+        g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        g
+    };
     let budget = host.budget();
-    let _ = writeln!(
-        o,
-        "# HELP wasmsched_plugin_memory_budget_bytes The memory every plugin instance together may hold.\n# TYPE wasmsched_plugin_memory_budget_bytes gauge\nwasmsched_plugin_memory_budget_bytes {}\n# HELP wasmsched_plugin_memory_bytes The memory plugin instances hold now (linear memory and tables).\n# TYPE wasmsched_plugin_memory_bytes gauge\nwasmsched_plugin_memory_bytes {}",
-        budget.limit(),
-        budget.used()
+    r.register(
+        "wasmsched_plugin_memory_budget_bytes",
+        "The memory every plugin instance together may hold.",
+        gauge(budget.limit() as u64),
     );
-    let _ = writeln!(
-        o,
-        "# HELP wasmsched_plugin_file_errors_total Plugin files rejected (not a component, bad import, failing configure).\n# TYPE wasmsched_plugin_file_errors_total counter\nwasmsched_plugin_file_errors_total {}",
-        host.load_errors.load(Ordering::Relaxed)
+    r.register(
+        "wasmsched_plugin_memory_bytes",
+        "The memory plugin instances hold now (linear memory and tables).",
+        gauge(budget.used() as u64),
     );
-    let _ = writeln!(
-        o,
-        "# HELP wasmsched_plugin_files_compiling Plugin files being compiled now.\n# TYPE wasmsched_plugin_files_compiling gauge\nwasmsched_plugin_files_compiling {}\n# HELP wasmsched_plugin_directory_scanned Whether the plugin directory has been read and compiled once.\n# TYPE wasmsched_plugin_directory_scanned gauge\nwasmsched_plugin_directory_scanned {}",
-        host.compiling(),
-        u8::from(host.scanned())
+    let file_errors = Counter::<u64>::default();
+    file_errors.inc_by(host.load_errors.load(Ordering::Relaxed));
+    r.register(
+        "wasmsched_plugin_file_errors",
+        "Plugin files rejected (not a component, bad import, failing configure).",
+        file_errors,
     );
-    let slots = host.slots();
-    let mut seen = std::collections::BTreeSet::new();
-    type Counter = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
-    let counters: [(&str, &str, Counter); 10] = [
-        ("wasmsched_plugin_loads_total", "Plugin versions loaded.", |s| &s.loads),
-        ("wasmsched_plugin_load_errors_total", "Plugin versions rejected.", |s| {
+    r.register(
+        "wasmsched_plugin_files_compiling",
+        "Plugin files being compiled now.",
+        gauge(host.compiling() as u64),
+    );
+    r.register(
+        "wasmsched_plugin_directory_scanned",
+        "Whether the plugin directory has been read and compiled once.",
+        gauge(u64::from(host.scanned())),
+    );
+    // One row per plugin name (several profiles may enable one plugin).
+    let mut slots = host.slots();
+    {
+        use wasmsched_core::Plugin as _;
+        slots.sort_by(|a, b| a.name().cmp(b.name()));
+        slots.dedup_by(|a, b| a.name() == b.name());
+    }
+    type Stat = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
+    let counters: [(&str, &str, Stat); 10] = [
+        ("wasmsched_plugin_loads", "Plugin versions loaded.", |s| &s.loads),
+        ("wasmsched_plugin_load_errors", "Plugin versions rejected.", |s| {
             &s.load_errors
         }),
-        ("wasmsched_plugin_traps_total", "Plugin calls that trapped.", |s| {
-            &s.traps
-        }),
+        ("wasmsched_plugin_traps", "Plugin calls that trapped.", |s| &s.traps),
         (
-            "wasmsched_plugin_timeouts_total",
+            "wasmsched_plugin_timeouts",
             "Plugin calls that ran past their deadline.",
             |s| &s.timeouts,
         ),
         (
-            "wasmsched_plugin_out_of_memory_total",
+            "wasmsched_plugin_out_of_memory",
             "Plugin calls that hit the memory cap.",
             |s| &s.out_of_memory,
         ),
+        ("wasmsched_plugin_errors", "Plugin calls that returned an error.", |s| {
+            &s.errors
+        }),
         (
-            "wasmsched_plugin_errors_total",
-            "Plugin calls that returned an error.",
-            |s| &s.errors,
-        ),
-        (
-            "wasmsched_plugin_instances_retired_total",
+            "wasmsched_plugin_instances_retired",
             "Plugin instances retired after a call with their memory past 3/4 of the cap.",
             |s| &s.retired,
         ),
         (
-            "wasmsched_plugin_limits_exceeded_total",
+            "wasmsched_plugin_limits_exceeded",
             "Plugin calls stopped by a host limit (table elements, memory budget, host call input size).",
             |s| &s.limits,
         ),
         (
-            "wasmsched_plugin_logs_dropped_total",
+            "wasmsched_plugin_logs_dropped",
             "Plugin log lines dropped by the rate limit.",
             |s| &s.logs_dropped,
         ),
         (
-            "wasmsched_plugin_backoff_skips_total",
+            "wasmsched_plugin_backoff_skips",
             "Plugin calls not made while the plugin backed off after repeated failures.",
             |s| &s.skipped_backing_off,
         ),
     ];
     for (name, help, get) in counters {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter");
-        seen.clear();
+        let family = Family::<PluginLabel, Counter>::default();
         for s in &slots {
             use wasmsched_core::Plugin as _;
-            if seen.insert(s.name().to_owned()) {
-                let _ = writeln!(
-                    o,
-                    "{name}{{plugin=\"{}\"}} {}",
-                    Esc(s.name()),
-                    get(s.stats()).load(Ordering::Relaxed)
-                );
-            }
+            family
+                .get_or_create(&PluginLabel {
+                    plugin: s.name().to_owned(),
+                })
+                .inc_by(get(s.stats()).load(Ordering::Relaxed));
         }
+        r.register(name, help, family);
     }
-    let _ = writeln!(
-        o,
-        "# HELP wasmsched_plugin_info The plugin version serving, by content sha256.\n# TYPE wasmsched_plugin_info gauge"
-    );
-    seen.clear();
+    let info = Family::<PluginInfo, Gauge>::default();
     for s in &slots {
         use wasmsched_core::Plugin as _;
-        if let Some(v) = s.current()
-            && seen.insert(s.name().to_owned())
-        {
-            let _ = writeln!(
-                o,
-                "wasmsched_plugin_info{{plugin=\"{}\",version=\"{}\",sha256=\"{}\"}} 1",
-                Esc(s.name()),
-                Esc(&v.version),
-                Esc(&v.sha256)
-            );
+        if let Some(v) = s.current() {
+            info.get_or_create(&PluginInfo {
+                plugin: s.name().to_owned(),
+                version: v.version.clone(),
+                sha256: v.sha256.clone(),
+            })
+            .set(1);
         }
     }
-}
-
-/// A label value as the text format needs it: backslash, double quote and
-/// newline escaped, so that no value (a plugin's version comes from the
-/// plugin) can end its label or forge a line.
-struct Esc<'a>(&'a str);
-
-impl std::fmt::Display for Esc<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for c in self.0.chars() {
-            match c {
-                '\\' => f.write_str("\\\\")?,
-                '"' => f.write_str("\\\"")?,
-                '\n' => f.write_str("\\n")?,
-                c => std::fmt::Write::write_char(f, c)?,
-            }
-        }
-        Ok(())
-    }
-}
-
-fn histogram(o: &mut String, name: &str, labels: &str, h: &Histogram) {
-    let (sep, own) = if labels.is_empty() {
-        ("", String::new())
-    } else {
-        (",", format!("{{{labels}}}"))
-    };
-    for (i, b) in h.bounds.iter().enumerate() {
-        let _ = writeln!(o, "{name}_bucket{{{labels}{sep}le=\"{b}\"}} {}", h.counts[i]);
-    }
-    let _ = writeln!(o, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", h.count);
-    let _ = writeln!(o, "{name}_sum{own} {}", h.sum);
-    let _ = writeln!(o, "{name}_count{own} {}", h.count);
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    r.register(
+        "wasmsched_plugin_info",
+        "The plugin version serving, by content sha256.",
+        info,
+    );
+    r
 }
 
 #[cfg(test)]
@@ -511,15 +516,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(Esc("plain-1.0").to_string(), "plain-1.0");
-        assert_eq!(
-            Esc("1\"} 1\nfake_metric 2 \\").to_string(),
-            "1\\\"} 1\\nfake_metric 2 \\\\"
-        );
+    fn label_values_are_escaped_and_names_are_kube_schedulers() {
         let m = Metrics::default();
-        m.attempt("a\"b", "scheduled", Duration::from_millis(1));
+        m.attempt("a\"b\nfake_metric 2", "scheduled", Duration::from_millis(1));
+        m.set_pending(1, 2, 3, 4);
+        m.leader.set(1);
         let text = m.render(None);
-        assert!(text.contains("profile=\"a\\\"b\""), "{text}");
+        assert!(
+            text.contains(
+                "scheduler_schedule_attempts_total{profile=\"a\\\"b\\nfake_metric 2\",result=\"scheduled\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(!text.lines().any(|l| l.starts_with("fake_metric")), "{text}");
+        assert!(
+            text.contains("scheduler_pending_pods{queue=\"unschedulable\"} 3"),
+            "{text}"
+        );
+        assert!(text.contains("wasmsched_leader 1"), "{text}");
+        assert!(
+            text.contains("scheduler_scheduling_attempt_duration_seconds_bucket{le=\"0.001\",profile="),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 }

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
@@ -212,7 +211,7 @@ pub(crate) async fn run(
 pub(crate) async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
     match tokio::time::timeout(timeout, recorder.publish(ev, &pod.object_ref())).await {
         Ok(Ok(())) => {
-            status.metrics.events.fetch_add(1, Ordering::Relaxed);
+            status.metrics.events.inc();
         }
         Ok(Err(e)) => tracing::debug!(error = %e, reason = %ev.reason, "cannot write an event"),
         Err(_) => tracing::debug!(reason = %ev.reason, "writing an event did not answer in time"),

@@ -10,7 +10,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -104,7 +103,7 @@ impl Loop {
 
     fn report(&self, r: Report) {
         if self.ch.reports.try_send(r).is_err() {
-            self.status.metrics.reports_dropped.fetch_add(1, Ordering::Relaxed);
+            self.status.metrics.reports_dropped.inc();
         }
     }
 
@@ -183,7 +182,7 @@ impl Loop {
             return false;
         };
         if self.sched.panics() != panics_before {
-            self.status.metrics.cycle_panics.fetch_add(1, Ordering::Relaxed);
+            self.status.metrics.cycle_panics.inc();
         }
         let took = started.elapsed();
         for t in &attempt.plugin_timings {
@@ -240,13 +239,13 @@ impl Loop {
             Nominating::Keep => return Ok(()),
             // Preemption cannot help: the pod's nomination, if it has one, goes.
             Nominating::Clear if attempt.pod.nominated_node.is_none() => {
-                self.status.metrics.preemption_attempts.fetch_add(1, Ordering::Relaxed);
+                self.status.metrics.preemption_attempts.inc();
                 return Ok(());
             }
             Nominating::Clear => (None, Vec::new()),
             Nominating::Node(n) => (Some(n.node.clone()), n.victims.iter().map(|v| PodRef::of(v)).collect()),
         };
-        self.status.metrics.preemption_attempts.fetch_add(1, Ordering::Relaxed);
+        self.status.metrics.preemption_attempts.inc();
         if node.is_some() {
             self.status.metrics.preempted(victims.len());
             tracing::info!(pod = %attempt.pod.key, node = node.as_deref().unwrap_or_default(),
@@ -406,7 +405,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
         Msg::Leader => {}
         Msg::Node(n) => {
             if let Err(e) = sched.on_node(&n, now) {
-                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                metrics.malformed_objects.inc();
                 tracing::warn!(error = %e, "skipping a node that cannot be parsed");
             }
         }
@@ -425,7 +424,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
         }
         Msg::Pod(p) => {
             if let Err(e) = sched.on_pod(&p, now) {
-                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                metrics.malformed_objects.inc();
                 tracing::warn!(error = %e, "a pod cannot be parsed");
                 return Applied::MalformedPod(p, e.to_string());
             }
@@ -434,7 +433,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
         Msg::Namespace(ns) => sched.on_namespace(&ns, now),
         Msg::Workload(w) => {
             if let Err(e) = sched.on_workload(&w) {
-                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                metrics.malformed_objects.inc();
                 tracing::warn!(error = %e, "skipping a workload whose selector cannot be parsed");
             }
         }
@@ -449,7 +448,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
         }
         Msg::Storage(o) => {
             if let Err(e) = sched.on_storage(&o, now) {
-                metrics.malformed_objects.fetch_add(1, Ordering::Relaxed);
+                metrics.malformed_objects.inc();
                 tracing::warn!(error = %e, "skipping a storage object that cannot be parsed");
             }
         }
