@@ -595,7 +595,7 @@ fn plugin_test_fails_on_what_the_scheduler_refuses() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("plugin misbehave failed 1 check(s): Score: score 1000 for node cheap is outside 0..=100 (implement normalize-score to map raw scores)"),
+        err.contains("plugin misbehave failed 1 check(s): Score (score in Rust): score 1000 for node cheap is outside 0..=100 (implement normalize_score to map raw scores)"),
         "{err}"
     );
     assert!(!err.contains("stack backtrace"), "a user's error is a message: {err}");
@@ -923,4 +923,66 @@ fn simulate_reads_metric_snapshots_in_json_and_prometheus_text() {
         stderr.contains("invalid metrics") && stderr.contains("sources.latency.n1: must be a number, not \"fast\""),
         "{stderr}"
     );
+}
+
+/// `plugin test` names a failing point as the plugin's author wrote it
+/// (the component says its language): a Python plugin whose
+/// `normalize_score` returns scores out of range fails the test, naming
+/// `normalize_score`.
+#[test]
+fn plugin_test_names_points_in_the_plugins_language() {
+    let dir = std::env::temp_dir().join(format!("wasmsched-lang-names-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = wasmsched(&[
+        "plugin",
+        "new",
+        "in-python",
+        "--lang",
+        "python",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let src = dir.join("in_python.py");
+    let src = if src.exists() {
+        src
+    } else {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "py"))
+            .expect("the scaffold's Python file")
+    };
+    let text = std::fs::read_to_string(&src).unwrap();
+    std::fs::write(
+        &src,
+        format!("{text}\n    def normalize_score(self, pod, scores):\n        return [s + 1000 for s in scores]\n"),
+    )
+    .unwrap();
+    let wasm = dir.join("in-python.wasm");
+    let built = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/build.sh"))
+        .arg("python")
+        .arg(&dir)
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/../../plugins/testdata/fixture");
+    let out = wasmsched(&[
+        "plugin",
+        "test",
+        wasm.to_str().unwrap(),
+        "--pod",
+        &format!("{fixture}/pod-web.yaml"),
+        "--nodes",
+        &format!("{fixture}/nodes.yaml"),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("NormalizeScore (normalize_score in Python): normalized score 1000 is outside 0..=100"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -36,10 +36,32 @@ fi
 srcs=("$dir"/*.c)
 [ -e "${srcs[0]}" ] || { echo "c.sh: no .c file in $dir" >&2; exit 1; }
 
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+# WS_PLUGIN refers to the hook of every point it declares: one missing is
+# an undefined symbol at link time. Say it in the plugin's terms, at the
+# line of WS_PLUGIN, with the ws_ functions that are no hook (a misspelling).
+explain() {
+  local hook point at others
+  for hook in $(grep -oE 'undefined symbol: ws_(pre_filter|filter|pre_score|score|normalize_score)$' "$log" | sed 's/.*: //' | sort -u); do
+    point="WS_$(echo "${hook#ws_}" | tr a-z A-Z)"
+    at="$(grep -nE 'WS_PLUGIN[[:space:]]*\(' "${srcs[@]}" /dev/null | head -1 | cut -d: -f1,2)"
+    others="$(grep -ohE '\bws_[A-Za-z0-9_]+[[:space:]]*\(' "${srcs[@]}" | tr -d ' (' | sort -u \
+      | while read -r f; do grep -qE "\b$f[[:space:]]*\(" "$sdk/include/wasmsched.h" || printf ' %s' "$f"; done)"
+    echo "${at:-$dir}: WS_PLUGIN declares $point but $hook is not defined${others:+ (misspelt? not hooks:$others)}" >&2
+  done
+}
+
 # shellcheck disable=SC2086
-"$cc" --target=wasm32-unknown-unknown -mbulk-memory -ffreestanding -nostdlib \
+if ! "$cc" --target=wasm32-unknown-unknown -mbulk-memory -ffreestanding -nostdlib \
   -O2 -fno-strict-aliasing -fvisibility=hidden -std=c11 -Wall -Wno-unused-parameter \
   -isystem "$sdk/libc" -I "$sdk/include" -I "$sdk/generated" ${CFLAGS:-} \
   -Wl,--no-entry -Wl,--strip-all -Wl,--gc-sections \
   -o "$out" "${srcs[@]}" "$sdk/src/wasmsched.c" "$sdk/generated/scheduler_plugin.c" \
-  "$sdk/generated/scheduler_plugin_component_type.o"
+  "$sdk/generated/scheduler_plugin_component_type.o" >"$log" 2>&1; then
+  explain
+  cat "$log" >&2
+  exit 1
+fi
+cat "$log" >&2
+[ -z "${WASMSCHED_LANGUAGE:-}" ] || echo "C=clang $("$cc" -dumpversion)" > "$WASMSCHED_LANGUAGE"

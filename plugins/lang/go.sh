@@ -49,6 +49,13 @@ use (
 	$sdk
 )
 WORK
+# A misspelt point (FilterNodes, Scores) is no Go error: the plugin would
+# just lack the point. The SDK's check of the source (internal/check, built
+# for this machine) names such methods before the build. (At load, the SDK
+# checks the points' signatures, which need types.)
+env -u GOOS -u GOARCH GOWORK=off GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
+  "$go" build -C "$sdk" -o "$build/check" ./internal/check || fail "could not build the SDK's check"
+"$build/check" "$dir" || fail "$dir: methods wasmsched would not call (above)"
 GOWORK="$build/go.work" GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local GOPROXY=off GOFLAGS= \
   "$go" build -C "$dir" -buildmode=c-shared -trimpath -ldflags="-s -w" -o "$build/core.wasm" . \
   || fail "go build failed in $dir"
@@ -56,3 +63,4 @@ wasm-tools parse "$sdk/wasi-stub.wat" -o "$build/wasi-stub.wasm"
 wasm-tools component embed "$wit" --world scheduler-plugin "$build/core.wasm" -o "$build/embedded.wasm"
 wasm-tools component new "$build/embedded.wasm" \
   --adapt "wasi_snapshot_preview1=$build/wasi-stub.wasm" -o "$out"
+[ -z "${WASMSCHED_LANGUAGE:-}" ] || echo "Go=go $("$go" env GOVERSION | sed 's/^go//')" > "$WASMSCHED_LANGUAGE"

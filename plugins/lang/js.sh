@@ -86,13 +86,20 @@ if [ -n "$(find "$build/app" -name '*.ts' ! -name '*.d.ts' -print -quit)" ]; the
     "types": [],
     "strict": true,
     "skipLibCheck": true,
-    "noEmitOnError": true
+    "noEmitOnError": true,
+    "sourceMap": true
   },
   "include": ["**/*.ts"]
 }
 TS
-  (cd "$build/app" && "$tsc" -p tsconfig.json) >&2 || fail "TypeScript errors in $dir (tsc, strict, against sdk/js/wasmsched.d.ts)"
+  # tsc names files relative to the copy: FILE(LINE,COL) becomes
+  # DIR/FILE:LINE:COL, as the plugin's author knows them.
+  (cd "$build/app" && "$tsc" -p tsconfig.json --pretty false) >"$build/tsc.log" 2>&1 || {
+    sed -E "s#^([^ (][^(]*)\(([0-9]+),([0-9]+)\): #$dir/\1:\2:\3: #" "$build/tsc.log" >&2
+    fail "TypeScript errors in $dir (tsc, strict, against sdk/js/wasmsched.d.ts)"
+  }
   src="${src%.ts}.js"
+  language="TypeScript=tsc $("$tsc" --version | sed 's/^Version //')"
 fi
 cat > "$build/entry.js" <<JS
 import definition from "./app/$src";
@@ -102,6 +109,82 @@ if (!definition || typeof definition.metadata !== "function") {
 export const plugin = definition;
 JS
 
+# A failed componentize reports the bundler's errors in its own layout and
+# errors of the module's evaluation (definePlugin's checks included) at
+# lines of the bundle. Say what went wrong first, at the line of the
+# plugin's own file: the bundler's error as FILE:LINE:COL: message; an
+# evaluation error by evaluating the module again in Node (the host import
+# stubbed; TypeScript mapped back through tsc's source maps). Anything else:
+# componentize's log as it is.
+report() {
+  cat > "$build/diagnose.mjs" <<'DIAGNOSE'
+import { readFileSync } from "node:fs";
+import { register } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const [log, build, dir, entry] = process.argv.slice(2);
+const say = (line) => process.stderr.write(line + "\n");
+const mine = (path) => path.startsWith(build + "/app/") && !path.includes("/node_modules/");
+const theirs = (path) => dir + path.slice((build + "/app").length);
+const text = readFileSync(log, "utf8");
+
+// The bundler's errors: [CODE] message, then the place: ╭─[ app/FILE:LINE:COL ].
+const bundle = text.indexOf("Build failed with");
+if (bundle >= 0) {
+  let found = false;
+  for (const m of text.slice(bundle).matchAll(/^\[([A-Z_]+)\] (.*)\n(?:.*\n){0,2}?\s*╭─\[ (.*?):(\d+):(\d+) \]/gm)) {
+    const [, , message, file, line, col] = m;
+    say(`${file.startsWith("app/") ? dir + file.slice(3) : file}:${line}:${col}: ${message}`);
+    found = true;
+  }
+  process.exit(found ? 0 : 1);
+}
+if (!text.includes("Exception while evaluating top-level script")) process.exit(1);
+
+// Evaluated again, in Node, the module throws where it threw in the build.
+const stub = "export const log = () => {};";
+register(
+  "data:text/javascript," +
+    encodeURIComponent(`export async function resolve(s, c, next) {
+      return s.startsWith("wasmsched:plugin/")
+        ? { url: "data:text/javascript," + encodeURIComponent(${JSON.stringify(stub)}), shortCircuit: true }
+        : next(s, c);
+    }`),
+);
+try {
+  await import(pathToFileURL(entry).href);
+} catch (e) {
+  // Frames name a file:// URL, or a path when mapped by a source map.
+  const frames = [...String(e?.stack ?? "").matchAll(/(?:\(|at )((?:file:\/\/)?\/[^\s()]+?):(\d+):(\d+)\)?$/gm)]
+    .map(([, at, line, col]) => ({ path: at.startsWith("file:") ? fileURLToPath(at) : at, line: +line, col: +col }))
+    .filter((f) => mine(f.path));
+  const message = !(e instanceof Error) ? String(e) : e.message.startsWith("definePlugin:") ? e.message : `${e.name}: ${e.message}`;
+  const at = frames[0];
+  if (!at) {
+    say(message);
+    process.exit(0);
+  }
+  // An unknown key: the line that defines it, rather than the call.
+  const key = /unknown key "([^"]+)"/.exec(message)?.[1];
+  if (key) {
+    const source = readFileSync(theirs(at.path), "utf8").split("\n");
+    const quoted = key.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    const defines = new RegExp(`^\\s*(?:async\\s+|get\\s+|set\\s+)?\\*?["'\`]?${quoted}["'\`]?\\s*[(:,]`);
+    const i = source.findIndex((l, n) => n + 1 >= at.line && defines.test(l));
+    if (i >= 0) {
+      at.line = i + 1;
+      at.col = source[i].search(/\S/) + 1;
+    }
+  }
+  say(`${theirs(at.path)}:${at.line}:${at.col}: ${message}`);
+  process.exit(0);
+}
+process.exit(1);
+DIAGNOSE
+  node --enable-source-maps "$build/diagnose.mjs" "$build/log" "$build" "$dir" "$build/app/$src" >&2 \
+    || cat "$build/log" >&2
+}
+
 backend="${WASMSCHED_JS_BACKEND:-starlingmonkey}"
 cd "$build"
 case "$backend" in
@@ -110,7 +193,7 @@ case "$backend" in
     sed -i '1i import "./backend.js";' "$build/entry.js"
     "$jco" componentize entry.js --wit "$wit" --world-name scheduler-plugin \
       --backend quickjs --backend-qjs-disable-async --backend-qjs-stub-wasi \
-      -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+      -o "$out" >"$build/log" 2>&1 || { report; fail "jco componentize failed for $dir"; }
     ;;
   starlingmonkey)
     # jco 1.35's bundled WASI shim no longer preopens `/`, so componentize
@@ -125,8 +208,9 @@ case "$backend" in
     sed -i '1i import "./backend.js";' "$build/entry.js"
     node --import "$build/preopen.mjs" "$(readlink -f "$jco")" componentize "$build/entry.js" \
       --wit "$wit" --world-name scheduler-plugin -d all --bundle \
-      -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "jco componentize failed for $dir"; }
+      -o "$out" >"$build/log" 2>&1 || { report; fail "jco componentize failed for $dir"; }
     ;;
   *) fail "WASMSCHED_JS_BACKEND: starlingmonkey or quickjs, not $backend" ;;
 esac
 [ -s "$out" ] || { cat "$build/log" >&2; fail "jco componentize wrote no component for $dir"; }
+[ -z "${WASMSCHED_LANGUAGE:-}" ] || echo "${language:-JavaScript=jco $JCO_VERSION}" > "$WASMSCHED_LANGUAGE"

@@ -60,7 +60,46 @@ import $mod
 from wasmsched._component import Plugin
 PY
 
+# componentize-py imports the module at build time, so a Python error (and
+# the SDK's check of the Plugin subclass) fails the build. Its report wraps
+# the Python traceback in its own, with a Rust backtrace, and names the
+# files by the guest paths /0, /1, ... of the -p directories: show the
+# error first, as FILE:LINE: message in the plugin's own files.
+report() {
+  "$tc/bin/python" - "$build/log" "$dir" "$mod" "${paths[@]}" <<'PY' >&2 || cat "$build/log" >&2
+import re, sys
+
+log, plugin_dir, mod, *paths = sys.argv[1:]
+dirs = [p for flag, p in zip(paths[::2], paths[1::2])]
+text = open(log, encoding="utf-8", errors="replace").read()
+start = text.find("Traceback (most recent call last):", text.find("AssertionError: ") + 1)
+if start < 0:
+    sys.exit(1)
+end = text.find("\n\nCaused by:", start)
+tb = text[start:end if end >= 0 else len(text)].rstrip().splitlines()
+
+def real(path):
+    m = re.match(r"/(\d+)/(.*)", path)
+    return f"{dirs[int(m.group(1))]}/{m.group(2)}" if m and int(m.group(1)) < len(dirs) else path
+
+frames = [(real(f), n) for f, n in re.findall(r'^\s*File "([^"]+)", line (\d+)', "\n".join(tb), re.M)]
+mine = [(f, n) for f, n in frames if f.startswith(plugin_dir + "/")]
+where = "%s:%s: " % mine[-1] if mine else f"{plugin_dir}/{mod}.py: "
+last = tb[-1]
+# The SDK's own errors say everything; others keep their type and traceback.
+if last.startswith("wasmsched.DefinitionError: "):
+    print(where + last.split(": ", 1)[1])
+else:
+    print(where + last)
+    for line in tb[:-1]:
+        if "wasmsched_app.py" not in line and not line.lstrip().startswith("import " + mod):
+            print(re.sub(r'File "([^"]+)"', lambda m: f'File "{real(m.group(1))}"', line))
+PY
+}
+
 cd "$build"
-# No VIRTUAL_ENV: only the paths above are searched.
-env -u VIRTUAL_ENV "$cpy" -d "$wit" -w scheduler-plugin componentize --stub-wasi \
-  "${paths[@]}" wasmsched_app -o "$out" >"$build/log" 2>&1 || { cat "$build/log" >&2; fail "componentize-py failed for $dir"; }
+# No VIRTUAL_ENV: only the paths above are searched. No Rust backtrace in
+# componentize-py's report.
+env -u VIRTUAL_ENV RUST_BACKTRACE=0 RUST_LIB_BACKTRACE=0 "$cpy" -d "$wit" -w scheduler-plugin componentize --stub-wasi \
+  "${paths[@]}" wasmsched_app -o "$out" >"$build/log" 2>&1 || { report; fail "componentize-py failed for $dir"; }
+[ -z "${WASMSCHED_LANGUAGE:-}" ] || echo "Python=componentize-py $COMPONENTIZE_PY_VERSION" > "$WASMSCHED_LANGUAGE"

@@ -37,10 +37,32 @@ fi
 
 cache="${WASMSCHED_PLUGINS_TARGET:-$plugins/target}/zig-cache"
 mkdir -p "$cache"
-"${zig[@]}" build-exe -target wasm32-freestanding -mcpu=generic+bulk_memory -O ReleaseSmall \
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+# The SDK's checks of the hooks (checkHooks) fail the build in the SDK's
+# file: say it first at the line of the plugin it is about.
+explain() {
+  local msg name at
+  msg="$(grep -m1 -oE "wasmsched\.zig:[0-9]+:[0-9]+: error: (pub fn |metadata\.points).*" "$log" | sed 's/^[^ ]* error: //')"
+  [ -n "$msg" ] || return 0
+  name="$(echo "$msg" | sed -nE 's/^pub fn ([A-Za-z0-9_]+) .*/\1/p')"
+  if [ -n "$name" ]; then
+    at="$(grep -nE "fn[[:space:]]+$name[[:space:]]*\(" "$root" | head -1 | cut -d: -f1)"
+  else
+    at="$(grep -nE '\.points[[:space:]]*=' "$root" | head -1 | cut -d: -f1)"
+  fi
+  echo "$root:${at:-1}: error: $msg" >&2
+}
+if ! "${zig[@]}" build-exe -target wasm32-freestanding -mcpu=generic+bulk_memory -O ReleaseSmall \
   -fno-entry -fstrip --cache-dir "$cache" -femit-bin="$out" \
   -cflags -std=c11 -fno-strict-aliasing -fvisibility=hidden -isystem "$sdk/c/libc" \
     -I "$sdk/c/include" -I "$sdk/c/generated" -- \
   "$sdk/c/src/wasmsched.c" "$sdk/c/generated/scheduler_plugin.c" \
   "$sdk/c/generated/scheduler_plugin_component_type.o" \
-  --dep wasmsched -Mroot="$root" -Mwasmsched="$sdk/zig/wasmsched.zig"
+  --dep wasmsched -Mroot="$root" -Mwasmsched="$sdk/zig/wasmsched.zig" >"$log" 2>&1; then
+  explain
+  cat "$log" >&2
+  exit 1
+fi
+cat "$log" >&2
+[ -z "${WASMSCHED_LANGUAGE:-}" ] || echo "Zig=zig $ZIG_VERSION" > "$WASMSCHED_LANGUAGE"

@@ -309,6 +309,35 @@ fn code_name(c: wasmsched_wasm::GuestCode) -> &'static str {
     }
 }
 
+/// A point's method in the plugin's own language (as its SDK names it),
+/// when the component says which language it is.
+fn method(language: Option<&str>, point: &str) -> Option<&'static str> {
+    const POINTS: [&str; 5] = ["PreFilter", "Filter", "PreScore", "Score", "NormalizeScore"];
+    let names: [&'static str; 5] = match language? {
+        "Rust" | "Python" => ["pre_filter", "filter", "pre_score", "score", "normalize_score"],
+        "C" => [
+            "ws_pre_filter",
+            "ws_filter",
+            "ws_pre_score",
+            "ws_score",
+            "ws_normalize_score",
+        ],
+        "Zig" | "JavaScript" | "TypeScript" => ["preFilter", "filter", "preScore", "score", "normalizeScore"],
+        "Go" => POINTS,
+        _ => return None,
+    };
+    POINTS.iter().position(|p| *p == point).map(|i| names[i])
+}
+
+/// `NormalizeScore (normalize_score in Python)`: the point as the scheduler
+/// names it, and as the plugin's author wrote it.
+fn in_language(language: Option<&str>, point: &str) -> String {
+    match (language, method(language, point)) {
+        (Some(lang), Some(m)) if m != point => format!("{point} ({m} in {lang})"),
+        _ => point.to_owned(),
+    }
+}
+
 fn test(
     file: &Path,
     pod: &Path,
@@ -367,7 +396,9 @@ fn test(
             }
         ));
     };
-    let show_err = |errors: &mut Vec<String>, what: &str, e: &CallError| errors.push(format!("{what}: {e}"));
+    let language = l.language.as_deref();
+    let point = |p: &str| in_language(language, p);
+    let show_err = |errors: &mut Vec<String>, what: &str, e: &CallError| errors.push(format!("{}: {e}", point(what)));
     let mut verdicts: Vec<String> = vec!["feasible".into(); nodes.len()];
     let mut scores: Vec<Option<i64>> = vec![None; nodes.len()];
     let mut pre_filter: Option<&str> = None;
@@ -410,7 +441,10 @@ fn test(
                     match l.normalize(&pod, &raw) {
                         Ok(n) => {
                             if let Some(s) = n.iter().find(|s| outside(s)) {
-                                errors.push(format!("NormalizeScore: normalized score {s} is outside 0..=100"));
+                                errors.push(format!(
+                                    "{}: normalized score {s} is outside 0..=100",
+                                    point("NormalizeScore")
+                                ));
                             }
                             out = n;
                         }
@@ -419,8 +453,10 @@ fn test(
                     timed(&mut log, "NormalizeScore", t);
                 } else if let Some((i, s)) = raw.iter().enumerate().find(|(_, s)| outside(s)) {
                     errors.push(format!(
-                        "Score: score {s} for node {} is outside 0..=100 (implement normalize-score to map raw scores)",
-                        nodes[i].name()
+                        "{}: score {s} for node {} is outside 0..=100 (implement {} to map raw scores)",
+                        point("Score"),
+                        nodes[i].name(),
+                        method(language, "NormalizeScore").unwrap_or("normalize-score")
                     ));
                 }
                 scores = out.into_iter().map(Some).collect();

@@ -59,10 +59,44 @@ pub(crate) struct Compiled {
     pub len: usize,
     /// Whether it came from the on-disk cache.
     pub cached: bool,
+    /// The source language the component says it was written in.
+    pub language: Option<String>,
     /// The host's memory budget its instances draw from.
     pub budget: Arc<Budget>,
     /// The engine's epoch counter (see [`WasmEngine`]).
     pub epochs: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The language the component's own producers section names
+/// (`plugins/build.sh` stamps it; the modules inside name what built them,
+/// which for an interpreter is the interpreter's language, so only the
+/// root counts).
+pub fn declared_language(bytes: &[u8]) -> Option<String> {
+    use wasmparser::{KnownCustom, Payload};
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            Payload::Version { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::CustomSection(c) if depth == 1 => {
+                if let KnownCustom::Producers(fields) = c.as_known() {
+                    for field in fields.into_iter().flatten() {
+                        if field.name == "language" {
+                            // A toolchain may list a language of its own
+                            // without a version (ComponentizeJS says
+                            // JavaScript for TypeScript too): the stamped
+                            // one carries a version.
+                            let values: Vec<_> = field.values.into_iter().flatten().collect();
+                            let value = values.iter().find(|v| !v.version.is_empty()).or(values.first())?;
+                            return Some(value.name.to_owned());
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The engine's settings: the compiler process uses the same, so that its
@@ -396,6 +430,7 @@ impl WasmEngine {
             len: bytes.len(),
             sha256,
             cached,
+            language: declared_language(bytes),
             budget: self.inner.budget.clone(),
             epochs: self.inner.epochs.clone(),
         })

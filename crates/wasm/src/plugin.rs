@@ -176,8 +176,11 @@ pub struct Loaded {
     pub component_bytes: usize,
     /// Whether the compiled code came from the on-disk cache.
     pub cached: bool,
-    /// The minor of the contract it was built against (`0.1`, `0.2`).
+    /// The minor of the contract it was built against (`0.1`, `0.2`, `0.3`).
     pub contract: &'static str,
+    /// The language it was written in, when the component says
+    /// (`Rust`, `Go`, `Python`, ...).
+    pub language: Option<String>,
     /// The cluster changes it registered for (none: every change).
     pub events: Option<Vec<ClusterEvent>>,
     points: guest::Points,
@@ -339,6 +342,7 @@ impl Loaded {
             cached: compiled.cached,
             component_bytes: compiled.len,
             contract: compiled.pre.minor(),
+            language: compiled.language.clone(),
             events: meta.events.as_ref().map(|es| es.iter().map(cluster_event).collect()),
             file,
             points: meta.points,

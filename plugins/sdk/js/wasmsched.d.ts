@@ -154,6 +154,9 @@ export interface Nodes {
   metrics(source: string): Opt<Metric>[];
 }
 
+/** A plugin: these keys and no others (an object literal with a misspelt
+ * point, such as `scores`, is a type error, as `definePlugin` rejects it at
+ * build time); the plugin's own state and helpers are named `_...`. */
 export interface PluginDefinition {
   name: string;
   version?: string;
@@ -167,7 +170,7 @@ export interface PluginDefinition {
   preScore?(pod: Pod, nodes: Nodes): Status | Code | void;
   score?(pod: Pod, nodes: Nodes): Iterable<number>;
   normalizeScore?(pod: Pod, scores: number[]): Iterable<number>;
-  [extra: string]: any;
+  [own: `_${string}`]: any;
 }
 
 export declare function definePlugin(def: PluginDefinition): object;

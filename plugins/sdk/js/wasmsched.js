@@ -59,6 +59,8 @@ export const EventActions = Object.freeze({
 });
 
 const POINTS = ["preFilter", "filter", "preScore", "score", "normalizeScore"];
+// The keys of a definition; the plugin's own state and helpers start with _.
+const KEYS = ["name", "version", "points", "events", "configure", ...POINTS];
 const CODES = new Set(Object.values(Code));
 const RESOURCES = Object.values(EventResource);
 const ACTIONS = Object.values(EventActions);
@@ -180,6 +182,37 @@ function withViews(nodes) {
   return nodes;
 }
 
+// The name `name` was probably meant to be (scores: score, PreFilter:
+// preFilter, filterNodes: filter), or undefined: the same letters in
+// another case or with separators, a few edits away, or one name inside
+// the other.
+function didYouMean(name, names) {
+  const squash = (s) => s.toLowerCase().replace(/[_-]/g, "");
+  const s = squash(name);
+  let best, bestCost = Infinity;
+  for (const candidate of names) {
+    const c = squash(candidate);
+    const d = distance(s, c);
+    let cost = Infinity;
+    if (d <= (c.length <= 6 ? 1 : 2)) cost = d;
+    else if (Math.min(s.length, c.length) >= 5 && (s.startsWith(c) || s.endsWith(c) || c.startsWith(s))) cost = 10 + Math.abs(s.length - c.length);
+    if (cost < bestCost) [best, bestCost] = [candidate, cost];
+  }
+  return best;
+}
+
+// Edit distance, a transposition counting as one edit.
+function distance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i * j === 0 ? i + j : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
 // `events` as metadata takes it; not declared: none (every change).
 function clusterEvents(events) {
   if (events === undefined || events === null) return NONE;
@@ -214,10 +247,28 @@ export function definePlugin(def) {
   if (!def || typeof def.name !== "string" || def.name === "") {
     throw new Error("definePlugin: `name` (a non-empty string) is required");
   }
+  // Checked when the module is evaluated, which is at build time: a
+  // misspelt point would otherwise leave the plugin silently without it.
+  for (const key of Object.keys(def)) {
+    if (KEYS.includes(key) || key.startsWith("_")) continue;
+    const meant = didYouMean(key, KEYS);
+    throw new Error(
+      meant
+        ? `definePlugin: unknown key "${key}"; did you mean "${meant}"?`
+        : `definePlugin: unknown key "${key}" (known: ${KEYS.join(", ")}; your own state and helpers start with _, as _${key})`,
+    );
+  }
   const points = def.points ?? POINTS.filter((p) => typeof def[p] === "function");
+  if (!Array.isArray(points)) throw new Error("definePlugin: `points` must be an array of point names");
   for (const p of points) {
-    if (!POINTS.includes(p)) throw new Error(`definePlugin: unknown point ${p}`);
+    if (!POINTS.includes(p)) {
+      const meant = didYouMean(String(p), POINTS);
+      throw new Error(`definePlugin: unknown point "${p}"` + (meant ? `; did you mean "${meant}"?` : ` (the points are ${POINTS.join(", ")})`));
+    }
     if (typeof def[p] !== "function") throw new Error(`definePlugin: point ${p} has no function`);
+  }
+  if (points.length === 0) {
+    throw new Error(`definePlugin: ${def.name} implements no extension point: define at least one of ${POINTS.join(", ")}`);
   }
   const flags = Object.fromEntries(POINTS.map((p) => [p, points.includes(p)]));
   const events = clusterEvents(def.events);

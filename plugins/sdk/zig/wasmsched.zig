@@ -242,6 +242,14 @@ const CRejection = extern struct { index: u32, code: u8, reason: CStr };
 const CRejections = extern struct { ptr: ?[*]CRejection, len: usize, cap: usize };
 const CMetadata = extern struct { name: [*:0]const u8, version: [*:0]const u8, points: u32 };
 const CEvents = extern struct { ptr: ?[*]const ClusterEvent, len: usize };
+/// The hooks of the declared points (struct ws_hooks).
+const CHooks = extern struct {
+    pre_filter: ?*const fn (CPod, *CStatus) callconv(.c) CErr,
+    filter: ?*const fn (CPod, CNodes, *CRejections) callconv(.c) CErr,
+    pre_score: ?*const fn (CPod, CNodes, *CStatus) callconv(.c) CErr,
+    score: ?*const fn (CPod, CNodes, [*]i64, usize) callconv(.c) CErr,
+    normalize_score: ?*const fn (CPod, [*]i64, usize) callconv(.c) CErr,
+};
 const CLabelRequirement = extern struct { key: CStr, operator: CStr, values: CList(CStr) };
 const CPodSelector = extern struct {
     namespaces: CList(CStr),
@@ -742,9 +750,95 @@ fn errorMessage(err: anyerror) CErr {
     return @errorName(err).ptr;
 }
 
+/// The hooks of the points: function, `Points` field, parameters.
+const hook_names = .{
+    .{ "preFilter", "pre_filter", 1 },
+    .{ "filter", "filter", 3 },
+    .{ "preScore", "pre_score", 2 },
+    .{ "score", "score", 3 },
+    .{ "normalizeScore", "normalize_score", 2 },
+    .{ "configure", "", 1 },
+};
+
+/// Fails the build on what would leave a plugin silently without a point:
+/// a pub fn that looks like a misspelt hook (`scores`, `Score`,
+/// `filterNodes`), a point declared in `metadata.points` without its pub
+/// fn (or a hook without its point), no point at all.
+fn checkHooks(comptime T: type, comptime points: Points) void {
+    @setEvalBranchQuota(200_000);
+    for (@typeInfo(T).@"struct".decls) |d| {
+        if (@typeInfo(@TypeOf(@field(T, d.name))) != .@"fn") continue;
+        const args = @typeInfo(@TypeOf(@field(T, d.name))).@"fn".params.len;
+        if (meantHook(d.name, args)) |h| @compileError(std.fmt.comptimePrint(
+            "pub fn {s} is not a hook of wasmsched; did you mean {s}?",
+            .{ d.name, h },
+        ));
+    }
+    inline for (hook_names) |h| {
+        if (h[1].len == 0) continue;
+        const declared = @field(points, h[1]);
+        if (declared and !@hasDecl(T, h[0])) @compileError(std.fmt.comptimePrint(
+            "metadata.points has .{s} but there is no pub fn {s}",
+            .{ h[1], h[0] },
+        ));
+        if (!declared and @hasDecl(T, h[0])) @compileError(std.fmt.comptimePrint(
+            "pub fn {s} is a hook but metadata.points lacks .{s} = true",
+            .{ h[0], h[1] },
+        ));
+    }
+    if (@as(u32, @bitCast(points)) == 0) @compileError("metadata.points is empty: a plugin implements at least one point");
+}
+
+/// The hook a function named `name` with `args` parameters was probably
+/// meant to be: the same letters in another case or with underscores, a
+/// few edits away, or one name inside the other (with the hook's
+/// parameters).
+fn meantHook(comptime name: []const u8, comptime args: usize) ?[]const u8 {
+    const s = squash(name);
+    var best: ?[]const u8 = null;
+    var cost: usize = std.math.maxInt(usize);
+    inline for (hook_names) |h| {
+        if (std.mem.eql(u8, name, h[0])) return null;
+        const k = squash(h[0]);
+        const d = distance(s, k);
+        if (d == 0) return h[0];
+        const inside = @min(s.len, k.len) >= 5 and (std.mem.startsWith(u8, s, k) or std.mem.endsWith(u8, s, k) or std.mem.startsWith(u8, k, s));
+        const c: usize = if (d <= 1 or (k.len > 6 and d <= 2)) d else if (inside) @as(usize, 10) + @max(s.len, k.len) - @min(s.len, k.len) else std.math.maxInt(usize);
+        if (c < cost and args == h[2]) {
+            best = h[0];
+            cost = c;
+        }
+    }
+    return best;
+}
+
+fn squash(comptime name: []const u8) []const u8 {
+    var out: []const u8 = "";
+    for (name) |ch| {
+        if (ch != '_') out = out ++ [_]u8{std.ascii.toLower(ch)};
+    }
+    return out;
+}
+
+/// Edit distance, a transposition counting as one edit.
+fn distance(comptime a: []const u8, comptime b: []const u8) usize {
+    var d: [a.len + 1][b.len + 1]usize = undefined;
+    for (0..a.len + 1) |i| d[i][0] = i;
+    for (0..b.len + 1) |j| d[0][j] = j;
+    for (1..a.len + 1) |i| {
+        for (1..b.len + 1) |j| {
+            const sub: usize = if (a[i - 1] == b[j - 1]) 0 else 1;
+            d[i][j] = @min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + sub);
+            if (i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]) d[i][j] = @min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    }
+    return d[a.len][b.len];
+}
+
 /// Exports the hooks `T` declares (see the top of this file).
 pub fn plugin(comptime T: type) void {
     const meta: Metadata = T.metadata;
+    comptime checkHooks(T, meta.points);
     const G = struct {
         const md: CMetadata = .{
             .name = meta.name.ptr,
@@ -789,13 +883,20 @@ pub fn plugin(comptime T: type) void {
             return null;
         }
     };
+    const H = struct {
+        // The C SDK calls the points' hooks through this table (checkHooks
+        // made it agree with metadata.points).
+        const hooks: CHooks = .{
+            .pre_filter = if (meta.points.pre_filter) &G.preFilter else null,
+            .filter = if (meta.points.filter) &G.filter else null,
+            .pre_score = if (meta.points.pre_score) &G.preScore else null,
+            .score = if (meta.points.score) &G.score else null,
+            .normalize_score = if (meta.points.normalize_score) &G.normalizeScore else null,
+        };
+    };
     @export(&G.md, .{ .name = "ws_plugin" });
+    @export(&H.hooks, .{ .name = "ws_plugin_hooks" });
     // Without it, the C SDK answers metadata `events` none.
     if (meta.events != null) @export(&G.events, .{ .name = "ws_plugin_events" });
     if (@hasDecl(T, "configure")) @export(&G.configure, .{ .name = "ws_configure" });
-    if (@hasDecl(T, "preFilter")) @export(&G.preFilter, .{ .name = "ws_pre_filter" });
-    if (@hasDecl(T, "filter")) @export(&G.filter, .{ .name = "ws_filter" });
-    if (@hasDecl(T, "preScore")) @export(&G.preScore, .{ .name = "ws_pre_score" });
-    if (@hasDecl(T, "score")) @export(&G.score, .{ .name = "ws_score" });
-    if (@hasDecl(T, "normalizeScore")) @export(&G.normalizeScore, .{ .name = "ws_normalize_score" });
 }

@@ -9,7 +9,6 @@ import { definePlugin, Code, PluginError } from "wasmsched";
 export default definePlugin({
   name: "label-gate",
   version: "0.1.0",
-  key: "cluster.type",
 
   configure(args) {
     // Only a string value counts, as in the Rust twin.

@@ -111,9 +111,19 @@ typedef struct ws_metadata {
     uint32_t points;     /* ws_points, or-ed */
 } ws_metadata;
 
-/* WS_PLUGIN("node-price", "0.1.0", WS_SCORE | WS_NORMALIZE_SCORE); */
-#define WS_PLUGIN(NAME, VERSION, POINTS) \
-    const ws_metadata ws_plugin = {(NAME), (VERSION), (uint32_t)(POINTS)}
+/* WS_PLUGIN("node-price", "0.1.0", WS_SCORE | WS_NORMALIZE_SCORE);
+ * It also refers to the hook of each point it declares, so that a point
+ * declared without its hook (a misspelt name) does not link
+ * ("undefined symbol: ws_score") rather than answer "not implemented". */
+#define WS_PLUGIN(NAME, VERSION, POINTS)                                      \
+    const ws_metadata ws_plugin = {(NAME), (VERSION), (uint32_t)(POINTS)}; \
+    const struct ws_hooks ws_plugin_hooks = {                              \
+        ((POINTS) & WS_PRE_FILTER) ? ws_pre_filter : 0,                    \
+        ((POINTS) & WS_FILTER) ? ws_filter : 0,                            \
+        ((POINTS) & WS_PRE_SCORE) ? ws_pre_score : 0,                      \
+        ((POINTS) & WS_SCORE) ? ws_score : 0,                              \
+        ((POINTS) & WS_NORMALIZE_SCORE) ? ws_normalize_score : 0,          \
+    }
 
 /* What kind of object changed (kube-scheduler's EventResource). */
 typedef enum ws_event_resource {
@@ -313,6 +323,16 @@ const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status);
 const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
 /* Maps scores in place. */
 const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n);
+
+/* The hooks of the points WS_PLUGIN declares (NULL for the others, which
+ * answer "not implemented"). */
+struct ws_hooks {
+    const char *(*pre_filter)(ws_pod pod, ws_status *status);
+    const char *(*filter)(ws_pod pod, ws_nodes nodes, ws_rejections *out);
+    const char *(*pre_score)(ws_pod pod, ws_nodes nodes, ws_status *status);
+    const char *(*score)(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
+    const char *(*normalize_score)(ws_pod pod, int64_t *scores, size_t n);
+};
 
 /* ---- args: a small JSON reader for the top-level fields of an object --- */
 

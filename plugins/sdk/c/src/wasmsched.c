@@ -865,32 +865,21 @@ __attribute__((weak)) const char *ws_configure(ws_str args) {
     (void)args;
     return NULL;
 }
-__attribute__((weak)) const char *ws_pre_filter(ws_pod pod, ws_status *status) {
-    (void)pod, (void)status;
-    return NOT_IMPLEMENTED;
-}
-__attribute__((weak)) const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejections *out) {
-    (void)pod, (void)nodes, (void)out;
-    return NOT_IMPLEMENTED;
-}
-__attribute__((weak)) const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status) {
-    (void)pod, (void)nodes, (void)status;
-    return NOT_IMPLEMENTED;
-}
-__attribute__((weak)) const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n) {
-    (void)pod, (void)nodes, (void)scores, (void)n;
-    return NOT_IMPLEMENTED;
-}
-__attribute__((weak)) const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n) {
-    (void)pod, (void)scores, (void)n;
-    return NOT_IMPLEMENTED;
-}
+/* The points' hooks are reached through ws_plugin_hooks (WS_PLUGIN). Weak
+ * here, so that the address of one the plugin does not define is NULL: a
+ * hook defined for a point WS_PLUGIN does not declare is never called. */
+__attribute__((weak)) const char *ws_pre_filter(ws_pod pod, ws_status *status);
+__attribute__((weak)) const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejections *out);
+__attribute__((weak)) const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status);
+__attribute__((weak)) const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
+__attribute__((weak)) const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n);
 
 /* ======================================================================
  * The generated bindings' exports
  * ====================================================================== */
 
 extern const ws_metadata ws_plugin; /* WS_PLUGIN(...) in the plugin */
+extern const struct ws_hooks ws_plugin_hooks; /* WS_PLUGIN(...) too */
 /* WS_EVENTS(...) in the plugin, if any (weak: its address is NULL without). */
 extern const ws_events ws_plugin_events __attribute__((weak));
 
@@ -907,11 +896,28 @@ static bool finish(const char *error, gstr *err) {
 static ws_pod POD(exports_wasmsched_plugin_plugin_borrow_pod_t p) { return (ws_pod){p.__handle}; }
 static ws_nodes NODES(exports_wasmsched_plugin_plugin_borrow_nodes_t n) { return (ws_nodes){n.__handle}; }
 
+/* A hook defined for a point WS_PLUGIN does not declare, or NULL. */
+static const char *undeclared_hook(void) {
+    if (ws_pre_filter && !ws_plugin_hooks.pre_filter) return "ws_pre_filter is defined but WS_PLUGIN does not declare WS_PRE_FILTER";
+    if (ws_filter && !ws_plugin_hooks.filter) return "ws_filter is defined but WS_PLUGIN does not declare WS_FILTER";
+    if (ws_pre_score && !ws_plugin_hooks.pre_score) return "ws_pre_score is defined but WS_PLUGIN does not declare WS_PRE_SCORE";
+    if (ws_score && !ws_plugin_hooks.score) return "ws_score is defined but WS_PLUGIN does not declare WS_SCORE";
+    if (ws_normalize_score && !ws_plugin_hooks.normalize_score)
+        return "ws_normalize_score is defined but WS_PLUGIN does not declare WS_NORMALIZE_SCORE";
+    return NULL;
+}
+
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret) {
     call_enter();
     ret->name = G(ws_cstr(ws_plugin.name));
     ret->version = G(ws_cstr(ws_plugin.version));
     ret->points = (exports_wasmsched_plugin_plugin_points_t)ws_plugin.points;
+    /* Declaring no point makes the host refuse the plugin, after this line. */
+    const char *undeclared = undeclared_hook();
+    if (undeclared) {
+        ws_logz(WS_ERROR, undeclared);
+        ret->points = 0;
+    }
     ret->events.is_some = &ws_plugin_events != NULL;
     if (ret->events.is_some) {
         size_t n = ws_plugin_events.len;
@@ -944,7 +950,7 @@ bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_
                                                 exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
     call_enter();
     ws_status st = {WS_SUCCESS, {"", 0}};
-    const char *e = ws_pre_filter(POD(pod), &st);
+    const char *e = ws_plugin_hooks.pre_filter ? ws_plugin_hooks.pre_filter(POD(pod), &st) : NOT_IMPLEMENTED;
     ret->code = (exports_wasmsched_plugin_plugin_code_t)st.code;
     ret->reason = G(st.reason);
     return finish(e, err);
@@ -955,7 +961,7 @@ bool exports_wasmsched_plugin_plugin_filter(exports_wasmsched_plugin_plugin_borr
                                             exports_wasmsched_plugin_plugin_list_rejection_t *ret, gstr *err) {
     call_enter();
     ws_rejections out = {0};
-    const char *e = ws_filter(POD(pod), NODES(nodes), &out);
+    const char *e = ws_plugin_hooks.filter ? ws_plugin_hooks.filter(POD(pod), NODES(nodes), &out) : NOT_IMPLEMENTED;
     ret->ptr = (exports_wasmsched_plugin_plugin_rejection_t *)out.ptr;
     ret->len = out.len;
     return finish(e, err);
@@ -966,7 +972,7 @@ bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_b
                                                exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
     call_enter();
     ws_status st = {WS_SUCCESS, {"", 0}};
-    const char *e = ws_pre_score(POD(pod), NODES(nodes), &st);
+    const char *e = ws_plugin_hooks.pre_score ? ws_plugin_hooks.pre_score(POD(pod), NODES(nodes), &st) : NOT_IMPLEMENTED;
     ret->code = (exports_wasmsched_plugin_plugin_code_t)st.code;
     ret->reason = G(st.reason);
     return finish(e, err);
@@ -979,7 +985,7 @@ bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borro
     size_t n = wasmsched_plugin_cluster_method_nodes_len(nodes);
     int64_t *scores = ws_alloc(n * sizeof(int64_t), 8);
     memset(scores, 0, n * sizeof(int64_t));
-    const char *e = ws_score(POD(pod), NODES(nodes), scores, n);
+    const char *e = ws_plugin_hooks.score ? ws_plugin_hooks.score(POD(pod), NODES(nodes), scores, n) : NOT_IMPLEMENTED;
     ret->ptr = scores;
     ret->len = n;
     return finish(e, err);
@@ -989,7 +995,8 @@ bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_pl
                                                      scheduler_plugin_list_s64_t *scores,
                                                      scheduler_plugin_list_s64_t *ret, gstr *err) {
     call_enter();
-    const char *e = ws_normalize_score(POD(pod), scores->ptr, scores->len);
+    const char *e = ws_plugin_hooks.normalize_score ? ws_plugin_hooks.normalize_score(POD(pod), scores->ptr, scores->len)
+                                                   : NOT_IMPLEMENTED;
     *ret = *scores;
     return finish(e, err);
 }

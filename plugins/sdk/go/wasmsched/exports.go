@@ -38,6 +38,9 @@ func Errorf(format string, args ...any) { Log(LevelError, fmt.Sprintf(format, ar
 var registered struct {
 	name, version string
 	plugin        Plugin
+	// What is wrong with the plugin's methods (checkMethods): metadata logs
+	// it and declares no point, so the host refuses the plugin at load.
+	problems []string
 }
 
 // Register makes p the component's plugin, under the name the scheduler
@@ -47,6 +50,7 @@ func Register(name, version string, p Plugin) {
 		panic("wasmsched.Register: called twice (a component holds one plugin)")
 	}
 	registered.name, registered.version, registered.plugin = name, version, p
+	registered.problems = checkMethods(p)
 }
 
 // The points flags of the contract, in declaration order.
@@ -132,7 +136,14 @@ func exportMetadata() addr {
 	// @16, events: option<list<cluster-event>> @20}, 32 bytes.
 	strOut(a, name)
 	strOut(a+8, registered.version)
-	putU32(a+16, points(registered.plugin)) // no plugin: no points
+	pts := points(registered.plugin) // no plugin: no points
+	if len(registered.problems) > 0 {
+		for _, p := range registered.problems {
+			Errorf("%s", p)
+		}
+		pts = 0
+	}
+	putU32(a+16, pts)
 	eventsOut(a + 20)
 	return a
 }

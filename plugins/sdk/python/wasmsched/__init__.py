@@ -13,7 +13,9 @@ turns the module into a component of world ``wasmsched:plugin/scheduler-plugin``
             return [r % 101 for r in nodes.randoms()]
 
 The points a plugin implements are the methods it overrides (or the
-``points`` attribute, if set); ``events`` lists the cluster changes a pod it
+``points`` attribute, if set); a public method that looks like a misspelt
+point (``scores``) raises :class:`DefinitionError` when the class is
+defined, which is at build time (name helpers ``_...``); ``events`` lists the cluster changes a pod it
 rejected waits for (default: every change). ``configure`` receives the args
 as parsed JSON. Raise :class:`PluginError` (or any exception) to return an
 error to the host. ``pod`` and ``nodes`` are the contract's handles: see
@@ -33,7 +35,7 @@ from typing import Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 __all__ = [
     "Plugin", "PluginError", "Code", "Status", "Rejection", "Points", "Level",
     "EventResource", "EventActions", "ClusterEvent", "LabelRequirement", "PodSelector",
-    "Pod", "Nodes", "log", "trace", "debug", "info", "warn", "error",
+    "Pod", "Nodes", "DefinitionError", "log", "trace", "debug", "info", "warn", "error",
 ]
 
 # ---------------------------------------------------------------------------
@@ -307,6 +309,9 @@ class Plugin:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
+        # Checked when the class is defined, which is at build time: a
+        # misspelt point would otherwise leave the plugin silently without it.
+        _check_definition(cls)
         _registered.append(cls)
 
     def configure(self, args: dict) -> None:
@@ -349,6 +354,113 @@ _POINT_METHODS = [
     ("score", Points.SCORE),
     ("normalize_score", Points.NORMALIZE_SCORE),
 ]
+
+
+class DefinitionError(TypeError):
+    """A Plugin subclass that cannot be what its author meant (a misspelt
+    point, no point at all): raised when the class is defined."""
+
+
+# What a subclass may define, besides private names (``_...``) and helpers
+# that look like none of these: the points and ``configure``, with how many
+# arguments the host passes them (self excluded), and the class attributes.
+_METHODS = {"pre_filter": 1, "filter": 2, "pre_score": 2, "score": 2, "normalize_score": 2, "configure": 1}
+_ATTRIBUTES = ("name", "version", "points", "events")
+
+
+def _squash(name: str) -> str:
+    return name.lower().replace("_", "")
+
+
+def _distance(a: str, b: str) -> int:
+    """Edit distance, a transposition counting as one edit."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+def _takes(fn, n: int) -> bool:
+    """Whether the host's n arguments (after self) could be passed to fn."""
+    import inspect
+
+    try:
+        inspect.signature(fn).bind(None, *([None] * n))
+        return True
+    except TypeError:
+        return False
+    except ValueError:  # no signature to inspect
+        return True
+
+
+def _meant(attr: str, fn) -> Tuple[Optional[str], bool]:
+    """The SDK name a public attribute of a subclass was probably meant to
+    be (``scores``: ``score``) or None, and whether it is only the same
+    words in another case or spelling (``Score``, ``preFilter``)."""
+    s = _squash(attr)
+    if not callable(fn):
+        # Data: other spellings and near-misses of the class attributes
+        # (``Points``, ``event``).
+        found = next((a for a in _ATTRIBUTES if s == a or (len(a) > 4 and _distance(s, a) <= 1)), None)
+        return found, found == s
+    best, best_cost = None, None
+    for meth, nargs in _METHODS.items():
+        m = _squash(meth)
+        d = _distance(s, m)
+        if d == 0:
+            return meth, True
+        # scores, normalise_score: a few edits away; score_nodes, do_filter,
+        # normalize: one name inside the other.
+        if d <= (1 if len(m) <= 6 else 2):
+            cost = d
+        elif min(len(s), len(m)) >= 5 and (s.startswith(m) or s.endswith(m) or m.startswith(s)):
+            cost = 10 + abs(len(s) - len(m))
+        else:
+            continue
+        # A helper is told apart by the arguments it takes.
+        if (best_cost is None or cost < best_cost) and _takes(fn, nargs):
+            best, best_cost = meth, cost
+    return best, False
+
+
+def _raise_at(error: Exception, fn) -> None:
+    """Raises error from a frame at fn's definition, so that the traceback
+    (and the build's first line) names the line of the mistake."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        raise error
+    where = compile("\n" * (code.co_firstlineno - 1) + "raise error", code.co_filename, "exec")
+    exec(where, {"error": error})
+
+
+def _check_definition(cls) -> None:
+    qual = cls.__qualname__
+    for attr, value in vars(cls).items():
+        if attr.startswith("_") or attr in _METHODS or attr in _ATTRIBUTES:
+            continue
+        fn = value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+        meant, respelt = _meant(attr, fn)
+        if meant is None:
+            continue
+        what = "an attribute" if meant in _ATTRIBUTES else "a method" if meant == "configure" else "an extension point"
+        message = f"{qual}.{attr} is not {what} of wasmsched.Plugin; did you mean {meant}?"
+        if not respelt and meant not in _ATTRIBUTES:
+            message += f" (name a helper _{attr})"
+        _raise_at(DefinitionError(message), fn)
+    if not cls.name:
+        return  # a base of plugins, not one: its subclasses are checked
+    defined = [m for m, _ in _POINT_METHODS if getattr(cls, m) is not getattr(Plugin, m)]
+    if cls.points is None and not defined:
+        points = ", ".join(m for m, _ in _POINT_METHODS)
+        raise DefinitionError(f"{qual} implements no extension point: define at least one of {points}")
+    for m, pt in _POINT_METHODS:
+        if cls.points is not None and pt in cls.points and m not in defined:
+            raise DefinitionError(f"{qual}.points has {pt.name} but {qual} does not define {m}")
+    if cls.points is not None and not cls.points:
+        raise DefinitionError(f"{qual}.points is empty: a plugin implements at least one extension point")
 
 
 def _parse_args(args: str) -> dict:
