@@ -267,7 +267,7 @@ async fn the_extender_answers_as_simulate_places() {
         text.contains("wasmsched_extender_requests_total{verb=\"filter\",result=\"ok\"} 8"),
         "{text}"
     );
-    assert!(text.contains("wasmsched_extender_request_duration_seconds_bucket{verb=\"prioritize\",result=\"ok\""));
+    assert!(text.contains("wasmsched_extender_request_duration_seconds_count{verb=\"prioritize\",result=\"ok\"}"));
 
     // preempt: of the nodes kube-scheduler would preempt on, those where
     // the plugins accept the pod once the victims are gone (label-gate
