@@ -21,7 +21,8 @@
 # docker://REGISTRY/wasmsched:VERSION`, or load it with `podman load -i OUT`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-have() { command -v "$1" >/dev/null 2>&1; }
+# shellcheck source=scripts/apt.sh
+. scripts/apt.sh
 say() { echo "build-image: $*" >&2; }
 fail() { say "$*"; exit 1; }
 
@@ -29,10 +30,7 @@ fail() { say "$*"; exit 1; }
 apt_need() {
   { have "$2" || [ -e "$2" ]; } && return 0
   say "installing $1"
-  if have apt-get && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -q "$1" >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q "$1" >/dev/null; } || true
-  fi
+  apt_get "$1"
   { have "$2" || [ -e "$2" ]; } || fail "could not install $1 (apt $1)"
 }
 apt_need buildah buildah

@@ -11,16 +11,8 @@ set -euo pipefail
 # pip --user installs here: look there too, or every run installs again.
 export PATH="$HOME/.local/bin:$PATH"
 
-have() { command -v "$1" >/dev/null 2>&1; }
-
-# apt_get PACKAGE: installs a Debian package (refreshing the lists once if
-# the first try fails); says nothing, succeeds or not: callers check.
-apt_get() {
-  if have apt-get && [ "$(id -u)" = 0 ]; then
-    apt-get install -y -q "$1" >/dev/null 2>&1 ||
-      { apt-get update -q >/dev/null && apt-get install -y -q "$1" >/dev/null; } || true
-  fi
-}
+# shellcheck source=scripts/apt.sh
+. "$(dirname "$0")/apt.sh"
 
 # need COMMAND PACKAGE WHY: installs PACKAGE when COMMAND is missing, or
 # stops the test run saying why it is needed.
