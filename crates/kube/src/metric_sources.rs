@@ -272,23 +272,46 @@ fn parse_answer(
     if no_label > 0 {
         dropped.push(format!("{no_label} without the label {node_label:?}"));
     }
-    let list = |v: &[String]| {
-        let mut l = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-        if v.len() > 5 {
-            l.push_str(&format!(" and {} more", v.len() - 5));
-        }
-        l
-    };
     if !not_finite.is_empty() {
-        dropped.push(format!("{} not finite ({})", not_finite.len(), list(&not_finite)));
+        dropped.push(format!("{} not finite ({})", not_finite.len(), first_few(&not_finite)));
     }
     if !not_numbers.is_empty() {
-        dropped.push(format!("{} not numbers ({})", not_numbers.len(), list(&not_numbers)));
+        dropped.push(format!(
+            "{} not numbers ({})",
+            not_numbers.len(),
+            first_few(&not_numbers)
+        ));
     }
     Ok(Answer {
         series,
         dropped: dropped.join("; "),
     })
+}
+
+/// At most five items of a list for a log line, and how many more.
+fn first_few(v: &[String]) -> String {
+    let mut l = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if v.len() > 5 {
+        l.push_str(&format!(" and {} more", v.len() - 5));
+    }
+    l
+}
+
+/// What an answer's series did not give a node, for the log (empty:
+/// every series matched one node).
+pub(crate) fn unmatched(r: &wasmsched_core::metrics::InstallReport) -> String {
+    let mut out = Vec::new();
+    if !r.unmatched.is_empty() {
+        let mut names = r.unmatched.clone();
+        names.sort_unstable();
+        out.push(format!("no node matches {}", first_few(&names)));
+    }
+    for (node, n) in &r.ambiguous {
+        out.push(format!(
+            "{n} series for node {node} (none used; aggregate by the node label)"
+        ));
+    }
+    out.join("; ")
 }
 
 /// A JSON pointer token (`~` and `/` escaped).

@@ -466,28 +466,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
         Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
         Msg::Metrics { source, series } => {
             let r = sched.on_metrics(&source, &series, now);
-            let mut unmatched = Vec::new();
-            if !r.unmatched.is_empty() {
-                let mut l = r.unmatched.clone();
-                l.sort_unstable();
-                let more = l.len().saturating_sub(5);
-                l.truncate(5);
-                unmatched.push(format!(
-                    "no node matches {}{}",
-                    l.join(", "),
-                    if more > 0 {
-                        format!(" and {more} more")
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
-            for (node, n) in &r.ambiguous {
-                unmatched.push(format!(
-                    "{n} series for node {node} (none used; aggregate by the node label)"
-                ));
-            }
-            let unmatched = unmatched.join("; ");
+            let unmatched = crate::metric_sources::unmatched(&r);
             if metrics.metric_matched(&source, r.matched, unmatched.clone()) && !unmatched.is_empty() {
                 tracing::warn!(source = %source, nodes = r.matched, "metric source: {unmatched}");
             }

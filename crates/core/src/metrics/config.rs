@@ -136,11 +136,6 @@ impl MetricsConfig {
         }
         Ok(())
     }
-
-    /// The source of a name.
-    pub fn source(&self, name: &str) -> Option<&MetricSource> {
-        self.sources.iter().find(|s| s.name == name)
-    }
 }
 
 impl MetricSource {

@@ -93,8 +93,6 @@ pub struct SourceValues {
     /// Values older than this read as absent (none: never).
     pub stale_after_ms: Option<i64>,
     by_id: Vec<Option<Sample>>,
-    /// Refreshes installed so far.
-    pub refreshes: u64,
 }
 
 impl SourceValues {
@@ -114,11 +112,6 @@ impl SourceValues {
             age_ms: age as u64,
             since: node.usage.placed.since(s.base),
         })
-    }
-
-    /// Nodes with a value.
-    pub fn nodes_with_values(&self) -> usize {
-        self.by_id.iter().flatten().count()
     }
 }
 
@@ -201,7 +194,6 @@ impl MetricTable {
         let slot = self.sources.entry(name.to_owned()).or_default();
         let values = Arc::make_mut(slot);
         values.by_id.clear();
-        values.refreshes += 1;
         for (id, (n, sample)) in found {
             if n > 1 {
                 // Several series for one node: which one holds is unknown,
