@@ -954,6 +954,27 @@ fn components_built_against_earlier_contracts_keep_loading() {
     assert_eq!(verdicts(&v0_2), verdicts(&new));
 }
 
+/// A scheduler with `config` (YAML) whose plugin directory (tagged `tag`)
+/// holds `component`; the plugin host with it.
+fn scheduler_with(
+    tag: &str,
+    component: &Path,
+    config: &str,
+) -> (wasmsched_core::scheduler::Scheduler, Arc<PluginHost>) {
+    use wasmsched_core::scheduler::{Responsibility, Scheduler};
+    let dir = temp_dir(tag);
+    std::fs::copy(component, dir.join(component.file_name().unwrap())).unwrap();
+    let config = wasmsched_core::config::Config::from_yaml(config).unwrap();
+    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
+    wasm.directory = Some(dir);
+    let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
+    assert!(host.scan().rejected.is_empty());
+    let mut registry = wasmsched_core::plugins::Registry::builtin();
+    host.register(&mut registry);
+    let sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+    (sched, host)
+}
+
 fn labelled_pod(name: &str, labels: serde_json::Value, node: Option<&str>) -> Pod {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"), "labels": labels},
@@ -969,22 +990,12 @@ fn labelled_pod(name: &str, labels: serde_json::Value, node: Option<&str>) -> Po
 /// (a node's taints).
 #[test]
 fn pod_views_spread_pods_and_declared_events_decide_retries() {
-    use wasmsched_core::config::Config;
     use wasmsched_core::framework::ScheduleError;
-    use wasmsched_core::scheduler::{Responsibility, Scheduler};
-    let dir = temp_dir("spread");
-    std::fs::copy(guest::label_spread(), dir.join("label-spread.wasm")).unwrap();
-    let config = Config::from_yaml(
+    let (mut sched, _host) = scheduler_with(
+        "spread",
+        &guest::label_spread(),
         "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: label-spread}]\n  pluginConfig:\n  - name: label-spread\n    args: {topologyKey: zone}\n",
-    )
-    .unwrap();
-    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
-    wasm.directory = Some(dir);
-    let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
-    assert!(host.scan().rejected.is_empty());
-    let mut registry = wasmsched_core::plugins::Registry::builtin();
-    host.register(&mut registry);
-    let mut sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+    );
     let node = |name: &str, labels: serde_json::Value, taints: serde_json::Value| -> Node {
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
             "spec": {"taints": taints},
@@ -1050,28 +1061,14 @@ fn pod_views_spread_pods_and_declared_events_decide_retries() {
 /// an error naming the configured ones.
 #[test]
 fn metric_refreshes_retry_pods_a_metric_plugin_rejected() {
-    use wasmsched_core::config::Config;
     use wasmsched_core::framework::ScheduleError;
     use wasmsched_core::metrics::{Placed, Series};
-    use wasmsched_core::scheduler::{Responsibility, Scheduler};
-    let dir = temp_dir("load-aware");
-    std::fs::copy(
-        guest::build("examples/load-aware/rust", None),
-        dir.join("load-aware.wasm"),
-    )
-    .unwrap();
-    let config = Config::from_yaml(
+    let (mut sched, host) = scheduler_with(
+        "load-aware",
+        &guest::build("examples/load-aware/rust", None),
         "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: load-aware}]\n\
          metrics:\n  sources:\n  - {name: cpu, prometheus: {url: 'http://p', query: q}}\n  - {name: memory, prometheus: {url: 'http://p', query: q}}\n",
-    )
-    .unwrap();
-    let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).unwrap();
-    wasm.directory = Some(dir);
-    let host = PluginHost::new(WasmEngine::new(None).unwrap(), wasm, 1);
-    assert!(host.scan().rejected.is_empty());
-    let mut registry = wasmsched_core::plugins::Registry::builtin();
-    host.register(&mut registry);
-    let mut sched = Scheduler::new(&config, &registry, 1, Responsibility::AllPods).unwrap();
+    );
     let t0 = Instant::now();
     for n in ["n0", "n1"] {
         let node: Node = serde_json::from_value(json!({"metadata": {"name": n},
