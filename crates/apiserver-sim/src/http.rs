@@ -287,6 +287,21 @@ fn get(shared: &Shared, t: &Target, name: &str, headers: &HeaderMap) -> Result<R
     Ok(json_bytes(200, s.json))
 }
 
+/// A write's body, parsed and checked under the request's
+/// `fieldValidation` (named in errors as `options`, e.g. `CreateOptions`),
+/// with the warnings to send back.
+fn checked_body(
+    query: &HashMap<String, String>,
+    options: &str,
+    res: usize,
+    body: &[u8],
+) -> Result<(Value, Vec<String>), ApiError> {
+    let directive = directive(query, options)?;
+    let v = parse_body(body)?;
+    let warnings = check_fields(res, &v, directive)?;
+    Ok((v, warnings))
+}
+
 /// kube-apiserver's `fieldValidation` of a decoded body: `Strict` refuses
 /// unknown fields as its strict decoder does, `Warn` (the default) returns
 /// them to become `Warning` headers, `Ignore` drops them silently.
@@ -328,9 +343,7 @@ fn update(
     body: &[u8],
     query: &HashMap<String, String>,
 ) -> Result<Response, ApiError> {
-    let directive = directive(query, "UpdateOptions")?;
-    let v = parse_body(body)?;
-    let warnings = check_fields(t.res, &v, directive)?;
+    let (v, warnings) = checked_body(query, "UpdateOptions", t.res, body)?;
     let s = shared.lock().update(t.res, ns_of(t), name, t.sub.as_deref(), v)?;
     Ok(with_warnings(json_bytes(200, s.json), &warnings))
 }
@@ -386,9 +399,7 @@ fn create(
     query: &HashMap<String, String>,
     user_agent: &str,
 ) -> Result<Response, ApiError> {
-    let directive = directive(query, "CreateOptions")?;
-    let v = parse_body(body)?;
-    let warnings = check_fields(t.res, &v, directive)?;
+    let (v, warnings) = checked_body(query, "CreateOptions", t.res, body)?;
     if t.res == BINDINGS {
         // POST namespaces/NS/bindings: the older form of pods/NAME/binding.
         let name = v
@@ -411,9 +422,7 @@ fn bind(
     query: &HashMap<String, String>,
     user_agent: &str,
 ) -> Result<Response, ApiError> {
-    let directive = directive(query, "CreateOptions")?;
-    let v = parse_body(body)?;
-    let warnings = check_fields(BINDINGS, &v, directive)?;
+    let (v, warnings) = checked_body(query, "CreateOptions", BINDINGS, body)?;
     if let Some(n) = v.pointer("/metadata/name").and_then(Value::as_str)
         && n != name
     {
