@@ -954,6 +954,19 @@ fn components_built_against_earlier_contracts_keep_loading() {
     assert_eq!(verdicts(&v0_2), verdicts(&new));
 }
 
+/// The next pod's cycle fails, rejected by `plugin` alone, with `message`
+/// among the reasons.
+fn assert_unschedulable(sched: &mut wasmsched_core::scheduler::Scheduler, now: Instant, plugin: &str, message: &str) {
+    let a = sched.schedule_one(now, false).expect("a pod to schedule");
+    match &a.result {
+        Err(wasmsched_core::framework::ScheduleError::Unschedulable(fit)) => {
+            assert_eq!(fit.diagnosis.unschedulable_plugins, [plugin]);
+            assert!(fit.to_string().contains(message), "{fit}");
+        }
+        r => panic!("unexpected {r:?}"),
+    }
+}
+
 /// A scheduler with `config` (YAML) whose plugin directory (tagged `tag`)
 /// holds `component`; the plugin host with it.
 fn scheduler_with(
@@ -990,7 +1003,6 @@ fn labelled_pod(name: &str, labels: serde_json::Value, node: Option<&str>) -> Po
 /// (a node's taints).
 #[test]
 fn pod_views_spread_pods_and_declared_events_decide_retries() {
-    use wasmsched_core::framework::ScheduleError;
     let (mut sched, _host) = scheduler_with(
         "spread",
         &guest::label_spread(),
@@ -1010,14 +1022,7 @@ fn pod_views_spread_pods_and_declared_events_decide_retries() {
     sched
         .on_pod(&labelled_pod("web-0", json!({"app": "web"}), None), t0)
         .unwrap();
-    let a = sched.schedule_one(t0, false).unwrap();
-    match &a.result {
-        Err(ScheduleError::Unschedulable(fit)) => {
-            assert_eq!(fit.diagnosis.unschedulable_plugins, ["label-spread"]);
-            assert!(fit.to_string().contains("2 node(s) didn't have label zone"), "{fit}");
-        }
-        r => panic!("unexpected {r:?}"),
-    }
+    assert_unschedulable(&mut sched, t0, "label-spread", "2 node(s) didn't have label zone");
     // A taint on n0 is not a change label-spread registered for: the pod
     // stays parked (well past its backoff).
     let t1 = t0 + Duration::from_secs(30);
@@ -1061,7 +1066,6 @@ fn pod_views_spread_pods_and_declared_events_decide_retries() {
 /// an error naming the configured ones.
 #[test]
 fn metric_refreshes_retry_pods_a_metric_plugin_rejected() {
-    use wasmsched_core::framework::ScheduleError;
     use wasmsched_core::metrics::{Placed, Series};
     let (mut sched, host) = scheduler_with(
         "load-aware",
@@ -1098,17 +1102,12 @@ fn metric_refreshes_retry_pods_a_metric_plugin_rejected() {
     sched
         .on_pod(&labelled_pod("web-0", json!({"app": "web"}), None), t0)
         .unwrap();
-    let a = sched.schedule_one(t0, false).unwrap();
-    match &a.result {
-        Err(ScheduleError::Unschedulable(fit)) => {
-            assert_eq!(fit.diagnosis.unschedulable_plugins, ["load-aware"]);
-            assert!(
-                fit.to_string().contains("2 node(s) had CPU usage above the threshold"),
-                "{fit}"
-            );
-        }
-        r => panic!("unexpected {r:?}"),
-    }
+    assert_unschedulable(
+        &mut sched,
+        t0,
+        "load-aware",
+        "2 node(s) had CPU usage above the threshold",
+    );
     // Nothing changed: still parked, well past its backoff.
     let t1 = t0 + Duration::from_secs(30);
     assert!(sched.schedule_one(t1, false).is_none());
