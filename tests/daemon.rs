@@ -1017,6 +1017,66 @@ async fn scheduling_starts_while_the_plugin_directory_compiles() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// With an empty compiled cache, a plugin at least `baselineMinMib` big
+/// serves on baseline code (Winch, in the compiler process) while Cranelift
+/// compiles it in the background; Cranelift's code then replaces it and is
+/// cached, so a restart serves it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_serves_on_baseline_code_until_cranelifts_is_ready() {
+    let s = server(3).await;
+    add_pod(&s, "first", "wasm-scheduler", "100m");
+    // Seconds of Cranelift in a test build; a fraction of one for Winch.
+    let slow = guest::slow_compiling(600_000);
+    let (mut d, admin, plugins, dir) = daemon_with_plugins(
+        &s,
+        "tiers",
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: misbehave}]\n  pluginConfig:\n  - name: misbehave\n    args: {mode: none}\nwasmPlugins:\n  cacheDirectory: {CACHE}\n  baselineMinMib: 0\n  compileTimeoutSeconds: 600\n  plugins: [{name: misbehave, failurePolicy: fail}]\n",
+        &[("slow.wasm", slow)],
+    );
+    let compiler = |metrics: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("wasmsched_plugin_info{") && l.contains("plugin=\"misbehave\""))
+            .and_then(|l| l.split("compiler=\"").nth(1))
+            .and_then(|rest| rest.split('"').next())
+            .map(str::to_owned)
+    };
+    wait_all_bound(&s, 1, Duration::from_secs(60)).await;
+    let m = http_get(&admin, "/metrics").await;
+    assert_eq!(
+        compiler(&m).as_deref(),
+        Some("winch"),
+        "bound by baseline code while Cranelift compiles: {m}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while compiler(&http_get(&admin, "/metrics").await).as_deref() != Some("cranelift") {
+        assert!(
+            Instant::now() < deadline,
+            "Cranelift's code never replaced the baseline code"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    sigterm(&mut d);
+    drop(d);
+    let admin = free_port();
+    let _d = run_daemon(
+        &s,
+        "replica-a",
+        &admin,
+        &dir.join("config.yaml"),
+        &["--plugins".as_ref(), plugins.as_os_str()],
+        None,
+    );
+    add_pod(&s, "second", "wasm-scheduler", "100m");
+    wait_all_bound(&s, 2, Duration::from_secs(60)).await;
+    assert_eq!(
+        compiler(&http_get(&admin, "/metrics").await).as_deref(),
+        Some("cranelift"),
+        "a restart loads the cached code"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A bound pod of `priority` asking for `cpu` on `node`, with `labels`.
 fn add_bound_pod(s: &ApiServer, name: &str, node: &str, priority: i32, cpu: &str, labels: serde_json::Value) {
     s.create(json!({

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 use wasmsched_core::framework::CycleState;
 use wasmsched_core::{Cache, NodeData, NodeInfo, Plugin, PodInfo};
-use wasmsched_wasm::{CallError, LoadError, PluginHost, PluginSlot, WasmConfig, WasmEngine};
+use wasmsched_wasm::{CallError, LoadError, PluginHost, PluginSlot, Tier, Tiering, WasmConfig, WasmEngine};
 
 fn nodes(prices: &[Option<&str>]) -> Vec<Arc<NodeInfo>> {
     let mut cache = Cache::new();
@@ -110,14 +110,32 @@ fn label_gate_filters_through_the_framework_adapter() {
 
 #[test]
 fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
+    limits_hold(Tier::Optimized);
+}
+
+/// Code from the baseline compiler (Winch) is stopped at the same deadline
+/// and held to the same memory cap as Cranelift's.
+#[test]
+fn baseline_code_is_held_to_the_same_limits() {
+    limits_hold(Tier::Baseline);
+}
+
+fn limits_hold(tier: Tier) {
     let host = host_for(
         None,
         json!({"plugins": [{"name": "misbehave", "memoryMib": 16, "timeoutMs": 50}]}),
     );
     let ns = nodes(&[None, None]);
     let p = pod(json!({}));
+    let load = |args: &str| {
+        let l = host.load_file_with(&guest::misbehave(), args, tier);
+        if let Ok(l) = &l {
+            assert_eq!(l.tier, tier);
+        }
+        l
+    };
     let call = |mode: &str| {
-        host.load_file(&guest::misbehave(), &format!(r#"{{"mode": "{mode}"}}"#))
+        load(&format!(r#"{{"mode": "{mode}"}}"#))
             .unwrap()
             .score(&p, &refs(&ns), None)
     };
@@ -136,7 +154,7 @@ fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
     assert_eq!(call("oom"), Err(CallError::OutOfMemory(16)));
     // A guest whose heap only grows (1 MiB a call here) never runs out in a
     // call: its instance is retired once past 3/4 of the cap.
-    let leaky = host.load_file(&guest::misbehave(), r#"{"mode": "leak"}"#).unwrap();
+    let leaky = load(r#"{"mode": "leak"}"#).unwrap();
     for i in 0..64 {
         assert_eq!(leaky.score(&p, &refs(&ns), None), Ok(vec![50, 50]), "call {i}");
     }
@@ -147,9 +165,7 @@ fn traps_timeouts_and_memory_exhaustion_are_plugin_errors() {
         call("error"),
         Err(CallError::Plugin("refusing 2 nodes on purpose".into()))
     );
-    let bad = host
-        .load_file(&guest::misbehave(), r#"{"mode": "bad-config"}"#)
-        .unwrap_err();
+    let bad = load(r#"{"mode": "bad-config"}"#).unwrap_err();
     assert_eq!(bad, LoadError::Configure("mode bad-config: refusing to start".into()));
 }
 
@@ -280,6 +296,97 @@ fn a_tampered_cache_entry_is_recompiled() {
     );
     let host = PluginHost::new(engine(), WasmConfig::default(), 1);
     assert!(host.load_file(&guest::node_price(), "{}").unwrap().cached, "rewritten");
+}
+
+/// A scheduler's host serves a big component (here any, with
+/// `baselineMinMib: 0`) on baseline code at once, then swaps Cranelift's
+/// code into the slot without counting it as a plugin change, and caches
+/// only that code: a restart loads it without compiling.
+#[test]
+fn a_big_component_serves_on_baseline_code_until_cranelifts_replaces_it() {
+    let dir = temp_dir("tiers");
+    let cache = dir.join("cache");
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    std::fs::copy(guest::node_price(), plugins.join("node-price.wasm")).unwrap();
+    let start = || {
+        let mut cfg = WasmConfig::from_value(Some(&json!({"baselineMinMib": 0}))).unwrap();
+        cfg.directory = Some(plugins.clone());
+        let host = PluginHost::new(WasmEngine::new(Some(cache.clone())).unwrap(), cfg, 7);
+        host.set_tiering(Tiering::BaselineFirst);
+        host
+    };
+    let host = start();
+    // The slot exists before the scan, as a daemon's profiles make it.
+    host.expect(["node-price".to_owned()]);
+    let slot = host
+        .slot("node-price", r#"{"annotation": "price"}"#.to_owned())
+        .unwrap();
+    let wakes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let w = wakes.clone();
+    host.on_change(Box::new(move || {
+        w.fetch_add(1, Ordering::Relaxed);
+    }));
+    let ns = nodes(&[Some("3"), Some("1")]);
+    let scores = |slot: &PluginSlot| {
+        slot.current()
+            .unwrap()
+            .score(&pod(json!({})), &refs(&ns), None)
+            .unwrap()
+    };
+    assert_eq!(host.scan().loaded.len(), 1);
+    let first = slot.current().unwrap();
+    assert_eq!(first.tier, Tier::Baseline, "serves at once on baseline code");
+    assert!(!first.cached);
+    // Raw scores: the price, in thousandths (NormalizeScore inverts them).
+    assert_eq!(scores(&slot), [3000, 1000]);
+    let changes = host.changes();
+    assert!(wakes.load(Ordering::Relaxed) >= 1, "a load wakes the scheduler");
+    wait_for("Cranelift's code", || slot.current().unwrap().tier == Tier::Optimized);
+    assert_eq!(scores(&slot), [3000, 1000], "the same plugin on other code");
+    assert_eq!(
+        host.changes(),
+        changes,
+        "not a change of plugin: nothing is retried for it"
+    );
+    let artifacts = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .count();
+    assert_eq!(artifacts, 1, "Cranelift's code alone is cached");
+    // A restart: the cache has the optimised code, so no baseline code.
+    let host = start();
+    assert_eq!(host.scan().loaded.len(), 1);
+    let slot = host
+        .slot("node-price", r#"{"annotation": "price"}"#.to_owned())
+        .unwrap();
+    let l = slot.current().unwrap();
+    assert_eq!((l.tier, l.cached), (Tier::Optimized, true));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A component using a proposal the baseline compiler lacks (tail calls)
+/// is compiled by Cranelift, not refused.
+#[test]
+fn a_component_the_baseline_compiler_cannot_compile_is_compiled_by_cranelift() {
+    let tail_calls = guest::hostile_component("tail-call", |t| {
+        let at = t.find("    (data (;0;)").unwrap();
+        let func = "(func $spin (result i32) return_call $spin)\n";
+        format!("{}{func}{}", &t[..at], &t[at..])
+    });
+    let host = host_for(None, json!({}));
+    let refused = host.load_file_with(&tail_calls, "{}", Tier::Baseline).unwrap_err();
+    assert!(refused.to_string().contains("tail call"), "{refused}");
+    let dir = temp_dir("tail-call-dir");
+    std::fs::copy(&tail_calls, dir.join("misbehave.wasm")).unwrap();
+    let host = host_for(Some(&dir), json!({"baselineMinMib": 0}));
+    host.set_tiering(Tiering::BaselineOnly);
+    let report = host.scan();
+    assert!(report.rejected.is_empty(), "{report:?}");
+    let slot = host.slot("misbehave", r#"{"mode": "ok"}"#.to_owned()).unwrap();
+    assert_eq!(slot.current().unwrap().tier, Tier::Optimized);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A cache directory others may write (an emptyDir is 0777) is used

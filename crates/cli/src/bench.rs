@@ -50,6 +50,11 @@ pub struct Args {
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
     wasm: Option<PathBuf>,
+    /// Run the plugins of --wasm on baseline code (Winch) instead of
+    /// Cranelift's: what calls cost while a big component's optimised code
+    /// is being compiled.
+    #[arg(long, requires = "wasm")]
+    baseline_code: bool,
     /// Live metric sources with a value per node (seeded, uniform in
     /// 0..1), for plugins of --wasm that read them (NAME, repeatable or
     /// comma-separated, e.g. `latency` or `cpu,memory`).
@@ -60,6 +65,12 @@ pub struct Args {
     /// with node names and with whole nodes; needs `--wasm DIR`.
     #[arg(long, conflicts_with = "e2e")]
     extender: bool,
+    /// How long the daemon, started with an empty compiled cache, takes
+    /// before this plugin component serves (a pending pod of a profile
+    /// that enables it is bound): baseline code first, Cranelift only, and
+    /// with a warm cache (repeatable).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["e2e", "extender"])]
+    first_load: Vec<PathBuf>,
 }
 
 fn parse_workload(s: &str) -> Result<synthetic::Workload, String> {
@@ -95,6 +106,14 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if !args.first_load.is_empty() {
+        return crate::bench_first_load::run(crate::bench_first_load::FirstLoad {
+            files: args.first_load,
+            nodes: args.nodes,
+            seed: args.seed,
+            json: args.json,
+        });
+    }
     if args.extender {
         let Some(wasm) = args.wasm else {
             anyhow::bail!("--extender runs WebAssembly plugins: give their directory with --wasm DIR");
@@ -136,6 +155,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.wasm.as_deref(),
         args.seed,
         crate::plugin::FirstScan::Now,
+        if args.baseline_code {
+            wasmsched_wasm::Tiering::BaselineOnly
+        } else {
+            wasmsched_wasm::Tiering::Off
+        },
     )?;
     let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
     let mut sched =
@@ -253,7 +277,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         elapsed.as_secs_f64()
     );
     if !wasm_plugins.is_empty() {
-        println!("WebAssembly plugins: {}", wasm_plugins.join(", "));
+        println!(
+            "WebAssembly plugins: {} ({} code)",
+            wasm_plugins.join(", "),
+            if args.baseline_code { "baseline" } else { "Cranelift's" }
+        );
     }
     println!("{pods_per_sec:.0} pods/s, per-pod latency p50 {p50:.3} ms, p99 {p99:.3} ms, peak RSS {rss:.0} MiB");
     let preemptions_per_sec = preemptions as f64 / elapsed.as_secs_f64();

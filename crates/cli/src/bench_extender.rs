@@ -112,8 +112,13 @@ impl Verb {
 
 pub fn run(b: ExtenderBench) -> anyhow::Result<()> {
     let mut config = crate::load_config(b.config.as_deref())?;
-    let (registry, plugins) =
-        crate::plugin::registry(&mut config, Some(&b.wasm), b.seed, crate::plugin::FirstScan::Now)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        Some(&b.wasm),
+        b.seed,
+        crate::plugin::FirstScan::Now,
+        wasmsched_wasm::Tiering::Off,
+    )?;
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let nodes = synthetic::nodes(b.nodes, b.seed);

@@ -42,8 +42,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let objs = parse_objects(&text).context("cannot read the cluster")?;
     let mut config = crate::load_config(args.config.as_deref())?;
-    let (registry, plugins) =
-        crate::plugin::registry(&mut config, args.plugins.as_deref(), 0, crate::plugin::FirstScan::Now)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        args.plugins.as_deref(),
+        0,
+        crate::plugin::FirstScan::Now,
+        wasmsched_wasm::Tiering::Off,
+    )?;
     let ours: Vec<String> = config.profiles.iter().map(|p| p.scheduler_name.clone()).collect();
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {

@@ -62,8 +62,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Every plugin is compiled before the first answer: an extender that
     // answered without one would let kube-scheduler place pods the plugin
     // would have refused.
-    let (registry, plugins) =
-        crate::plugin::registry(&mut config, args.plugins.as_deref(), 0, crate::plugin::FirstScan::Now)?;
+    let (registry, plugins) = crate::plugin::registry(
+        &mut config,
+        args.plugins.as_deref(),
+        0,
+        crate::plugin::FirstScan::Now,
+        wasmsched_wasm::Tiering::BaselineFirst,
+    )?;
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async move {
         let client = match args.stateless {

@@ -7,6 +7,7 @@ mod apiserver;
 mod bench;
 mod bench_e2e;
 mod bench_extender;
+mod bench_first_load;
 mod demo;
 mod extender;
 mod plugin;
@@ -65,6 +66,13 @@ enum Command {
         /// The memory cap, in MiB.
         #[arg(long)]
         memory_mib: u64,
+        /// Compile with the baseline compiler (Winch) instead of Cranelift.
+        #[arg(long)]
+        baseline: bool,
+        /// Run at a lower priority (an optimising compile while the
+        /// scheduler serves on baseline code).
+        #[arg(long)]
+        background: bool,
     },
 }
 
@@ -174,7 +182,19 @@ fn run_command() -> anyhow::Result<()> {
         Command::Apiserver(args) => apiserver::run(args),
         Command::Extender(args) => extender::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
-        Command::CompilePlugin { memory_mib } => plugin::compile_plugin(memory_mib),
+        Command::CompilePlugin {
+            memory_mib,
+            baseline,
+            background,
+        } => plugin::compile_plugin(
+            memory_mib,
+            if baseline {
+                wasmsched_wasm::Tier::Baseline
+            } else {
+                wasmsched_wasm::Tier::Optimized
+            },
+            background,
+        ),
     }
 }
 

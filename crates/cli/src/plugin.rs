@@ -10,7 +10,7 @@ use wasmsched_core::config::Config;
 use wasmsched_core::fixture::parse_objects;
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::{Cache, NodeData, PodInfo};
-use wasmsched_wasm::{CallError, Compiler, Loaded, PluginHost, WasmConfig, WasmEngine};
+use wasmsched_wasm::{CallError, Compiler, Loaded, PluginHost, Tiering, WasmConfig, WasmEngine};
 
 /// Languages `plugin new` scaffolds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -110,17 +110,21 @@ fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
 }
 
 /// The compiler process: caps its memory, reads a component on stdin,
-/// writes the compiled artifact on stdout. Exits with
-/// [`wasmsched_wasm::COMPILE_REFUSED`] (stderr saying why) when the
-/// component is not valid.
-pub fn compile_plugin(memory_mib: u64) -> anyhow::Result<()> {
+/// writes the compiled artifact of `tier` on stdout, at a lower priority
+/// when `background`. Exits with [`wasmsched_wasm::COMPILE_REFUSED`]
+/// (stderr saying why) when the component is not valid.
+pub fn compile_plugin(memory_mib: u64, tier: wasmsched_wasm::Tier, background: bool) -> anyhow::Result<()> {
     use std::io::{Read as _, Write as _};
     wasmsched_wasm::cap_memory(memory_mib << 20).context("cannot cap the compiler's memory")?;
+    if background {
+        // Not fatal: the compile only competes with the scheduler for CPU.
+        let _ = wasmsched_wasm::lower_priority();
+    }
     let mut bytes = Vec::new();
     std::io::stdin()
         .read_to_end(&mut bytes)
         .context("cannot read the component")?;
-    match wasmsched_wasm::compile_to_artifact(&bytes) {
+    match wasmsched_wasm::compile_to_artifact(&bytes, tier) {
         Ok(artifact) => {
             let mut out = std::io::stdout().lock();
             out.write_all(&artifact).context("cannot write the artifact")?;
@@ -148,11 +152,15 @@ pub enum FirstScan {
 
 /// The registry for `config`: built-ins, plus the plugins of the configured
 /// directory (or `dir`, which overrides it), read as `first_scan` says.
+/// `tiering` says which compilers load the files (a scheduler or an
+/// extender starts big components on baseline code; offline commands run
+/// Cranelift's code from the start).
 pub fn registry(
     config: &mut Config,
     dir: Option<&Path>,
     seed: u64,
     first_scan: FirstScan,
+    tiering: Tiering,
 ) -> anyhow::Result<(Registry, Option<Arc<PluginHost>>)> {
     let mut registry = Registry::builtin();
     let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).map_err(anyhow::Error::msg)?;
@@ -166,6 +174,7 @@ pub fn registry(
         return Ok((registry, None));
     }
     let host = PluginHost::new(engine(&wasm)?, wasm, seed);
+    host.set_tiering(tiering);
     match first_scan {
         FirstScan::Now => {
             let report = host.scan();

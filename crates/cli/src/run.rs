@@ -166,6 +166,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.plugins.as_deref(),
         args.seed,
         crate::plugin::FirstScan::Later,
+        wasmsched_wasm::Tiering::BaselineFirst,
     )?;
     // The directory is compiled in the background: scheduling starts at
     // once, and the pods of profiles whose plugins are not compiled yet

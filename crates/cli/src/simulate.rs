@@ -142,6 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.plugins.as_deref(),
         args.seed,
         crate::plugin::FirstScan::Now,
+        wasmsched_wasm::Tiering::Off,
     )?;
     for (name, w) in &args.plugin_weight {
         if !config.set_weight(name, *w) {

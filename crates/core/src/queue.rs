@@ -467,6 +467,23 @@ impl SchedulingQueue {
         }
     }
 
+    /// Moves every unschedulable pod a plugin `changed` says yes to rejected
+    /// straight to the active queue, backoff or not: that plugin was
+    /// replaced, or loaded after the pod met it missing, which is a retry's
+    /// reason that comes once per version (no hot loop for backoff to
+    /// damp). Other pods are left as they are.
+    pub fn move_rejected_by_now(&mut self, now: Instant, changed: impl Fn(&str) -> bool) {
+        let keys: Vec<PodKey> = self
+            .unschedulable
+            .iter()
+            .filter(|k| self.entries[*k].rejectors.iter().any(|r| changed(r)))
+            .cloned()
+            .collect();
+        for k in keys {
+            self.place(&k, Location::Active, now);
+        }
+    }
+
     /// Moves one unschedulable pod back (its own update may make it fit).
     pub fn move_one(&mut self, key: &str, now: Instant) {
         if self.location(key) == Some(Location::Unschedulable) {
@@ -592,6 +609,25 @@ mod tests {
         assert!(q.unschedulable_rejected_by(|p| p == "Fit"));
         q.move_all_to_active_or_backoff(t);
         assert!(!q.unschedulable_rejected_by(|_| true));
+    }
+
+    /// A pod a changed plugin rejected skips its backoff; the others wait
+    /// it out.
+    #[test]
+    fn pods_a_changed_plugin_rejected_skip_their_backoff() {
+        let mut q = q();
+        let t = Instant::now();
+        for (name, rejectors) in [("waited", vec!["my-plugin"]), ("other", vec!["Fit"])] {
+            q.add(pod(name, 0), t);
+            let p = q.pop(t).unwrap();
+            q.add_unschedulable(&p.pod.key, "", rejectors.into_iter().map(String::from).collect(), t);
+        }
+        let soon = t + Duration::from_millis(10);
+        q.move_rejected_by_now(soon, |p| p == "my-plugin");
+        q.move_all_to_active_or_backoff(soon);
+        assert_eq!(q.pop(soon).map(|p| p.pod.name.clone()).as_deref(), Some("waited"));
+        assert!(q.pop(soon).is_none(), "the other pod is backing off");
+        assert_eq!(q.len(Location::Backoff), 1);
     }
 
     #[test]

@@ -202,6 +202,14 @@ pub async fn run(
         crate::admin::serve(addr, status.clone()).await?;
     }
 
+    if let Some(h) = &opts.plugins {
+        // A plugin loaded while the thread sleeps: wake it, so the pods
+        // waiting for it are retried now, not at its next timeout.
+        let tx = tx.clone();
+        h.on_change(Box::new(move || {
+            let _ = tx.try_send(Msg::PluginsChanged);
+        }));
+    }
     let mut tasks = spawn_watchers(&client, &tx, &status, &stop_rx);
     tasks.extend(crate::metric_sources::spawn(
         &opts.config.metrics.sources,

@@ -96,6 +96,9 @@ struct PluginInfo {
     plugin: String,
     version: String,
     sha256: String,
+    /// `winch` while a big component serves on baseline code, then
+    /// `cranelift`.
+    compiler: &'static str,
 }
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -499,13 +502,14 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
                 plugin: s.name().to_owned(),
                 version: v.version.clone(),
                 sha256: v.sha256.clone(),
+                compiler: v.tier.compiler(),
             })
             .set(1);
         }
     }
     r.register(
         "wasmsched_plugin_info",
-        "The plugin version serving, by content sha256.",
+        "The plugin version serving, by content sha256, and the compiler of its code.",
         info,
     );
     r

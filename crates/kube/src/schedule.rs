@@ -65,6 +65,9 @@ pub(crate) enum Msg {
     /// Leadership changed (wakes the thread; the flag itself is read from
     /// [`Leadership`]).
     Leader,
+    /// A WebAssembly plugin's serving version changed (wakes the thread,
+    /// which retries the pods parked unschedulable).
+    PluginsChanged,
     Stop,
 }
 
@@ -309,11 +312,19 @@ pub(crate) fn run(
     loop {
         // A WebAssembly plugin loaded, replaced or unloaded: pods parked
         // unschedulable (by it, while it was missing) are retried.
-        if let Some(changes) = l.status.plugins().map(|h| h.changes())
-            && changes != l.plugin_changes
+        if let Some(h) = l.status.plugins()
+            && h.changes() != l.plugin_changes
         {
-            l.plugin_changes = changes;
-            l.sched.queue.move_all_to_active_or_backoff(Instant::now());
+            l.plugin_changes = h.changes();
+            // The pods a WebAssembly plugin rejected (while it was missing,
+            // or as the version now replaced) try it at once; the others
+            // after their backoff.
+            let names = h.names();
+            let now = Instant::now();
+            l.sched
+                .queue
+                .move_rejected_by_now(now, |p| names.iter().any(|n| n == p));
+            l.sched.queue.move_all_to_active_or_backoff(now);
             idle = false;
         }
         let leading = l.may_schedule();
@@ -402,7 +413,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
     let now = Instant::now();
     match msg {
         Msg::Stop => return Applied::Stop,
-        Msg::Leader => {}
+        Msg::Leader | Msg::PluginsChanged => {}
         Msg::Node(n) => {
             if let Err(e) = sched.on_node(&n, now) {
                 metrics.malformed_objects.inc();

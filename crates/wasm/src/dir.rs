@@ -17,7 +17,7 @@ use serde::Deserialize;
 use wasmsched_core::plugins::Registry;
 
 use crate::LoadError;
-use crate::engine::{Compiled, WasmEngine};
+use crate::engine::{Compiled, Tier, WasmEngine};
 use crate::host::exports::wasmsched::plugin::plugin::PluginMetadata;
 use crate::plugin::{FailurePolicy, Limits, Loaded, PluginSlot, PluginStats, probe};
 use wasmsched_core::Plugin as _;
@@ -75,6 +75,13 @@ pub struct WasmConfig {
     /// when that is less), where compilation runs in a process of its own
     /// (`wasmsched` does that): a file that needs more is refused.
     pub compile_memory_mib: Option<u64>,
+    /// Components of at least this many MiB (decompressed; default 8) start
+    /// on baseline code where the scheduler runs (`wasmsched run`,
+    /// `wasmsched extender`): Winch compiles them in about a quarter of
+    /// Cranelift's time, they serve at once, and Cranelift's optimised code
+    /// replaces them when it is ready (then cached, so a restart loads it).
+    /// 0: every component; above `maxFileMib`: never.
+    pub baseline_min_mib: Option<u64>,
     /// Defaults for every plugin.
     #[serde(default)]
     pub defaults: Settings,
@@ -172,6 +179,12 @@ impl WasmConfig {
 /// Default of `wasmPlugins.maxFileMib`.
 pub const DEFAULT_MAX_FILE_MIB: u64 = 64;
 
+/// Default of `wasmPlugins.baselineMinMib`: interpreters' components
+/// (Python ~18 MiB, JavaScript ~13 MiB) start on baseline code; compiled
+/// languages' (Rust, C, Zig: tens of KiB; Go: ~4 MiB) take Cranelift a
+/// second or less.
+pub const DEFAULT_BASELINE_MIN_MIB: u64 = 8;
+
 #[derive(Default)]
 struct Inner {
     files: BTreeMap<PathBuf, FileEntry>,
@@ -188,6 +201,22 @@ pub struct ScanReport {
     pub rejected: Vec<(String, String)>,
     /// Plugins whose file disappeared.
     pub removed: Vec<String>,
+}
+
+/// Which compilers a [`PluginHost`] loads files with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tiering {
+    /// Cranelift alone (`simulate`, `plugin test`: a one-shot run whose
+    /// code should not change midway).
+    #[default]
+    Off,
+    /// A component of at least `wasmPlugins.baselineMinMib` with no
+    /// optimised code in the cache serves first on baseline code while
+    /// Cranelift compiles it in the background (a scheduler, an extender).
+    BaselineFirst,
+    /// Baseline code alone, whatever the size (`bench --baseline-code`, to
+    /// measure what calls cost on it).
+    BaselineOnly,
 }
 
 /// The plugins of a directory and the slots the frameworks hold.
@@ -207,6 +236,10 @@ pub struct PluginHost {
     first_scan_done: std::sync::atomic::AtomicBool,
     /// Plugin names profiles enable before any file was compiled.
     expected: Mutex<Vec<String>>,
+    /// Called after each change of a serving version.
+    on_change: Mutex<Option<Box<dyn Fn() + Send + Sync>>>,
+    /// Which compilers load files ([`PluginHost::set_tiering`]).
+    tiering: Mutex<Tiering>,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
 }
@@ -233,13 +266,56 @@ impl PluginHost {
             changes: AtomicU64::new(0),
             first_scan_done: std::sync::atomic::AtomicBool::new(false),
             expected: Mutex::new(Vec::new()),
+            tiering: Mutex::new(Tiering::Off),
+            on_change: Mutex::new(None),
             load_errors: AtomicU64::new(0),
         })
     }
 
-    /// The configuration.
+    /// Which compilers load the directory's files (by default
+    /// [`Tiering::Off`]).
+    pub fn set_tiering(&self, tiering: Tiering) {
+        *self.tiering.lock().unwrap_or_else(|p| p.into_inner()) = tiering;
+    }
+
+    fn tiering(&self) -> Tiering {
+        *self.tiering.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tier a file's first compile uses.
+    fn first_tier(&self, bytes: &[u8]) -> Tier {
+        let min = self.config.baseline_min_mib.unwrap_or(DEFAULT_BASELINE_MIN_MIB) << 20;
+        let baseline = self.engine.has_baseline()
+            && match self.tiering() {
+                Tiering::Off => false,
+                Tiering::BaselineFirst => bytes.len() as u64 >= min && !self.engine.is_cached(bytes),
+                Tiering::BaselineOnly => true,
+            };
+        if baseline { Tier::Baseline } else { Tier::Optimized }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &WasmEngine {
+        &self.engine
+    }
+
+    /// The plugins' memory budget.
     pub fn budget(&self) -> &crate::limits::Budget {
         self.engine.budget()
+    }
+
+    /// Calls `f` after each change [`PluginHost::changes`] counts (from the
+    /// thread that made it): a scheduler that sleeps wakes to retry.
+    pub fn on_change(&self, f: Box<dyn Fn() + Send + Sync>) {
+        *self.on_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+    }
+
+    /// Counts a change of a serving version and says so.
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
+        if let Some(f) = &*self.on_change.lock().unwrap_or_else(|p| p.into_inner()) {
+            f();
+        }
     }
 
     /// How many times a plugin's serving version changed so far. A
@@ -394,20 +470,33 @@ impl PluginHost {
     /// `wasmPlugins.compileTimeoutSeconds`: a file that takes longer is
     /// refused, so one slow file cannot hold the scan of every other
     /// plugin. A compiler process is killed at the limit; an in-process
-    /// compile finishes in the background and is dropped.
-    fn compile_within(&self, path: &Path, bytes: Vec<u8>) -> Result<(Arc<Compiled>, PluginMetadata), LoadError> {
+    /// compile finishes in the background and is dropped. `tier` is the
+    /// compiler tried first: a component the baseline compiler cannot
+    /// compile (a proposal Winch lacks) is compiled by Cranelift.
+    fn compile_within(
+        &self,
+        path: &Path,
+        bytes: Arc<Vec<u8>>,
+        tier: Tier,
+    ) -> Result<(Arc<Compiled>, PluginMetadata), LoadError> {
         let limit = self.config.compile_timeout();
         let (tx, rx) = std::sync::mpsc::channel();
         let engine = self.engine.clone();
         let limits = self.config.default_limits();
         let compiling = self.compiling.clone();
+        let file = file_name(path);
         compiling.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
-            .name(format!("wasm-compile-{}", file_name(path)))
+            .name(format!("wasm-compile-{file}"))
             .spawn(move || {
-                let outcome = engine
-                    .compile(&bytes, limit)
-                    .and_then(|c| probe(&c, &limits).map(|m| (Arc::new(c), m)));
+                let outcome = match engine.compile(&bytes, limit, tier, false) {
+                    Err(LoadError::Invalid(why)) if tier == Tier::Baseline => {
+                        tracing::info!(%file, reason = %why, "the baseline compiler cannot compile it; compiling with Cranelift");
+                        engine.compile(&bytes, limit, Tier::Optimized, false)
+                    }
+                    other => other,
+                };
+                let outcome = outcome.and_then(|c| probe(&c, &limits).map(|m| (Arc::new(c), m)));
                 compiling.fetch_sub(1, Ordering::Relaxed);
                 let _ = tx.send(outcome);
             });
@@ -416,18 +505,101 @@ impl PluginHost {
             return Err(LoadError::Engine(format!("cannot start a compile thread: {e}")));
         }
         // A compiler process is killed at the limit and says so; the wait
-        // here is the backstop of an in-process compile.
+        // here is the backstop of an in-process compile (and of the second
+        // compile a baseline failure leads to).
         let slack = match self.engine.compiler() {
             crate::engine::Compiler::Process { .. } => Duration::from_secs(5),
             crate::engine::Compiler::InProcess => Duration::ZERO,
         };
-        match rx.recv_timeout(limit + slack) {
+        let attempts = if tier == Tier::Baseline { 2 } else { 1 };
+        match rx.recv_timeout(limit * attempts + slack) {
             Ok(outcome) => outcome,
             Err(_) => Err(LoadError::Refused(format!(
                 "compiling it took longer than wasmPlugins.compileTimeoutSeconds ({}s)",
                 limit.as_secs()
             ))),
         }
+    }
+
+    /// Compiles the file `path` (content `sha`) with Cranelift in the
+    /// background, at a lower priority, and swaps the optimised code into
+    /// every slot its baseline version serves, unless the file changed
+    /// meanwhile. A failure leaves the baseline version serving.
+    fn optimize_later(self: &Arc<Self>, path: PathBuf, sha: String, bytes: Arc<Vec<u8>>) {
+        let host = Arc::downgrade(self);
+        let engine = self.engine.clone();
+        let limit = self.config.compile_timeout();
+        let compiling = self.compiling.clone();
+        let file = file_name(&path);
+        compiling.fetch_add(1, Ordering::Relaxed);
+        let spawned = std::thread::Builder::new()
+            .name(format!("wasm-optimize-{file}"))
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let outcome = engine.compile(&bytes, limit, Tier::Optimized, true);
+                compiling.fetch_sub(1, Ordering::Relaxed);
+                let Some(host) = host.upgrade() else { return };
+                match outcome {
+                    Ok(c) => host.install_optimized(&path, &sha, Arc::new(c), started.elapsed()),
+                    Err(e) => tracing::warn!(
+                        file = %file_name(&path),
+                        error = %e,
+                        "cannot compile the optimised code; the baseline code keeps serving"
+                    ),
+                }
+            });
+        if let Err(e) = spawned {
+            self.compiling.fetch_sub(1, Ordering::Relaxed);
+            tracing::warn!(%file, error = %e, "cannot start the optimising compile; the baseline code keeps serving");
+        }
+    }
+
+    /// Swaps `compiled` (Cranelift's code of `path` at content `sha`) into
+    /// the slots its baseline version serves. The plugin's behaviour does
+    /// not change, so nothing is retried for it.
+    fn install_optimized(&self, path: &Path, sha: &str, compiled: Arc<Compiled>, took: Duration) {
+        let mut inner = self.lock();
+        let Some((baseline, meta)) = inner
+            .files
+            .get(path)
+            .filter(|f| f.sha256 == sha)
+            .and_then(|f| f.plugin.clone())
+            .filter(|(c, _)| c.tier == Tier::Baseline)
+        else {
+            return;
+        };
+        let stats = Self::stats_for(&mut inner, &meta.name);
+        let slots: Vec<Arc<PluginSlot>> = inner
+            .slots
+            .iter()
+            .filter(|s| s.current().is_some_and(|l| Arc::ptr_eq(l.compiled(), &baseline)))
+            .cloned()
+            .collect();
+        let mut versions = Vec::with_capacity(slots.len());
+        for slot in &slots {
+            match Loaded::new(
+                compiled.clone(),
+                &meta,
+                file_name(path),
+                slot.args.clone(),
+                slot.limits,
+                self.seed,
+                stats.clone(),
+            ) {
+                Ok(l) => versions.push(Arc::new(l)),
+                Err(e) => {
+                    tracing::warn!(file = %file_name(path), plugin = %meta.name, error = %e, "the optimised code does not load; the baseline code keeps serving");
+                    return;
+                }
+            }
+        }
+        for (slot, v) in slots.iter().zip(versions) {
+            slot.swap(Some(v));
+        }
+        if let Some(f) = inner.files.get_mut(path) {
+            f.plugin = Some((compiled, meta.clone()));
+        }
+        tracing::info!(file = %file_name(path), plugin = %meta.name, compile_ms = took.as_millis() as u64, "plugin optimised: Cranelift's code replaces the baseline code");
     }
 
     fn max_file_bytes(&self) -> u64 {
@@ -448,8 +620,16 @@ impl PluginHost {
     /// Loads one file for inspection (`plugin check`, `plugin test`),
     /// configured with `args`.
     pub fn load_file(&self, path: &Path, args: &str) -> Result<Loaded, LoadError> {
+        self.load_file_with(path, args, Tier::Optimized)
+    }
+
+    /// [`PluginHost::load_file`] with `tier`'s compiler.
+    pub fn load_file_with(&self, path: &Path, args: &str, tier: Tier) -> Result<Loaded, LoadError> {
         let bytes = read(path, self.max_file_bytes())?;
-        let compiled = Arc::new(self.engine.compile(&bytes, self.config.compile_timeout())?);
+        let compiled = Arc::new(
+            self.engine
+                .compile(&bytes, self.config.compile_timeout(), tier, false)?,
+        );
         let meta = probe(&compiled, &self.config.default_limits())?;
         let limits = self.config.limits(&meta.name);
         Loaded::new(
@@ -466,7 +646,7 @@ impl PluginHost {
     /// Reads the directory: compiles new and changed files, swaps their
     /// versions into the slots, unloads plugins whose file is gone. A file
     /// that fails leaves the version serving untouched.
-    pub fn scan(&self) -> ScanReport {
+    pub fn scan(self: &Arc<Self>) -> ScanReport {
         let report = self.scan_directory();
         if !self.first_scan_done.swap(true, Ordering::AcqRel) {
             // Slots made while the directory was being compiled: a plugin
@@ -476,12 +656,12 @@ impl PluginHost {
                     slot.set_missing(self.missing_reason(slot.name()));
                 }
             }
-            self.changes.fetch_add(1, Ordering::AcqRel);
+            self.changed();
         }
         report
     }
 
-    fn scan_directory(&self) -> ScanReport {
+    fn scan_directory(self: &Arc<Self>) -> ScanReport {
         let _one_at_a_time = self.scan_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.scans.fetch_add(1, Ordering::Relaxed);
         let mut report = ScanReport::default();
@@ -528,7 +708,7 @@ impl PluginHost {
                     slot.swap(None);
                     slot.set_missing(format!("its file {} was removed", file_name(path)));
                 }
-                self.changes.fetch_add(1, Ordering::AcqRel);
+                self.changed();
                 tracing::info!(file = %file_name(path), plugin = %meta.name, "plugin file removed; plugin unloaded");
                 report.removed.push(meta.name);
             }
@@ -566,11 +746,14 @@ impl PluginHost {
             {
                 continue;
             }
-            let outcome = self.compile_within(&path, bytes);
-            changed.push((path, sha, outcome));
+            let tier = self.first_tier(&bytes);
+            let bytes = Arc::new(bytes);
+            let outcome = self.compile_within(&path, bytes.clone(), tier);
+            changed.push((path, sha, bytes, outcome));
         }
         let mut inner = self.lock();
-        for (path, sha, outcome) in changed {
+        let mut to_optimize = Vec::new();
+        for (path, sha, bytes, outcome) in changed {
             match outcome {
                 Err(e) => {
                     self.reject(&mut report, &path, &e.to_string());
@@ -637,12 +820,15 @@ impl PluginHost {
                     for (slot, v) in slots.iter().zip(versions) {
                         slot.swap(Some(v));
                     }
-                    self.changes.fetch_add(1, Ordering::AcqRel);
+                    self.changed();
                     stats.loads.fetch_add(1, Ordering::Relaxed);
-                    tracing::info!(file = %file_name(&path), plugin = %meta.name, version = %meta.version, sha256 = %compiled.sha256, cached = compiled.cached, "plugin loaded");
+                    tracing::info!(file = %file_name(&path), plugin = %meta.name, version = %meta.version, sha256 = %compiled.sha256, cached = compiled.cached, compiler = compiled.tier.compiler(), "plugin loaded");
                     report
                         .loaded
                         .push((file_name(&path), meta.name.clone(), meta.version.clone()));
+                    if compiled.tier == Tier::Baseline && self.tiering() == Tiering::BaselineFirst {
+                        to_optimize.push((path.clone(), sha.clone(), bytes));
+                    }
                     inner.files.insert(
                         path,
                         FileEntry {
@@ -653,6 +839,10 @@ impl PluginHost {
                     );
                 }
             }
+        }
+        drop(inner);
+        for (path, sha, bytes) in to_optimize {
+            self.optimize_later(path, sha, bytes);
         }
         report
     }

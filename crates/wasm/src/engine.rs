@@ -1,5 +1,7 @@
-//! One wasmtime engine for every plugin: component model, Cranelift, epoch
-//! interruption for deadlines; compiled artifacts cached on disk.
+//! The wasmtime engines every plugin runs on: component model, epoch
+//! interruption for deadlines; Cranelift's optimised code cached on disk,
+//! and Winch, wasmtime's baseline compiler, for a fast first load of big
+//! components (see [`Tier`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -35,6 +37,9 @@ pub struct WasmEngine {
 struct Inner {
     engine: Engine,
     linker: Linker<HostState>,
+    /// The baseline tier's engine and linker, where Winch supports the
+    /// machine.
+    baseline: Option<(Engine, Linker<HostState>)>,
     cache_dir: Option<PathBuf>,
     budget: Arc<Budget>,
     /// The engine's epoch as the epoch thread advances it, readable by host
@@ -59,6 +64,8 @@ pub(crate) struct Compiled {
     pub len: usize,
     /// Whether it came from the on-disk cache.
     pub cached: bool,
+    /// The compiler that made its code.
+    pub tier: Tier,
     /// The source language the component says it was written in.
     pub language: Option<String>,
     /// The host's memory budget its instances draw from.
@@ -99,13 +106,46 @@ pub fn declared_language(bytes: &[u8]) -> Option<String> {
     None
 }
 
-/// The engine's settings: the compiler process uses the same, so that its
-/// artifacts load here.
-fn engine_config() -> Config {
+/// Which compiler makes a component's native code.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Tier {
+    /// Cranelift, optimising: the code plugins run on, cached on disk.
+    #[default]
+    Optimized,
+    /// Winch, wasmtime's baseline compiler: a single pass, about four times
+    /// faster to compile and slower to run. A big component serves on it
+    /// while Cranelift compiles it in the background; never cached.
+    Baseline,
+}
+
+impl Tier {
+    /// The compiler's name (`cranelift`, `winch`), for logs and metrics.
+    pub fn compiler(self) -> &'static str {
+        match self {
+            Tier::Optimized => "cranelift",
+            Tier::Baseline => "winch",
+        }
+    }
+}
+
+/// The engine's settings for `tier`: the compiler process uses the same, so
+/// that its artifacts load here. Both tiers enforce the same limits (epoch
+/// deadlines, memory through the store's limiter, the stack); Winch lacks
+/// a few proposals Cranelift has (tail calls, exceptions), and a component
+/// using them is compiled by Cranelift alone.
+fn engine_config(tier: Tier) -> Config {
     let mut cfg = Config::new();
     cfg.wasm_component_model(true);
     cfg.epoch_interruption(true);
-    cfg.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    match tier {
+        Tier::Optimized => {
+            cfg.strategy(wasmtime::Strategy::Cranelift);
+            cfg.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        }
+        Tier::Baseline => {
+            cfg.strategy(wasmtime::Strategy::Winch);
+        }
+    }
     // Proposals the contract does not need are off: several memories in
     // one module and 64-bit memories (shared memories need the threads
     // feature, which is not compiled in).
@@ -136,9 +176,9 @@ pub enum Compiler {
 }
 
 /// The compiler process's side: compiles the component `bytes` with the
-/// engine's settings and returns the serialized artifact.
-pub fn compile_to_artifact(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let engine = Engine::new(&engine_config()).map_err(|e| e.to_string())?;
+/// settings of `tier`'s engine and returns the serialized artifact.
+pub fn compile_to_artifact(bytes: &[u8], tier: Tier) -> Result<Vec<u8>, String> {
+    let engine = Engine::new(&engine_config(tier)).map_err(|e| e.to_string())?;
     let component = Component::new(&engine, bytes).map_err(|e| format!("{e:#}"))?;
     component.serialize().map_err(|e| format!("{e:#}"))
 }
@@ -165,6 +205,40 @@ pub fn cap_memory(bytes: u64) -> std::io::Result<()> {
 #[cfg(not(unix))]
 pub fn cap_memory(_bytes: u64) -> std::io::Result<()> {
     Ok(())
+}
+
+/// Lowers this process's scheduling priority (nice 10): for a compiler
+/// process working in the background while the scheduler serves on baseline
+/// code, so that it takes the cores the scheduler leaves. Threads started
+/// afterwards inherit it.
+#[cfg(unix)]
+#[allow(unsafe_code)]
+pub fn lower_priority() -> std::io::Result<()> {
+    // SAFETY: setpriority reads its three integer arguments, nothing else.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Without setpriority, the priority is left alone.
+#[cfg(not(unix))]
+pub fn lower_priority() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// The compiler process's arguments that select `tier` and, `background`,
+/// a lower priority (read by `wasmsched compile-plugin`).
+fn compiler_args(args: &[String], tier: Tier, background: bool) -> Vec<String> {
+    let mut args = args.to_vec();
+    if tier == Tier::Baseline {
+        args.push("--baseline".into());
+    }
+    if background {
+        args.push("--background".into());
+    }
+    args
 }
 
 /// Runs the compiler process on `bytes`, killing it at `limit`.
@@ -267,21 +341,40 @@ fn load_artifact(engine: &Engine, artifact: &[u8]) -> Result<Component, LoadErro
         .map_err(|e| LoadError::Engine(format!("the compiler process's artifact does not load: {e:#}")))
 }
 
+/// A linker serving every minor of the contract (a component imports one).
+fn new_linker(engine: &Engine) -> Result<Linker<HostState>, LoadError> {
+    let mut linker = Linker::new(engine);
+    v0_1::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        .map_err(|e| LoadError::Engine(e.to_string()))?;
+    v0_2::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        .map_err(|e| LoadError::Engine(e.to_string()))?;
+    v0_3::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        .map_err(|e| LoadError::Engine(e.to_string()))?;
+    Ok(linker)
+}
+
 impl WasmEngine {
     /// An engine; `cache_dir` keeps compiled artifacts across restarts.
     pub fn new(cache_dir: Option<PathBuf>) -> Result<Self, LoadError> {
-        let engine = Engine::new(&engine_config()).map_err(|e| LoadError::Engine(e.to_string()))?;
-        let mut linker = Linker::new(&engine);
-        // Every minor of the contract is served: a component imports one.
-        v0_1::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| LoadError::Engine(e.to_string()))?;
-        v0_2::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| LoadError::Engine(e.to_string()))?;
-        v0_3::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
-            .map_err(|e| LoadError::Engine(e.to_string()))?;
+        let engine = Engine::new(&engine_config(Tier::Optimized)).map_err(|e| LoadError::Engine(e.to_string()))?;
+        let linker = new_linker(&engine)?;
+        // Winch compiles for x86-64 and (in part) AArch64; elsewhere every
+        // component waits for Cranelift.
+        let baseline = if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            match Engine::new(&engine_config(Tier::Baseline)) {
+                Ok(e) => Some((e.clone(), new_linker(&e)?)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no baseline compiler on this machine; big plugins wait for Cranelift");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         // Deadlines are counted in epochs; one thread advances them for all
-        // stores, and stops when the engine is gone.
+        // stores of both engines, and stops when the engine is gone.
         let weak = engine.weak();
+        let weak_baseline = baseline.as_ref().map(|(e, _)| e.weak());
         let epochs = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let ticks = epochs.clone();
         std::thread::Builder::new()
@@ -289,6 +382,9 @@ impl WasmEngine {
             .spawn(move || {
                 while let Some(engine) = weak.upgrade() {
                     engine.increment_epoch();
+                    if let Some(b) = weak_baseline.as_ref().and_then(|w| w.upgrade()) {
+                        b.increment_epoch();
+                    }
                     ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     drop(engine);
                     std::thread::sleep(EPOCH_TICK);
@@ -303,6 +399,7 @@ impl WasmEngine {
             inner: Arc::new(Inner {
                 engine,
                 linker,
+                baseline,
                 cache_dir,
                 budget: Arc::new(Budget::new(Budget::default_limit())),
                 epochs,
@@ -332,11 +429,30 @@ impl WasmEngine {
         &self.inner.budget
     }
 
-    /// Validates and compiles a component (or loads it from the cache):
-    /// checks that it is a component, that it imports nothing but the
-    /// plugin world's interfaces, and links it.
-    /// Compiling takes at most `limit` with a [`Compiler::Process`].
-    pub(crate) fn compile(&self, bytes: &[u8], limit: Duration) -> Result<Compiled, LoadError> {
+    /// Whether a baseline compiler is available (see [`Tier::Baseline`]).
+    pub fn has_baseline(&self) -> bool {
+        self.inner.baseline.is_some()
+    }
+
+    /// Whether Cranelift's code for the component `bytes` is in the on-disk
+    /// cache (a load then needs no compiler).
+    pub(crate) fn is_cached(&self, bytes: &[u8]) -> bool {
+        self.cache_path(&hex(&Sha256::digest(bytes)))
+            .is_some_and(|p| p.exists())
+    }
+
+    /// Validates and compiles a component with `tier`'s compiler (for the
+    /// optimising one, or loads it from the cache): checks that it is a
+    /// component, that it imports nothing but the plugin world's
+    /// interfaces, and links it. Compiling takes at most `limit` with a
+    /// [`Compiler::Process`], at a lower priority when `background`.
+    pub(crate) fn compile(
+        &self,
+        bytes: &[u8],
+        limit: Duration,
+        tier: Tier,
+        background: bool,
+    ) -> Result<Compiled, LoadError> {
         let sha256 = hex(&Sha256::digest(bytes));
         if !wasmparser_is_component(bytes) {
             return Err(LoadError::NotAComponent(if bytes.starts_with(b"\0asm") {
@@ -345,8 +461,18 @@ impl WasmEngine {
                 "it is not WebAssembly".into()
             }));
         }
-        let engine = &self.inner.engine;
-        let cache_path = self.cache_path(&sha256);
+        let (engine, linker) = match (tier, &self.inner.baseline) {
+            (Tier::Baseline, Some((engine, linker))) => (engine, linker),
+            (Tier::Baseline, None) => {
+                return Err(LoadError::Engine("no baseline compiler on this machine".into()));
+            }
+            (Tier::Optimized, _) => (&self.inner.engine, &self.inner.linker),
+        };
+        // Only Cranelift's code is cached: baseline code is a stopgap.
+        let cache_path = match tier {
+            Tier::Optimized => self.cache_path(&sha256),
+            Tier::Baseline => None,
+        };
         let mut cached = false;
         let mut component = None;
         if let Some(path) = &cache_path
@@ -376,7 +502,13 @@ impl WasmEngine {
                 },
             ) => load_artifact(
                 engine,
-                &compile_in_compiler_process(&program, &args, memory_mib, bytes, limit)?,
+                &compile_in_compiler_process(
+                    &program,
+                    &compiler_args(&args, tier, background),
+                    memory_mib,
+                    bytes,
+                    limit,
+                )?,
             )?,
         };
         let ty = component.component_type();
@@ -392,9 +524,7 @@ impl WasmEngine {
                 )));
             }
         }
-        let pre = self
-            .inner
-            .linker
+        let pre = linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Invalid(format!("{e:#}")))?;
         // The minor is the one of the plugin interface it exports (the
@@ -430,6 +560,7 @@ impl WasmEngine {
             len: bytes.len(),
             sha256,
             cached,
+            tier,
             language: declared_language(bytes),
             budget: self.inner.budget.clone(),
             epochs: self.inner.epochs.clone(),

@@ -24,8 +24,10 @@ mod host;
 pub mod limits;
 mod plugin;
 
-pub use dir::{GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, WasmConfig, Watch};
-pub use engine::{COMPILE_REFUSED, Compiler, EPOCH_TICK, WasmEngine, cap_memory, compile_to_artifact};
+pub use dir::{GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, Tiering, WasmConfig, Watch};
+pub use engine::{
+    COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, lower_priority,
+};
 pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
 };

@@ -176,6 +176,9 @@ pub struct Loaded {
     pub component_bytes: usize,
     /// Whether the compiled code came from the on-disk cache.
     pub cached: bool,
+    /// The compiler of the code it runs (baseline until Cranelift's code
+    /// replaces it, for a big component in a scheduler).
+    pub tier: crate::Tier,
     /// The minor of the contract it was built against (`0.1`, `0.2`, `0.3`).
     pub contract: &'static str,
     /// The language it was written in, when the component says
@@ -340,6 +343,7 @@ impl Loaded {
             version: meta.version.clone(),
             sha256: compiled.sha256.clone(),
             cached: compiled.cached,
+            tier: compiled.tier,
             component_bytes: compiled.len,
             contract: compiled.pre.minor(),
             language: compiled.language.clone(),
@@ -364,6 +368,11 @@ impl Loaded {
         })?;
         loaded.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
         Ok(loaded)
+    }
+
+    /// The compiled component it instantiates.
+    pub(crate) fn compiled(&self) -> &Arc<Compiled> {
+        &self.compiled
     }
 
     /// The limits it runs under.
