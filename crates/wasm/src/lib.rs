@@ -3,7 +3,8 @@
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
 //! (`wasmsched:plugin@0.3.0`; components built against 0.1.0 and 0.2.0 keep
 //! loading).
-//! This crate compiles it once (and keeps the compiled artifact on disk),
+//! This crate compiles it once (and keeps the compiled artifact on disk; a
+//! big one serves first on baseline code while the optimised code compiles),
 //! checks that it imports nothing but the plugin world, instantiates it with a memory cap, calls it with a deadline
 //! per call, and wraps it as a `wasmsched_core::Plugin` so the framework runs
 //! it beside the built-ins. [`PluginHost`] loads a directory and swaps in new
