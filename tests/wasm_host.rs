@@ -342,6 +342,11 @@ fn a_big_component_serves_on_baseline_code_until_cranelifts_replaces_it() {
     assert_eq!(scores(&slot), [3000, 1000]);
     let changes = host.changes();
     assert!(wakes.load(Ordering::Relaxed) >= 1, "a load wakes the scheduler");
+    assert_eq!(
+        host.changes_by_plugin().get("node-price"),
+        Some(&1),
+        "a change of that plugin"
+    );
     wait_for("Cranelift's code", || slot.current().unwrap().tier == Tier::Optimized);
     assert_eq!(scores(&slot), [3000, 1000], "the same plugin on other code");
     assert_eq!(

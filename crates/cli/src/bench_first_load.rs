@@ -75,10 +75,17 @@ pub fn run(b: FirstLoad) -> anyhow::Result<()> {
             )
         );
         println!(
-            "  fresh cache, Cranelift only:      loaded {:.2} s, pod bound {:.2} s ({:.1}x the load with baseline code first)",
+            "  fresh cache, Cranelift only:      loaded {:.2} s, pod bound {:.2} s{}",
             secs(cranelift.loaded),
             secs(cranelift.served),
-            secs(cranelift.loaded) / secs(tiered.loaded),
+            if tiered.optimized.is_some() {
+                format!(
+                    " ({:.1}x the load with baseline code first)",
+                    secs(cranelift.loaded) / secs(tiered.loaded)
+                )
+            } else {
+                String::new()
+            },
         );
         println!(
             "  warm cache (no compile):          loaded {:.2} s, pod bound {:.2} s",

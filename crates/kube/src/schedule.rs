@@ -97,6 +97,8 @@ struct Loop {
     synced: Synced,
     /// The plugin host's change count last seen.
     plugin_changes: u64,
+    /// Its change counts per plugin last seen.
+    plugin_changes_by_name: std::collections::BTreeMap<String, u64>,
 }
 
 impl Loop {
@@ -306,6 +308,7 @@ pub(crate) fn run(
         rt,
         synced: Synced::default(),
         plugin_changes: 0,
+        plugin_changes_by_name: Default::default(),
     };
     let mut last_gauge = Instant::now();
     let mut idle = false;
@@ -316,15 +319,21 @@ pub(crate) fn run(
             && h.changes() != l.plugin_changes
         {
             l.plugin_changes = h.changes();
-            // The pods a WebAssembly plugin rejected (while it was missing,
-            // or as the version now replaced) try it at once; the others
-            // after their backoff.
-            let names = h.names();
+            // The pods a plugin that changed rejected (while it was
+            // missing, or as the version now replaced) try it at once; the
+            // others after their backoff.
+            let by_plugin = h.changes_by_plugin();
+            let changed: Vec<&String> = by_plugin
+                .iter()
+                .filter(|(name, n)| l.plugin_changes_by_name.get(*name) != Some(*n))
+                .map(|(name, _)| name)
+                .collect();
             let now = Instant::now();
             l.sched
                 .queue
-                .move_rejected_by_now(now, |p| names.iter().any(|n| n == p));
+                .move_rejected_by_now(now, |p| changed.iter().any(|n| *n == p));
             l.sched.queue.move_all_to_active_or_backoff(now);
+            l.plugin_changes_by_name = by_plugin;
             idle = false;
         }
         let leading = l.may_schedule();

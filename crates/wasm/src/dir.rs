@@ -231,6 +231,9 @@ pub struct PluginHost {
     /// Bumped whenever a plugin's serving version changes (loaded,
     /// replaced, unloaded).
     changes: AtomicU64,
+    /// Per plugin name, how many times its serving version (or why it has
+    /// none) changed.
+    changes_by_plugin: Mutex<BTreeMap<String, u64>>,
     /// Whether the directory has been scanned once (until then a missing
     /// plugin is one still being compiled).
     first_scan_done: std::sync::atomic::AtomicBool,
@@ -264,6 +267,7 @@ impl PluginHost {
             scans: AtomicU64::new(0),
             compiling: Arc::default(),
             changes: AtomicU64::new(0),
+            changes_by_plugin: Mutex::default(),
             first_scan_done: std::sync::atomic::AtomicBool::new(false),
             expected: Mutex::new(Vec::new()),
             tiering: Mutex::new(Tiering::Off),
@@ -310,12 +314,26 @@ impl PluginHost {
         *self.on_change.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
-    /// Counts a change of a serving version and says so.
-    fn changed(&self) {
+    /// Counts a change of the serving versions of `plugins` and says so.
+    fn changed<'a>(&self, plugins: impl IntoIterator<Item = &'a str>) {
+        {
+            let mut by = self.changes_by_plugin.lock().unwrap_or_else(|p| p.into_inner());
+            for p in plugins {
+                *by.entry(p.to_owned()).or_default() += 1;
+            }
+        }
         self.changes.fetch_add(1, Ordering::AcqRel);
         if let Some(f) = &*self.on_change.lock().unwrap_or_else(|p| p.into_inner()) {
             f();
         }
+    }
+
+    /// Per plugin name, how many times its serving version (or, while it
+    /// has none, the reason) changed so far: a scheduler compares two of
+    /// these to learn which plugins a move of [`PluginHost::changes`] was
+    /// about.
+    pub fn changes_by_plugin(&self) -> BTreeMap<String, u64> {
+        self.changes_by_plugin.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// How many times a plugin's serving version changed so far. A
@@ -651,12 +669,14 @@ impl PluginHost {
         if !self.first_scan_done.swap(true, Ordering::AcqRel) {
             // Slots made while the directory was being compiled: a plugin
             // still missing now says why.
+            let mut missing = Vec::new();
             for slot in self.slots() {
                 if slot.current().is_none() {
                     slot.set_missing(self.missing_reason(slot.name()));
+                    missing.push(slot.name().to_owned());
                 }
             }
-            self.changed();
+            self.changed(missing.iter().map(String::as_str));
         }
         report
     }
@@ -708,7 +728,7 @@ impl PluginHost {
                     slot.swap(None);
                     slot.set_missing(format!("its file {} was removed", file_name(path)));
                 }
-                self.changed();
+                self.changed([meta.name.as_str()]);
                 tracing::info!(file = %file_name(path), plugin = %meta.name, "plugin file removed; plugin unloaded");
                 report.removed.push(meta.name);
             }
@@ -820,7 +840,7 @@ impl PluginHost {
                     for (slot, v) in slots.iter().zip(versions) {
                         slot.swap(Some(v));
                     }
-                    self.changed();
+                    self.changed([meta.name.as_str()]);
                     stats.loads.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(file = %file_name(&path), plugin = %meta.name, version = %meta.version, sha256 = %compiled.sha256, cached = compiled.cached, compiler = compiled.tier.compiler(), "plugin loaded");
                     report
