@@ -287,12 +287,12 @@ impl PluginHost {
     }
 
     /// The tier a file's first compile uses.
-    fn first_tier(&self, bytes: &[u8]) -> Tier {
+    fn first_tier(&self, bytes: &[u8], sha256: &str) -> Tier {
         let min = self.config.baseline_min_mib.unwrap_or(DEFAULT_BASELINE_MIN_MIB) << 20;
         let baseline = self.engine.has_baseline()
             && match self.tiering() {
                 Tiering::Off => false,
-                Tiering::BaselineFirst => bytes.len() as u64 >= min && !self.engine.is_cached(bytes),
+                Tiering::BaselineFirst => bytes.len() as u64 >= min && !self.engine.is_cached(sha256),
                 Tiering::BaselineOnly => true,
             };
         if baseline { Tier::Baseline } else { Tier::Optimized }
@@ -593,24 +593,13 @@ impl PluginHost {
             .filter(|s| s.current().is_some_and(|l| Arc::ptr_eq(l.compiled(), &baseline)))
             .cloned()
             .collect();
-        let mut versions = Vec::with_capacity(slots.len());
-        for slot in &slots {
-            match Loaded::new(
-                compiled.clone(),
-                &meta,
-                file_name(path),
-                slot.args.clone(),
-                slot.limits,
-                self.seed,
-                stats.clone(),
-            ) {
-                Ok(l) => versions.push(Arc::new(l)),
-                Err(e) => {
-                    tracing::warn!(file = %file_name(path), plugin = %meta.name, error = %e, "the optimised code does not load; the baseline code keeps serving");
-                    return;
-                }
+        let versions = match self.versions_for(&slots, &compiled, &meta, path, &stats) {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(file = %file_name(path), plugin = %meta.name, error = %e, "the optimised code does not load; the baseline code keeps serving");
+                return;
             }
-        }
+        };
         for (slot, v) in slots.iter().zip(versions) {
             slot.swap(Some(v));
         }
@@ -618,6 +607,34 @@ impl PluginHost {
             f.plugin = Some((compiled, meta.clone()));
         }
         tracing::info!(file = %file_name(path), plugin = %meta.name, compile_ms = took.as_millis() as u64, "plugin optimised: Cranelift's code replaces the baseline code");
+    }
+
+    /// `compiled` loaded once for each of `slots`, with the slot's args and
+    /// limits; the first that fails (its `configure` refusing those args)
+    /// fails them all.
+    fn versions_for(
+        &self,
+        slots: &[Arc<PluginSlot>],
+        compiled: &Arc<Compiled>,
+        meta: &PluginMetadata,
+        path: &Path,
+        stats: &Arc<PluginStats>,
+    ) -> Result<Vec<Arc<Loaded>>, LoadError> {
+        slots
+            .iter()
+            .map(|slot| {
+                Loaded::new(
+                    compiled.clone(),
+                    meta,
+                    file_name(path),
+                    slot.args.clone(),
+                    slot.limits,
+                    self.seed,
+                    stats.clone(),
+                )
+                .map(Arc::new)
+            })
+            .collect()
     }
 
     fn max_file_bytes(&self) -> u64 {
@@ -766,7 +783,7 @@ impl PluginHost {
             {
                 continue;
             }
-            let tier = self.first_tier(&bytes);
+            let tier = self.first_tier(&bytes, &sha);
             let bytes = Arc::new(bytes);
             let outcome = self.compile_within(&path, bytes.clone(), tier);
             changed.push((path, sha, bytes, outcome));
@@ -807,35 +824,20 @@ impl PluginHost {
                     let slots: Vec<Arc<PluginSlot>> =
                         inner.slots.iter().filter(|s| s.name() == meta.name).cloned().collect();
                     let stats = Self::stats_for(&mut inner, &meta.name);
-                    let mut ok: Result<(), String> = Ok(());
-                    let mut versions = Vec::new();
-                    for slot in &slots {
-                        match Loaded::new(
-                            compiled.clone(),
-                            &meta,
-                            file_name(&path),
-                            slot.args.clone(),
-                            slot.limits,
-                            self.seed,
-                            stats.clone(),
-                        ) {
-                            Ok(l) => versions.push(Arc::new(l)),
-                            Err(e) => {
-                                ok = Err(e.to_string());
-                                stats.load_errors.fetch_add(1, Ordering::Relaxed);
-                                self.reject(&mut report, &path, &e.to_string());
-                                break;
+                    let versions = match self.versions_for(&slots, &compiled, &meta, &path, &stats) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            let why = e.to_string();
+                            stats.load_errors.fetch_add(1, Ordering::Relaxed);
+                            self.reject(&mut report, &path, &why);
+                            if !Self::refused(&mut inner, path.clone(), sha, why.clone()) {
+                                for slot in &slots {
+                                    slot.set_missing(format!("{} was refused: {why}", file_name(&path)));
+                                }
                             }
+                            continue;
                         }
-                    }
-                    if let Err(why) = ok {
-                        if !Self::refused(&mut inner, path.clone(), sha, why.clone()) {
-                            for slot in &slots {
-                                slot.set_missing(format!("{} was refused: {why}", file_name(&path)));
-                            }
-                        }
-                        continue;
-                    }
+                    };
                     // Every slot accepted the new version: swap them all.
                     for (slot, v) in slots.iter().zip(versions) {
                         slot.swap(Some(v));

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine};
 
@@ -434,11 +433,11 @@ impl WasmEngine {
         self.inner.baseline.is_some()
     }
 
-    /// Whether Cranelift's code for the component `bytes` is in the on-disk
-    /// cache (a load then needs no compiler).
-    pub(crate) fn is_cached(&self, bytes: &[u8]) -> bool {
-        self.cache_path(&hex(&Sha256::digest(bytes)))
-            .is_some_and(|p| p.exists())
+    /// Whether Cranelift's code for the component of content digest
+    /// `sha256` (hex) is in the on-disk cache (a load then needs no
+    /// compiler).
+    pub(crate) fn is_cached(&self, sha256: &str) -> bool {
+        self.cache_path(sha256).is_some_and(|p| p.exists())
     }
 
     /// Validates and compiles a component with `tier`'s compiler (for the
@@ -453,7 +452,7 @@ impl WasmEngine {
         tier: Tier,
         background: bool,
     ) -> Result<Compiled, LoadError> {
-        let sha256 = hex(&Sha256::digest(bytes));
+        let sha256 = crate::sha256_hex(bytes);
         if !wasmparser_is_component(bytes) {
             return Err(LoadError::NotAComponent(if bytes.starts_with(b"\0asm") {
                 "it is a core WebAssembly module, not a component (make it one with `wasm-tools component new`, as plugins/build.sh does; a wasm32-wasip2 build is a component but imports WASI, which the host refuses)".into()
@@ -649,7 +648,7 @@ fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // stored: a flipped byte or a swapped file is recompiled, not run.
     let bytes = std::fs::read(path)?;
     let want = std::fs::read_to_string(digest_path(path))?;
-    if hex(&Sha256::digest(&bytes)) != want.trim() {
+    if crate::sha256_hex(&bytes) != want.trim() {
         wasmtime::bail!("its sha256 does not match {}", digest_path(path).display());
     }
     // Touch it: pruning keeps what is in use.
@@ -669,7 +668,7 @@ fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
 fn store_cached(c: &Component, path: &Path) {
     use std::io::Write as _;
     let result = c.serialize().map_err(|e| e.to_string()).and_then(|bytes| {
-        let digest = hex(&Sha256::digest(&bytes));
+        let digest = crate::sha256_hex(&bytes);
         let unique = format!(
             "tmp-{}-{:x}",
             std::process::id(),
@@ -715,10 +714,6 @@ fn prune_cache(dir: &Path, cap: u64) {
         let _ = std::fs::remove_file(digest_path(&path));
         total = total.saturating_sub(len);
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A component starts with the magic and a layer-1 version field.
