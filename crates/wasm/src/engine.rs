@@ -143,6 +143,14 @@ fn engine_config(tier: Tier) -> Config {
         }
         Tier::Baseline => {
             cfg.strategy(wasmtime::Strategy::Winch);
+            // This tier exists to serve soon: Cranelift still compiles
+            // its trampolines, unoptimised here, and no map from native
+            // to wasm offsets is built (a trap's message is unchanged;
+            // only a backtrace's wasm offsets go). Together about 10% off
+            // a big component's first load (docs/benchmarks.md); calls run
+            // as fast.
+            cfg.cranelift_opt_level(wasmtime::OptLevel::None);
+            cfg.generate_address_map(false);
         }
     }
     // Proposals the contract does not need are off: several memories in
