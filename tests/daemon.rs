@@ -31,6 +31,11 @@ leaderElection:
   retryPeriod: 200ms
   resourceNamespace: kube-system
   resourceName: wasm-scheduler
+clientConnection:
+  # kube-scheduler's scheduler_perf budget: the tests measure behaviour,
+  # not the default 50 requests per second.
+  qps: 5000
+  burst: 5000
 "#;
 
 struct Daemon(Child);

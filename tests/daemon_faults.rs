@@ -41,7 +41,29 @@ type Daemon = tokio::task::JoinHandle<anyhow::Result<Arc<wasmsched_kube::Status>
 /// Runs the daemon in process against `s`, one replica (no election),
 /// until the returned sender is used.
 fn start(s: &ApiServer, config: Config, registry: Registry) -> (tokio::sync::oneshot::Sender<()>, Daemon) {
-    let opts = Options {
+    start_with(s, config, registry, |_| {})
+}
+
+/// [`start`], with the options changed by `tweak`.
+fn start_with(
+    s: &ApiServer,
+    config: Config,
+    registry: Registry,
+    tweak: impl FnOnce(&mut Options),
+) -> (tokio::sync::oneshot::Sender<()>, Daemon) {
+    let mut opts = options(config, registry);
+    tweak(&mut opts);
+    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
+        let _ = stopped.await;
+    }));
+    (stop, daemon)
+}
+
+/// One replica (no election), fast timeouts.
+fn options(config: Config, registry: Registry) -> Options {
+    Options {
         config,
         registry,
         plugins: None,
@@ -54,13 +76,10 @@ fn start(s: &ApiServer, config: Config, registry: Registry) -> (tokio::sync::one
         bind_concurrency: 8,
         api_timeout: Duration::from_secs(5),
         admin: None,
-    };
-    let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
-        let _ = stopped.await;
-    }));
-    (stop, daemon)
+        events_client: None,
+        drain_timeout: std::time::Duration::from_secs(10),
+        stall_timeout: std::time::Duration::from_secs(30),
+    }
 }
 
 fn condition(p: &Pod) -> Option<(String, String, String)> {
@@ -189,6 +208,419 @@ async fn no_pod_is_placed_before_the_bound_pods_are_known() {
             "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.".to_owned()
         )
     );
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}
+
+fn node(name: &str, cpu: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "64Gi", "pods": "110"}}})
+}
+
+fn pod(name: &str, cpu: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "x",
+        "resources": {"requests": {"cpu": cpu}}}]}})
+}
+
+fn bound(s: &ApiServer, prefix: &str) -> usize {
+    s.list::<Pod>()
+        .iter()
+        .filter(|p| p.metadata.name.as_deref().unwrap_or_default().starts_with(prefix))
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+        .count()
+}
+
+async fn wait_bound(s: &ApiServer, prefix: &str, n: usize, within: Duration) {
+    let deadline = Instant::now() + within;
+    while bound(s, prefix) < n {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {n} {prefix}* pods bound within {within:?}",
+            bound(s, prefix)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn events(s: &ApiServer, reason: &str) -> usize {
+    s.list::<k8s_openapi::api::events::v1::Event>()
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .count()
+}
+
+/// The value of a metric line that starts with `prefix` (summed over the
+/// lines that do).
+fn metric(text: &str, prefix: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(prefix))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+fn free_addr() -> std::net::SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut c) = tokio::net::TcpStream::connect(addr).await else {
+        return (0, String::new());
+    };
+    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    c.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    let _ = c.read_to_string(&mut out).await;
+    let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (code, body)
+}
+
+/// Reports keep up with bindings and none vanishes: with every request
+/// slowed, every bound pod has its Scheduled event and every pod that fits
+/// nowhere its FailedScheduling event and condition once the daemon has
+/// stopped, and the metrics account for every write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_report_is_written_by_the_time_the_daemon_stops() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    for i in 0..40 {
+        s.create(node(&format!("n{i:02}"), "16")).unwrap();
+    }
+    s.faults().set_latency(Duration::from_millis(3));
+    let (stop, daemon) = start(&s, Config::default(), Registry::builtin());
+    for i in 0..400 {
+        s.create(pod(&format!("fits-{i:03}"), "100m")).unwrap();
+    }
+    for i in 0..10 {
+        s.create(pod(&format!("huge-{i}"), "100")).unwrap();
+    }
+    wait_bound(&s, "fits-", 400, Duration::from_secs(60)).await;
+    // The last attempts of the pods that fit nowhere are reported too.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (0..10).any(|i| condition(&s.get::<Pod>("default", &format!("huge-{i}")).unwrap()).is_none()) {
+        assert!(Instant::now() < deadline, "conditions of the pods that fit nowhere");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = stop.send(());
+    let status = daemon.await.unwrap().unwrap();
+    assert_eq!(events(&s, "Scheduled"), 400, "one Scheduled event per bound pod");
+    assert!(events(&s, "FailedScheduling") >= 10);
+    let m = status.metrics_text();
+    assert_eq!(metric(&m, "wasmsched_reports_dropped_total{"), 0.0, "{m}");
+    assert_eq!(metric(&m, "wasmsched_report_backlog "), 0.0, "{m}");
+    assert!(metric(&m, "wasmsched_events_total ") >= 410.0, "{m}");
+    assert!(metric(&m, "wasmsched_conditions_written_total ") >= 10.0, "{m}");
+}
+
+/// Events the API server never answers are counted, not lost: a stop
+/// drains within its bound, and every Scheduled report is then either
+/// written or counted as dropped with its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_the_server_does_not_take_are_counted_and_the_stop_is_bounded() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    for i in 0..5 {
+        s.create(node(&format!("n{i}"), "16")).unwrap();
+    }
+    s.faults().hang(wasmsched_apiserver_sim::Match {
+        method: Some("POST".into()),
+        ..wasmsched_apiserver_sim::Match::path("/events")
+    });
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.drain_timeout = Duration::from_secs(1);
+        o.api_timeout = Duration::from_secs(30);
+    });
+    for i in 0..60 {
+        s.create(pod(&format!("p-{i:02}"), "100m")).unwrap();
+    }
+    wait_bound(&s, "p-", 60, Duration::from_secs(30)).await;
+    let stopping = Instant::now();
+    let _ = stop.send(());
+    let status = daemon.await.unwrap().unwrap();
+    // Bindings are done; the drain is 1 s; nothing else may hold the stop.
+    assert!(stopping.elapsed() < Duration::from_secs(8), "{:?}", stopping.elapsed());
+    let m = status.metrics_text();
+    let written = metric(&m, "wasmsched_events_total ");
+    let dropped = metric(&m, "wasmsched_reports_dropped_total{write=\"event\"");
+    assert_eq!(written + dropped, 60.0, "every event written or counted: {m}");
+    assert!(
+        metric(
+            &m,
+            "wasmsched_reports_dropped_total{write=\"event\",reason=\"shutdown\"}"
+        ) > 0.0,
+        "{m}"
+    );
+    s.faults().clear();
+}
+
+/// Pods waiting for volumes a provisioner never makes do not take the
+/// binder's slots: the other pods keep binding, and a waiting pod that is
+/// deleted stops being waited for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_waits_do_not_stop_other_bindings() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    for i in 0..4 {
+        s.create(node(&format!("n{i}"), "64")).unwrap();
+    }
+    s.create(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "slow"},
+        "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer"}),
+    )
+    .unwrap();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| o.bind_concurrency = 2);
+    for i in 0..8 {
+        s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": format!("data-{i}"), "namespace": "default"},
+            "spec": {"storageClassName": "slow", "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}},
+            "status": {"phase": "Pending"}}))
+            .unwrap();
+        let mut p = pod(&format!("wait-{i}"), "100m");
+        p["spec"]["volumes"] = json!([{"name": "d", "persistentVolumeClaim": {"claimName": format!("data-{i}")}}]);
+        s.create(p).unwrap();
+    }
+    // Every waiting pod's claim got its node: they all hold a binding now.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let selected = |s: &ApiServer| {
+        s.list::<k8s_openapi::api::core::v1::PersistentVolumeClaim>()
+            .iter()
+            .filter(|c| {
+                c.metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key("volume.kubernetes.io/selected-node"))
+            })
+            .count()
+    };
+    while selected(&s) < 8 {
+        assert!(Instant::now() < deadline, "{} claims selected", selected(&s));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for i in 0..40 {
+        s.create(pod(&format!("plain-{i:02}"), "100m")).unwrap();
+    }
+    wait_bound(&s, "plain-", 40, Duration::from_secs(20)).await;
+    assert_eq!(bound(&s, "wait-"), 0, "no provisioner: the volume waits go on");
+    // A waiting pod deleted: its binding ends ("gone") at the next poll.
+    let res = wasmsched_apiserver_sim::resources::find_kind("v1", "Pod").unwrap();
+    s.store().delete(res, "default", "wait-0", None).unwrap();
+    let _ = stop.send(());
+    let status = daemon.await.unwrap().unwrap();
+    let m = status.metrics_text();
+    assert!(metric(&m, "wasmsched_bindings_total{result=\"gone\"}") >= 1.0, "{m}");
+}
+
+/// Blocks in Filter while `STUCK` is set: a scheduling loop that does not
+/// turn.
+static STUCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+struct Stuck;
+
+impl Plugin for Stuck {
+    fn name(&self) -> &str {
+        "Stuck"
+    }
+    fn points(&self) -> Points {
+        Points::FILTER
+    }
+    fn filter(&self, _: &CycleState, pod: &PodInfo, _: &NodeInfo) -> Status {
+        while pod.name.starts_with("stuck") && STUCK.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Status::success()
+    }
+}
+
+/// Healthy means making progress: a scheduling loop stuck in a cycle fails
+/// /healthz within the bound, and a stop still ends and releases the lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_scheduling_loop_fails_health_and_the_stop_releases_the_lease() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "8")).unwrap();
+    let mut registry = Registry::builtin();
+    registry.register("Stuck", Arc::new(|_| Ok(Arc::new(Stuck) as Arc<dyn Plugin>)));
+    let config = Config::from_yaml(
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    filter:\n      enabled: [{name: Stuck}]\n",
+    )
+    .unwrap();
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, config, registry, |o| {
+        o.admin = Some(admin);
+        o.stall_timeout = Duration::from_secs(1);
+        o.leader_election = LeaderElection {
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_millis(1500),
+            retry_period: Duration::from_millis(200),
+            ..Default::default()
+        };
+    });
+    s.create(pod("first", "100m")).unwrap();
+    wait_bound(&s, "first", 1, Duration::from_secs(20)).await;
+    assert_eq!(get(admin, "/healthz").await.0, 200);
+    STUCK.store(true, std::sync::atomic::Ordering::SeqCst);
+    s.create(pod("stuck", "100m")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let why = loop {
+        let (code, body) = get(admin, "/healthz").await;
+        if code == 500 {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "/healthz still {code} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(why.contains("has not turned"), "{why}");
+    let _ = stop.send(());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    STUCK.store(false, std::sync::atomic::Ordering::SeqCst);
+    daemon.await.unwrap().unwrap();
+    let lease: k8s_openapi::api::coordination::v1::Lease = s.get("kube-system", "wasm-scheduler").unwrap();
+    assert_eq!(lease.spec.unwrap().holder_identity, None, "the lease is released");
+}
+
+/// A 409 on the leader's own renewal (an earlier renewal landed late) is
+/// retried until the renew deadline, as client-go does: the leader does not
+/// step down and keeps binding.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_on_its_own_renewal_does_not_make_the_leader_step_down() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "64")).unwrap();
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.admin = Some(admin);
+        o.leader_election = LeaderElection {
+            lease_duration: Duration::from_secs(3),
+            renew_deadline: Duration::from_secs(2),
+            retry_period: Duration::from_millis(200),
+            ..Default::default()
+        };
+    });
+    s.create(pod("before", "100m")).unwrap();
+    wait_bound(&s, "before", 1, Duration::from_secs(20)).await;
+    s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+        code: 409,
+        count: Some(3),
+        fraction: None,
+        matching: wasmsched_apiserver_sim::Match {
+            method: Some("PUT".into()),
+            ..wasmsched_apiserver_sim::Match::path("/leases/")
+        },
+    });
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let (_, m) = get(admin, "/metrics").await;
+        assert_eq!(
+            metric(&m, "wasmsched_leader "),
+            1.0,
+            "stepped down on its own renewal's conflict"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(s.faults().injected(), 3, "the renewals met the conflicts");
+    s.create(pod("after", "100m")).unwrap();
+    wait_bound(&s, "after", 1, Duration::from_secs(10)).await;
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}
+
+/// A relist whose list never answers (a half-open connection) is given up
+/// after the client's request timeout and retried, so the cache refills
+/// when the server answers again instead of staying frozen.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_that_never_answers_is_given_up_and_retried() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "64")).unwrap();
+    let conn = wasmsched_kube::ClientConnection {
+        qps: None,
+        request_timeout: Duration::from_secs(1),
+        ..Default::default()
+    };
+    let client = wasmsched_kube::client::build(kube::Config::new(s.url().parse().unwrap()), &conn).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let mut opts = options(Config::default(), Registry::builtin());
+    opts.admin = None;
+    let daemon = tokio::spawn(wasmsched_kube::run(client, opts, async move {
+        let _ = stopped.await;
+    }));
+    s.create(pod("first", "100m")).unwrap();
+    wait_bound(&s, "first", 1, Duration::from_secs(20)).await;
+    // Lists of pods hang; the pods' watch is cut and its history
+    // compacted, so the watcher must list again.
+    s.faults().hang(wasmsched_apiserver_sim::Match {
+        method: Some("GET".into()),
+        skip_watches: true,
+        ..wasmsched_apiserver_sim::Match::path("/pods")
+    });
+    // (No await in between: the watcher cannot come back before the
+    // history it would resume from is gone.)
+    s.drop_watches();
+    s.create(pod("second", "100m")).unwrap();
+    s.compact();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.faults().held() == 0 {
+        assert!(Instant::now() < deadline, "the relist was never sent");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.faults().unhang();
+    wait_bound(&s, "second", 1, Duration::from_secs(20)).await;
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}
+
+/// A gated pod deleted while the watch was down is forgotten by the relist
+/// (its gauge with it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gated_pod_deleted_during_a_watch_gap_is_forgotten() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "8")).unwrap();
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| o.admin = Some(admin));
+    let mut gated = pod("gated", "100m");
+    gated["spec"]["schedulingGates"] = json!([{"name": "example.com/wait"}]);
+    s.create(gated).unwrap();
+    let gauge = async || {
+        metric(
+            &get(admin, "/metrics").await.1,
+            "scheduler_pending_pods{queue=\"gated\"}",
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while gauge().await != 1.0 {
+        assert!(Instant::now() < deadline, "the gated pod is never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Deleted where the watch cannot see it: the watch cut and the history
+    // compacted past the deletion (no await in between), so only a relist
+    // can tell.
+    let res = wasmsched_apiserver_sim::resources::find_kind("v1", "Pod").unwrap();
+    s.drop_watches();
+    s.store().delete(res, "default", "gated", None).unwrap();
+    s.compact();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while gauge().await != 0.0 {
+        assert!(Instant::now() < deadline, "the deleted gated pod is still counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let _ = stop.send(());
     daemon.await.unwrap().unwrap();
 }

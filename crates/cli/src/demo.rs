@@ -73,6 +73,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bind_concurrency: 16,
             api_timeout: Duration::from_secs(10),
             admin: None,
+            events_client: None,
+            drain_timeout: std::time::Duration::from_secs(10),
+            stall_timeout: std::time::Duration::from_secs(30),
         };
         let daemon = tokio::spawn(wasmsched_kube::run(client.clone(), opts, async move {
             let _ = stop_rx.await;

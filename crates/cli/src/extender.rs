@@ -59,6 +59,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut config = crate::load_config(args.config.as_deref())?;
+    let connection = wasmsched_kube::ClientConnection::from_config(config.client_connection.as_ref())?;
     // Every plugin is compiled before the first answer: an extender that
     // answered without one would let kube-scheduler place pods the plugin
     // would have refused.
@@ -74,12 +75,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let client = match args.stateless {
             true => None,
             false => Some(
-                crate::run::client(
+                crate::run::clients(
                     args.kubeconfig.as_deref(),
                     args.master.as_deref(),
                     &crate::run::default_identity(),
+                    &connection,
                 )
-                .await?,
+                .await
+                .context("no cluster to watch (or run with --stateless to answer whole-node requests alone)")?
+                .0,
             ),
         };
         let _watch = match &plugins {

@@ -39,6 +39,16 @@ pub struct Args {
     /// binding is also bounded by what is left of the lease.
     #[arg(long, default_value_t = 10)]
     api_timeout: u64,
+    /// On SIGTERM, how long queued events and conditions may take to be
+    /// written, in seconds, after the bindings in flight (up to 10 s); what
+    /// is left is counted and logged. Keep the two, plus 2 s for the lease,
+    /// under the pod's terminationGracePeriodSeconds.
+    #[arg(long, default_value_t = 15)]
+    drain_timeout: u64,
+    /// /healthz fails when the scheduling loop has not turned for this many
+    /// seconds (it turns at least every half second when idle).
+    #[arg(long, default_value_t = 30)]
+    stall_timeout: u64,
 }
 
 /// `leaderElection` of the configuration (kube-scheduler's field names).
@@ -105,32 +115,34 @@ pub fn default_identity() -> String {
     format!("{host}_{:08x}", (t.subsec_nanos() ^ std::process::id().rotate_left(16)))
 }
 
-/// A client of the API server of `--master` (over the kubeconfig's
-/// credentials, if one is given), else of `--kubeconfig`, else in-cluster.
-pub async fn client(
+/// The API server's clients: the main one and the events' one, each with
+/// its own token bucket of `clientConnection.qps`/`burst`, as
+/// kube-scheduler makes them. The server is `--master`'s (over the
+/// kubeconfig's credentials, if one is given), else the kubeconfig's
+/// (`--kubeconfig`, else `clientConnection.kubeconfig`), else in-cluster.
+pub async fn clients(
     kubeconfig: Option<&std::path::Path>,
     master: Option<&str>,
     identity: &str,
-) -> anyhow::Result<kube::Client> {
+    connection: &wasmsched_kube::ClientConnection,
+) -> anyhow::Result<(kube::Client, kube::Client)> {
+    let kubeconfig = kubeconfig.or(connection.kubeconfig.as_deref());
+    let read = |p: &std::path::Path| {
+        kube::config::Kubeconfig::read_from(p).with_context(|| format!("cannot read kubeconfig {}", p.display()))
+    };
     let config = if let Some(url) = master {
         let mut c = match kubeconfig {
-            Some(p) => {
-                let kc = kube::config::Kubeconfig::read_from(p)
-                    .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
-                kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
-            }
+            Some(p) => kube::Config::from_custom_kubeconfig(read(p)?, &Default::default()).await?,
             None => kube::Config::new(url.parse().with_context(|| format!("--master {url:?} is not a URL"))?),
         };
         c.cluster_url = url.parse().with_context(|| format!("--master {url:?} is not a URL"))?;
         c
     } else if let Some(p) = kubeconfig {
-        let kc = kube::config::Kubeconfig::read_from(p)
-            .with_context(|| format!("cannot read kubeconfig {}", p.display()))?;
-        kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
+        kube::Config::from_custom_kubeconfig(read(p)?, &Default::default()).await?
     } else {
-        kube::Config::infer()
-            .await
-            .context("no in-cluster service account and no kubeconfig (use --kubeconfig or --master)")?
+        kube::Config::infer().await.context(
+            "no in-cluster service account and no kubeconfig (use --kubeconfig, --master or clientConnection.kubeconfig)",
+        )?
     };
     // The identity in the User-Agent tells replicas apart in the API
     // server's audit log (and in the test double's fault rules).
@@ -140,7 +152,9 @@ pub async fn client(
         http::header::USER_AGENT,
         http::HeaderValue::from_str(&agent).context("the identity cannot be sent in a User-Agent header")?,
     ));
-    Ok(kube::Client::try_from(config)?)
+    let main = wasmsched_kube::client::build(config.clone(), connection)?;
+    let events = wasmsched_kube::client::build(config, connection)?;
+    Ok((main, events))
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -161,6 +175,7 @@ pub async fn shutdown_signal() {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut config = crate::load_config(args.config.as_deref())?;
     let le = leader_election(&config)?;
+    let connection = wasmsched_kube::ClientConnection::from_config(config.client_connection.as_ref())?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.plugins.as_deref(),
@@ -192,7 +207,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {
-        let client = client(args.kubeconfig.as_deref(), args.master.as_deref(), &identity).await?;
+        let (client, events_client) = clients(
+            args.kubeconfig.as_deref(),
+            args.master.as_deref(),
+            &identity,
+            &connection,
+        )
+        .await?;
         let _watch = match &plugins {
             Some(h) if h.config().watch.unwrap_or(true) => Some(
                 h.watch(Duration::from_millis(300), Duration::from_secs(30))
@@ -210,10 +231,192 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             bind_concurrency: args.bind_concurrency,
             api_timeout: Duration::from_secs(args.api_timeout.max(1)),
             admin: Some(args.admin_address),
+            events_client: Some(events_client),
+            drain_timeout: Duration::from_secs(args.drain_timeout),
+            stall_timeout: Duration::from_secs(args.stall_timeout.max(1)),
         };
         tracing::info!(identity = %opts.identity, "starting");
         wasmsched_kube::run(client, opts, shutdown_signal()).await?;
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmsched_core::plugins::Registry;
+    use wasmsched_kube::ClientConnection;
+
+    /// What a configuration becomes: the core's frameworks, the daemon's
+    /// election and client settings; or the first error.
+    struct Read {
+        config: Config,
+        le: LeaderElection,
+        cc: ClientConnection,
+    }
+
+    fn read(yaml: &str) -> Result<Read, String> {
+        let config = Config::from_yaml(yaml).map_err(|e| e.to_string())?;
+        config
+            .build_frameworks(&Registry::builtin())
+            .map_err(|e| e.to_string())?;
+        let le = leader_election(&config).map_err(|e| e.to_string())?;
+        let cc = ClientConnection::from_config(config.client_connection.as_ref()).map_err(|e| e.to_string())?;
+        Ok(Read { config, le, cc })
+    }
+
+    fn honoured(yaml: &str, check: impl FnOnce(&Read) -> bool) {
+        let r = read(yaml).unwrap_or_else(|e| panic!("{yaml}: refused: {e}"));
+        assert!(check(&r), "{yaml}: accepted but not honoured");
+    }
+
+    fn refused(yaml: &str, field: &str) {
+        match read(yaml) {
+            Ok(_) => panic!("{yaml}: accepted, neither honoured nor refused"),
+            Err(e) => assert!(e.contains(field), "{yaml}: the error does not name {field}: {e}"),
+        }
+    }
+
+    /// Every field of kube-scheduler v1.36's `KubeSchedulerConfiguration`
+    /// (kubescheduler.config.k8s.io/v1 and component-base's types), each
+    /// set to a value other than its default: honoured, with the behaviour
+    /// it changes, or refused with a message that names it.
+    #[test]
+    fn every_field_of_the_configuration_is_honoured_or_refused() {
+        let fw = |r: &Read, i: usize| r.config.build_frameworks(&Registry::builtin()).unwrap().remove(i);
+        honoured("apiVersion: kubescheduler.config.k8s.io/v1", |_| true);
+        refused("apiVersion: kubescheduler.config.k8s.io/v1beta3", "apiVersion");
+        refused("kind: Policy", "kind");
+        honoured("parallelism: 3", |r| r.config.parallelism() == 3);
+        refused("parallelism: 0", "parallelism");
+        honoured("percentageOfNodesToScore: 30", |r| {
+            fw(r, 0).percentage_of_nodes_to_score == 30
+        });
+        refused("percentageOfNodesToScore: 130", "percentageOfNodesToScore");
+        honoured("podInitialBackoffSeconds: 2\npodMaxBackoffSeconds: 20", |r| {
+            r.config.initial_backoff() == Duration::from_secs(2) && r.config.max_backoff() == Duration::from_secs(20)
+        });
+        refused("podInitialBackoffSeconds: 0", "podInitialBackoffSeconds");
+        refused(
+            "podInitialBackoffSeconds: 5\npodMaxBackoffSeconds: 2",
+            "podMaxBackoffSeconds",
+        );
+        refused("enableProfiling: true", "enableProfiling");
+        honoured("enableProfiling: false", |_| true);
+        refused("enableContentionProfiling: true", "enableContentionProfiling");
+        refused("delayCacheUntilActive: true", "delayCacheUntilActive");
+        refused("extenders: [{urlPrefix: http://x, filterVerb: filter}]", "extenders");
+        // leaderElection
+        honoured("leaderElection: {leaderElect: false}", |r| !r.le.enabled);
+        honoured(
+            "leaderElection: {leaseDuration: 20s, renewDeadline: 12s, retryPeriod: 3s}",
+            |r| {
+                (r.le.lease_duration, r.le.renew_deadline, r.le.retry_period)
+                    == (Duration::from_secs(20), Duration::from_secs(12), Duration::from_secs(3))
+            },
+        );
+        refused(
+            "leaderElection: {leaseDuration: 5s, renewDeadline: 10s}",
+            "leaderElection.renewDeadline",
+        );
+        honoured("leaderElection: {resourceLock: leases}", |_| true);
+        refused(
+            "leaderElection: {resourceLock: endpoints}",
+            "leaderElection.resourceLock",
+        );
+        honoured("leaderElection: {resourceName: s, resourceNamespace: ns}", |r| {
+            (r.le.name.as_str(), r.le.namespace.as_str()) == ("s", "ns")
+        });
+        refused("leaderElection: {leaseDuraton: 5s}", "leaderElection");
+        // clientConnection
+        honoured("clientConnection: {kubeconfig: /etc/kc}", |r| {
+            r.cc.kubeconfig.as_deref() == Some(std::path::Path::new("/etc/kc"))
+        });
+        honoured("clientConnection: {qps: 7, burst: 9}", |r| {
+            (r.cc.qps, r.cc.burst) == (Some(7.0), 9)
+        });
+        refused("clientConnection: {burst: -1}", "clientConnection.burst");
+        refused(
+            "clientConnection: {contentType: application/vnd.kubernetes.protobuf}",
+            "clientConnection.contentType",
+        );
+        honoured("clientConnection: {contentType: application/json}", |_| true);
+        refused(
+            "clientConnection: {acceptContentTypes: application/vnd.kubernetes.protobuf}",
+            "clientConnection.acceptContentTypes",
+        );
+        // profiles[]
+        honoured("profiles: [{schedulerName: a}, {schedulerName: b}]", |r| {
+            fw(r, 1).profile == "b"
+        });
+        refused(
+            "profiles: [{schedulerName: a}, {schedulerName: a}]",
+            "profiles[1].schedulerName",
+        );
+        honoured("profiles: [{schedulerName: a, percentageOfNodesToScore: 40}]", |r| {
+            fw(r, 0).percentage_of_nodes_to_score == 40
+        });
+        let names = |v: &[wasmsched_core::framework::Enabled]| -> Vec<String> {
+            v.iter().map(|e| e.plugin.name().to_owned()).collect()
+        };
+        honoured(
+            "profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: ImageLocality}]}}}]",
+            |r| !names(&fw(r, 0).score).contains(&"ImageLocality".to_owned()),
+        );
+        for point in ["preFilter", "filter", "postFilter", "preScore", "score", "reserve"] {
+            honoured(
+                &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{disabled: [{{name: '*'}}]}}}}}}]"),
+                |r| {
+                    let f = fw(r, 0);
+                    let set = match point {
+                        "preFilter" => &f.pre_filter,
+                        "filter" => &f.filter,
+                        "postFilter" => &f.post_filter,
+                        "preScore" => &f.pre_score,
+                        "score" => &f.score,
+                        _ => &f.reserve,
+                    };
+                    set.is_empty()
+                },
+            );
+        }
+        honoured(
+            "profiles: [{schedulerName: a, plugins: {score: {enabled: [{name: ImageLocality, weight: 7}]}}}]",
+            |r| {
+                fw(r, 0)
+                    .score
+                    .iter()
+                    .any(|e| e.plugin.name() == "ImageLocality" && e.weight == 7)
+            },
+        );
+        for point in ["preEnqueue", "queueSort", "permit", "preBind", "bind", "postBind"] {
+            refused(
+                &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{enabled: [{{name: Other}}]}}}}}}]"),
+                &format!("profiles[0].plugins.{point}.enabled[0].name"),
+            );
+            refused(
+                &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{disabled: [{{name: '*'}}]}}}}}}]"),
+                &format!("profiles[0].plugins.{point}.disabled[0].name"),
+            );
+        }
+        for point in ["placementGenerate", "placementScore"] {
+            refused(
+                &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{enabled: [{{name: X}}]}}}}}}]"),
+                point,
+            );
+        }
+        honoured(
+            "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: MostAllocated}}}]}]",
+            |r| fw(r, 0).score.iter().any(|e| e.plugin.name() == "NodeResourcesFit"),
+        );
+        refused(
+            "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Nope}}}]}]",
+            "NodeResourcesFit",
+        );
+        refused(
+            "profiles: [{schedulerName: a, pluginConfig: [{name: Nope, args: {}}]}]",
+            "Nope",
+        );
+    }
 }

@@ -195,6 +195,20 @@ pub struct Config {
     /// Live metrics for plugins (a wasmsched extension).
     #[serde(default)]
     pub metrics: crate::metrics::config::MetricsConfig,
+    /// kube-scheduler's HTTP extenders: refused when set (wasmsched calls
+    /// none; its policy is WebAssembly plugins).
+    #[serde(default)]
+    pub extenders: Option<serde_json::Value>,
+    /// kube-scheduler's `/debug/pprof`: refused when true (not served).
+    #[serde(default)]
+    pub enable_profiling: Option<bool>,
+    /// Refused when true, as `enableProfiling`.
+    #[serde(default)]
+    pub enable_contention_profiling: Option<bool>,
+    /// Start the caches only once leading: refused when true (replicas
+    /// that wait keep their caches warm).
+    #[serde(default)]
+    pub delay_cache_until_active: Option<bool>,
 }
 
 fn default_initial_backoff() -> i64 {
@@ -279,6 +293,37 @@ impl Config {
                 format!("{k:?} is not KubeSchedulerConfiguration"),
             ));
         }
+        if self
+            .extenders
+            .as_ref()
+            .is_some_and(|e| !e.is_null() && e.as_array().is_none_or(|a| !a.is_empty()))
+        {
+            return Err(ConfigError::new(
+                "extenders",
+                "wasmsched does not call scheduler extenders: write the policy as a WebAssembly plugin (or run `wasmsched extender` as kube-scheduler's extender)",
+            ));
+        }
+        for (field, on, what) in [
+            (
+                "enableProfiling",
+                self.enable_profiling,
+                "profiling endpoints are not served",
+            ),
+            (
+                "enableContentionProfiling",
+                self.enable_contention_profiling,
+                "profiling endpoints are not served",
+            ),
+            (
+                "delayCacheUntilActive",
+                self.delay_cache_until_active,
+                "every replica keeps its caches warm so that it can take over at once",
+            ),
+        ] {
+            if on == Some(true) {
+                return Err(ConfigError::new(field, format!("true is not supported: {what}")));
+            }
+        }
         check_percentage(self.percentage_of_nodes_to_score, "percentageOfNodesToScore")?;
         if self.pod_initial_backoff_seconds <= 0 {
             return Err(ConfigError::new("podInitialBackoffSeconds", "must be greater than 0"));
@@ -343,6 +388,16 @@ impl Config {
                             format!("plugin {:?}: the {point} extension point is not supported", e.name),
                         ));
                     }
+                }
+                if let Some((j, d)) = set.disabled.iter().enumerate().next() {
+                    return Err(ConfigError::new(
+                        format!("{at}.plugins.{point}.disabled[{j}].name"),
+                        format!(
+                            "plugin {:?}: wasmsched always runs {} at {point}; disabling it is not supported",
+                            d.name,
+                            natively.join(", ")
+                        ),
+                    ));
                 }
             }
         }

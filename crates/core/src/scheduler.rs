@@ -489,7 +489,21 @@ impl Scheduler {
             return;
         };
         if uid.is_empty() || old.uid == uid {
+            let assumed = self.cache.is_assumed(key);
             self.cache.remove_pod(key);
+            if assumed && self.cache.storage().has_plan(key) {
+                // Deleted while its binding (and its volumes') was in
+                // flight: the volumes it was to bind are free again.
+                self.cache.storage_mut().forget(key);
+                self.requeue_for(
+                    &Change::StorageChanged {
+                        kind: crate::storage::StorageKind::Volume,
+                        key: "",
+                        action: Action::UPDATE,
+                    },
+                    now,
+                );
+            }
             self.requeue_for(&Change::AssignedPodDeleted(&old), now);
         }
     }
@@ -701,6 +715,12 @@ impl Scheduler {
     /// removed (kube-scheduler's `gated` pending pods).
     pub fn gated_pods(&self) -> usize {
         self.gated.len()
+    }
+
+    /// The keys of the gated pods (a relist drops those the server no
+    /// longer has).
+    pub fn gated_keys(&self) -> Vec<crate::pod::PodKey> {
+        self.gated.iter().cloned().collect()
     }
 
     /// Scheduling cycles that panicked so far (each failed its pod only).

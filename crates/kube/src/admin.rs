@@ -1,4 +1,5 @@
-//! The admin port: `/healthz`, `/readyz` (caches synced, plugins loaded),
+//! The admin port: `/healthz` (the scheduling loop turns, no task it
+//! depends on died), `/readyz` (caches synced, plugins loaded),
 //! `/metrics` (Prometheus text).
 
 use std::net::SocketAddr;
@@ -22,10 +23,9 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
             get({
                 let s = status.clone();
                 move || async move {
-                    if s.healthy() {
-                        (StatusCode::OK, "ok").into_response()
-                    } else {
-                        (StatusCode::INTERNAL_SERVER_ERROR, "the scheduling thread died").into_response()
+                    match s.health() {
+                        Ok(()) => (StatusCode::OK, "ok".to_owned()).into_response(),
+                        Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, why).into_response(),
                     }
                 }
             }),

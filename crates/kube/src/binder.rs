@@ -75,29 +75,42 @@ pub(crate) async fn run(
     status: Arc<Status>,
     settings: BinderSettings,
 ) {
+    // Bindings that first wait for their volumes run beside the others,
+    // not in their slots: a provisioner may take minutes, and sixteen such
+    // pods would otherwise stop every binding (kube-scheduler runs each
+    // binding cycle on its own). Their requests still wait for the
+    // client's token bucket.
     let mut set = JoinSet::new();
+    let mut waiting = JoinSet::new();
     loop {
         tokio::select! {
             Some(_) = set.join_next(), if !set.is_empty() => {}
+            Some(_) = waiting.join_next(), if !waiting.is_empty() => {}
             job = jobs.recv(), if set.len() < settings.concurrency.max(1) => {
                 let Some(job) = job else { break };
                 let (client, outcomes, leadership, status) =
                     (client.clone(), outcomes.clone(), leadership.clone(), status.clone());
-                set.spawn(async move {
+                let to = if job.volumes.as_ref().is_some_and(|p| !p.is_empty()) { &mut waiting } else { &mut set };
+                to.spawn(async move {
                     let result = bind(&client, &job, &leadership, &status, settings.request_timeout).await;
                     let _ = outcomes.send(BindOutcome { job, result });
                 });
             }
         }
     }
-    let drained = tokio::time::timeout(settings.grace, async { while set.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout(settings.grace, async {
+        while set.join_next().await.is_some() {}
+        while waiting.join_next().await.is_some() {}
+    })
+    .await;
     if drained.is_err() {
         tracing::warn!(
-            cancelled = set.len(),
+            cancelled = set.len() + waiting.len(),
             "bindings still in flight after the grace period are cancelled"
         );
     }
     set.shutdown().await;
+    waiting.shutdown().await;
 }
 
 pub(crate) async fn bind(
@@ -107,11 +120,18 @@ pub(crate) async fn bind(
     status: &Status,
     timeout: Duration,
 ) -> BindResult {
-    if let Some(plan) = &job.volumes
-        && let Err(e) = crate::volumes::bind(client, plan, leadership, timeout).await
-    {
-        status.metrics.binding("error");
-        return BindResult::Failed(format!("running PreBind plugin \"VolumeBinding\": {e}"));
+    if let Some(plan) = &job.volumes {
+        match crate::volumes::bind(client, plan, job, leadership, timeout).await {
+            Ok(()) => {}
+            Err(crate::volumes::VolumeError::PodGone) => {
+                status.metrics.binding("gone");
+                return BindResult::Drop("the pod was deleted while its volumes were being bound".into());
+            }
+            Err(crate::volumes::VolumeError::Failed(e)) => {
+                status.metrics.binding("error");
+                return BindResult::Failed(format!("running PreBind plugin \"VolumeBinding\": {e}"));
+            }
+        }
     }
     let api: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
     let body = json!({

@@ -19,9 +19,9 @@
 //! cancelled, and only then the lease released.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 use wasmsched_core::config::Config;
@@ -60,7 +60,21 @@ pub struct Options {
     pub api_timeout: Duration,
     /// Address of `/healthz`, `/readyz`, `/metrics` (none: not served).
     pub admin: Option<SocketAddr>,
+    /// The client events are written with (none: `client`). kube-scheduler
+    /// writes events with a client of its own, whose token bucket is not the
+    /// one bindings wait on.
+    pub events_client: Option<kube::Client>,
+    /// On shutdown, how long the events and conditions still queued may
+    /// take once the bindings in flight are done; what is left is counted
+    /// and logged.
+    pub drain_timeout: Duration,
+    /// `/healthz` fails when the scheduling loop has not turned for this
+    /// long (it turns at least every half second when idle).
+    pub stall_timeout: Duration,
 }
+
+/// How long bindings in flight may finish once the daemon stops.
+pub const BIND_GRACE: Duration = Duration::from_secs(10);
 
 /// Shared state for the admin endpoints.
 pub struct Status {
@@ -77,6 +91,17 @@ pub struct Status {
     /// False once the scheduling thread died.
     alive: AtomicBool,
     plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
+    origin: Instant,
+    /// When the scheduling loop last turned (ms after `origin`).
+    heartbeat: AtomicU64,
+    /// How long the loop may go without turning (none: no loop to watch).
+    stall_after: Mutex<Option<Duration>>,
+    /// Set when the daemon starts to stop: tasks ending after that are not deaths.
+    pub(crate) stopping: AtomicBool,
+    /// Tasks the daemon depends on that died, and how.
+    dead: Mutex<Vec<String>>,
+    /// Woken when a task dies.
+    pub(crate) death: tokio::sync::Notify,
 }
 
 impl Status {
@@ -90,7 +115,58 @@ impl Status {
             storage_synced: AtomicBool::new(false),
             alive: AtomicBool::new(true),
             plugins,
+            origin: Instant::now(),
+            heartbeat: AtomicU64::new(0),
+            stall_after: Mutex::new(None),
+            stopping: AtomicBool::new(false),
+            dead: Mutex::new(Vec::new()),
+            death: tokio::sync::Notify::new(),
         }
+    }
+
+    /// The scheduling loop turned (it is not stuck).
+    pub(crate) fn turned(&self) {
+        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.heartbeat.store(ms, Ordering::Relaxed);
+    }
+
+    /// Watches the scheduling loop: unhealthy when it has not turned for `after`.
+    pub(crate) fn watch_loop(&self, after: Duration) {
+        self.turned();
+        *self.stall_after.lock().unwrap_or_else(|p| p.into_inner()) = Some(after);
+    }
+
+    /// A task the daemon depends on died (`how`: it ended, or panicked).
+    pub(crate) fn task_died(&self, task: &str, how: &str) {
+        tracing::error!(task, how, "a task the scheduler depends on died; stopping");
+        self.dead
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(format!("the {task} task {how}"));
+        self.death.notify_one();
+    }
+
+    /// Why the process is not healthy: the scheduling thread died, a task
+    /// it depends on died, or its loop has not turned within the bound.
+    pub fn health(&self) -> Result<(), String> {
+        if !self.alive.load(Ordering::Relaxed) {
+            return Err("the scheduling thread died".into());
+        }
+        if let Some(d) = self.dead.lock().unwrap_or_else(|p| p.into_inner()).first() {
+            return Err(d.clone());
+        }
+        if let Some(after) = *self.stall_after.lock().unwrap_or_else(|p| p.into_inner()) {
+            let last = Duration::from_millis(self.heartbeat.load(Ordering::Relaxed));
+            let since = self.origin.elapsed().saturating_sub(last);
+            if since > after {
+                return Err(format!(
+                    "the scheduling loop has not turned for {}s (stuck; bound {}s)",
+                    since.as_secs(),
+                    after.as_secs()
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Marks every cache synced (a process that keeps none: a stateless
@@ -138,9 +214,9 @@ impl Status {
         out
     }
 
-    /// Healthy: the scheduling thread is running.
+    /// Healthy: see [`Status::health`].
     pub fn healthy(&self) -> bool {
-        self.alive.load(Ordering::Relaxed)
+        self.health().is_ok()
     }
 
     /// The metrics text.
@@ -165,7 +241,7 @@ pub(crate) fn spawn_supervised(
     let (died_tx, died_rx) = oneshot::channel();
     let handle = std::thread::Builder::new().name("scheduler".into()).spawn(move || {
         if let Err(panic) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-            leadership.step_down();
+            leadership.abdicate();
             status.alive.store(false, Ordering::Relaxed);
             let msg = wasmsched_core::scheduler::panic_message(&*panic);
             tracing::error!(error = %msg, "the scheduling thread died");
@@ -173,6 +249,42 @@ pub(crate) fn spawn_supervised(
         }
     })?;
     Ok((handle, died_rx))
+}
+
+/// Spawns a task the daemon depends on (a watcher, the binder, the
+/// reporter, ...). If it ends or panics before the daemon stops, `/healthz`
+/// fails naming it and the daemon stops as when the scheduling thread dies:
+/// a watcher that is gone would leave its cache frozen, a binder that is
+/// gone would leave pods assumed forever.
+pub(crate) fn supervise<F>(status: &Arc<Status>, task: &'static str, fut: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    struct Guard {
+        status: Arc<Status>,
+        task: &'static str,
+        ended: bool,
+    }
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            if !self.status.stopping.load(Ordering::SeqCst) {
+                self.status
+                    .task_died(self.task, if self.ended { "ended" } else { "panicked" });
+            }
+        }
+    }
+    let status = status.clone();
+    tokio::spawn(async move {
+        let mut guard = Guard {
+            status,
+            task,
+            ended: false,
+        };
+        let out = fut.await;
+        guard.ended = true;
+        out
+    })
 }
 
 /// Runs the daemon until `shutdown` resolves: then it stops scheduling,
@@ -191,11 +303,16 @@ pub async fn run(
     let leadership = Arc::new(Leadership::default());
     let (tx, msgs) = mpsc::channel::<Msg>(MSG_CAPACITY);
     let (outcome_tx, outcomes) = mpsc::unbounded_channel();
+    let (evicted_tx, evictions) = mpsc::unbounded_channel();
     let concurrency = opts.bind_concurrency.max(1);
     let (jobs_tx, jobs) = mpsc::channel(concurrency * 4);
     let (reports_tx, reports) = mpsc::channel(REPORT_CAPACITY);
-    let (preempt_tx, preempt_jobs) = mpsc::channel(64);
+    let (preempt_tx, preempt_jobs) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(false);
+    // Stops the scheduling thread (a flag, not a message: a full message
+    // channel cannot lose it).
+    let (halt_tx, halt_rx) = watch::channel(false);
+    let (drain_tx, drain_rx) = watch::channel(None);
     let (leader_tx, mut leader_rx) = watch::channel(false);
 
     if let Some(addr) = opts.admin {
@@ -217,35 +334,45 @@ pub async fn run(
         &status,
         &stop_rx,
     )?);
-    let election = tokio::spawn(leader::run(
-        client.clone(),
-        opts.leader_election.clone(),
-        opts.identity.clone(),
-        leadership.clone(),
-        leader_tx,
-        stop_rx.clone(),
-    ));
+    let election = supervise(
+        &status,
+        "leader election",
+        leader::run(
+            client.clone(),
+            opts.leader_election.clone(),
+            opts.identity.clone(),
+            leadership.clone(),
+            leader_tx,
+            stop_rx.clone(),
+        ),
+    );
     {
         // Wakes the thread and updates the gauge when leadership changes.
         let tx = tx.clone();
-        let status = status.clone();
-        tasks.push(tokio::spawn(async move {
+        let st = status.clone();
+        tasks.push(supervise(&status, "leadership notifier", async move {
             loop {
                 let leading = *leader_rx.borrow_and_update();
-                status.metrics.leader.set(i64::from(leading));
+                st.metrics.leader.set(i64::from(leading));
                 if tx.send(Msg::Leader).await.is_err() || leader_rx.changed().await.is_err() {
-                    return;
+                    // The thread or the election ended: only at a stop.
+                    return std::future::pending().await;
                 }
             }
         }));
     }
-    let reporter = tokio::spawn(crate::reporter::run(
-        client.clone(),
-        opts.identity.clone(),
-        reports,
-        status.clone(),
-        opts.api_timeout,
-    ));
+    let reporter = supervise(
+        &status,
+        "reporter",
+        crate::reporter::run(
+            opts.events_client.clone().unwrap_or_else(|| client.clone()),
+            opts.identity.clone(),
+            reports,
+            status.clone(),
+            opts.api_timeout,
+            drain_rx,
+        ),
+    );
     // A binding may not outlive the lease it was sent under: once the renew
     // deadline passes, another replica may take over after the rest of the
     // lease duration.
@@ -255,36 +382,47 @@ pub async fn run(
     } else {
         opts.api_timeout
     };
-    let binder = tokio::spawn(binder::run(
-        client.clone(),
-        jobs,
-        outcome_tx,
-        leadership.clone(),
-        status.clone(),
-        BinderSettings {
-            concurrency,
+    let binder = supervise(
+        &status,
+        "binder",
+        binder::run(
+            client.clone(),
+            jobs,
+            outcome_tx,
+            leadership.clone(),
+            status.clone(),
+            BinderSettings {
+                concurrency,
+                request_timeout,
+                grace: BIND_GRACE.max(request_timeout),
+            },
+        ),
+    );
+
+    let executor = supervise(
+        &status,
+        "preemption executor",
+        crate::preempt::run(
+            client.clone(),
+            opts.identity.clone(),
+            preempt_jobs,
+            evicted_tx,
+            leadership.clone(),
+            status.clone(),
             request_timeout,
-            grace: Duration::from_secs(10).max(request_timeout),
-        },
-    ));
+        ),
+    );
 
-    let executor = tokio::spawn(crate::preempt::run(
-        client.clone(),
-        opts.identity.clone(),
-        preempt_jobs,
-        tx.clone(),
-        leadership.clone(),
-        status.clone(),
-        request_timeout,
-    ));
-
+    status.watch_loop(opts.stall_timeout);
     let (thread, mut died) = {
         let ch = Channels {
             msgs,
             outcomes,
-            jobs: jobs_tx,
+            evictions,
+            jobs: Some(jobs_tx),
             reports: reports_tx,
             preemptions: preempt_tx,
+            stop: halt_rx,
         };
         let (status, leadership) = (status.clone(), leadership.clone());
         let rt = tokio::runtime::Handle::current();
@@ -295,30 +433,49 @@ pub async fn run(
 
     let death = tokio::select! {
         _ = shutdown => None,
-        msg = &mut died => msg.ok(),
+        msg = &mut died => Some(match msg {
+            Ok(panic) => format!("the scheduling thread panicked: {panic}"),
+            Err(_) => "the scheduling thread ended".into(),
+        }),
+        _ = status.death.notified() => Some(status.health().err().unwrap_or_default()),
     };
+    status.stopping.store(true, Ordering::SeqCst);
     match &death {
         None => tracing::info!("shutting down: no new scheduling cycles, finishing bindings in flight"),
-        Some(_) => tracing::error!("stopping: the scheduling thread died; no binding from now on"),
+        Some(why) => {
+            // Nothing may be bound from now on, and no renewal may make
+            // this replica lead again.
+            leadership.abdicate();
+            tracing::error!(reason = %why, "stopping: no binding from now on");
+        }
     }
-    let _ = tx.try_send(Msg::Stop);
+    let _ = halt_tx.send(true);
     drop(tx);
-    // The thread ends within a cycle; its job sender closes, which lets the
-    // binder drain, then cancel, what is in flight.
-    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-    let _ = binder.await;
-    let _ = executor.await;
+    // The thread ends within a cycle and drops its job sender, which lets
+    // the binder drain, then cancel, what is in flight; the thread reports
+    // each outcome until the binder is done.
+    let joined = tokio::task::spawn_blocking(move || thread.join());
+    if tokio::time::timeout(BIND_GRACE + Duration::from_secs(5), joined)
+        .await
+        .is_err()
+    {
+        tracing::error!("the scheduling thread did not stop in time; stopping without it");
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), binder).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
     // Only now may another replica take over: release the lease.
-    leadership.step_down();
+    leadership.abdicate();
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), election).await;
-    let _ = tokio::time::timeout(Duration::from_secs(2), reporter).await;
+    // Then the events and conditions still queued, within the drain period.
+    let _ = drain_tx.send(Some(tokio::time::Instant::now() + opts.drain_timeout));
+    let _ = tokio::time::timeout(opts.drain_timeout + Duration::from_secs(5), reporter).await;
     for t in tasks {
         t.abort();
     }
     match death {
         None => Ok(status),
-        Some(msg) => Err(anyhow::anyhow!("the scheduling thread panicked: {msg}")),
+        Some(msg) => Err(anyhow::anyhow!("{msg}")),
     }
 }
 
@@ -342,5 +499,40 @@ mod tests {
         assert!(msg.contains("index out of bounds"), "{msg}");
         assert!(!status.healthy());
         assert!(!leadership.is_leading(), "no binding after the thread died");
+        leadership.renewed(std::time::Instant::now(), Duration::from_secs(10));
+        assert!(!leadership.is_leading(), "and no renewal makes it lead again");
+    }
+
+    #[tokio::test]
+    async fn a_task_that_dies_fails_health_and_wakes_the_daemon() {
+        let status = Arc::new(Status::new(None));
+        let woken = status.death.notified();
+        let t = supervise(&status, "pods", async {
+            let v: Vec<u64> = Vec::new();
+            let _ = v[3];
+        });
+        assert!(t.await.is_err(), "it panicked");
+        woken.await;
+        assert_eq!(status.health(), Err("the pods task panicked".into()));
+        // Ending is a death too; not once the daemon is stopping.
+        let status = Arc::new(Status::new(None));
+        supervise(&status, "binder", async {}).await.unwrap();
+        assert_eq!(status.health(), Err("the binder task ended".into()));
+        let status = Arc::new(Status::new(None));
+        status.stopping.store(true, Ordering::SeqCst);
+        supervise(&status, "binder", async {}).await.unwrap();
+        assert!(status.healthy());
+    }
+
+    #[test]
+    fn a_loop_that_does_not_turn_fails_health() {
+        let status = Status::new(None);
+        status.watch_loop(Duration::from_millis(100));
+        assert!(status.healthy());
+        std::thread::sleep(Duration::from_millis(250));
+        let why = status.health().unwrap_err();
+        assert!(why.starts_with("the scheduling loop has not turned for"), "{why}");
+        status.turned();
+        assert!(status.healthy());
     }
 }

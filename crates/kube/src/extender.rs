@@ -42,7 +42,7 @@ use wasmsched_core::{NodeData, PodInfo};
 use crate::binder::BindResult;
 use crate::daemon::Status;
 use crate::leader::Leadership;
-use crate::schedule::{Applied, Msg, Synced, apply};
+use crate::schedule::{Msg, Synced, apply};
 use crate::watch::spawn_watchers;
 
 /// How the extender runs.
@@ -214,8 +214,11 @@ pub async fn serve(
         )
         .layer(axum::extract::DefaultBodyLimit::max(opts.max_request_bytes));
     let mut stop_server = stop;
+    let stopping = ext.status.clone();
     let shutdown = async move {
         let _ = stop_server.wait_for(|s| *s).await;
+        // The watchers end now: not a death.
+        stopping.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
     };
     let server = match &opts.tls {
         None => spawn_server(listener, app, shutdown),
@@ -337,14 +340,10 @@ fn start_watchers(
             while let Some(msg) = rx.blocking_recv() {
                 let Some(cluster) = &ext.cluster else { return };
                 let mut sched = cluster.lock().unwrap_or_else(|p| p.into_inner());
-                if matches!(apply(&mut sched, &mut synced, msg, &ext.status.metrics), Applied::Stop) {
-                    return;
-                }
+                apply(&mut sched, &mut synced, msg, &ext.status.metrics);
                 // Apply what else is waiting under the same lock.
                 while let Ok(msg) = rx.try_recv() {
-                    if matches!(apply(&mut sched, &mut synced, msg, &ext.status.metrics), Applied::Stop) {
-                        return;
-                    }
+                    apply(&mut sched, &mut synced, msg, &ext.status.metrics);
                 }
             }
         })

@@ -56,6 +56,9 @@ pub struct Leadership {
     leading: AtomicBool,
     /// Nanoseconds after `origin` until which the last renewal holds.
     valid_until: AtomicU64,
+    /// Stepped down for good: a renewal still in flight cannot make this
+    /// replica lead again.
+    abdicated: AtomicBool,
 }
 
 impl Default for Leadership {
@@ -64,6 +67,7 @@ impl Default for Leadership {
             origin: Instant::now(),
             leading: AtomicBool::new(false),
             valid_until: AtomicU64::new(0),
+            abdicated: AtomicBool::new(false),
         }
     }
 }
@@ -90,6 +94,9 @@ impl Leadership {
     /// A renewal that started at `started` succeeded: lead until
     /// `started + renew_deadline` unless renewed again.
     pub(crate) fn renewed(&self, started: Instant, renew_deadline: Duration) {
+        if self.abdicated.load(Ordering::SeqCst) {
+            return;
+        }
         self.valid_until
             .store(self.nanos(started + renew_deadline), Ordering::SeqCst);
         self.leading.store(true, Ordering::SeqCst);
@@ -97,8 +104,23 @@ impl Leadership {
 
     /// Leads for good (leader election disabled).
     pub(crate) fn lead_forever(&self) {
+        if self.abdicated.load(Ordering::SeqCst) {
+            return;
+        }
         self.valid_until.store(u64::MAX, Ordering::SeqCst);
         self.leading.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops binding at once and for good (the daemon is stopping, or the
+    /// scheduling thread or a task it depends on died).
+    pub fn abdicate(&self) {
+        self.abdicated.store(true, Ordering::SeqCst);
+        self.step_down();
+    }
+
+    /// Whether [`Leadership::abdicate`] was called.
+    pub fn abdicated(&self) -> bool {
+        self.abdicated.load(Ordering::SeqCst)
     }
 
     /// Stops binding at once.
@@ -150,6 +172,11 @@ pub async fn run(
     let mut observed: Option<(String, Instant)> = None;
     let mut held = false;
     loop {
+        if leadership.abdicated() {
+            // The daemon is stopping (or its scheduling thread died): no
+            // more renewals; the lease is released below.
+            break;
+        }
         let started = Instant::now();
         let limit = if held {
             leadership.remaining()
@@ -271,10 +298,13 @@ async fn try_acquire_or_renew(
     spec.renew_time = Some(now);
     spec.lease_duration_seconds = Some(cfg.lease_duration.as_secs().max(1) as i32);
     // The lease's resourceVersion makes this a compare-and-swap: a replica
-    // that raced us gets 409 and tries again next period.
+    // that raced us gets 409 and tries again next period. A holder's own
+    // renewal can get 409 too (an earlier renewal that timed out for us
+    // landed meanwhile): that is an error to retry until the renew
+    // deadline, as client-go does, not a reason to step down.
     match api.replace(&cfg.name, &pp, &lease).await {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(kube::Error::Api(s)) if s.code == 409 && !mine => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -312,6 +342,19 @@ mod tests {
         l.lead_forever();
         assert!(l.is_leading());
         l.step_down();
+        assert!(!l.is_leading());
+    }
+
+    #[test]
+    fn after_abdicating_no_renewal_makes_a_replica_lead_again() {
+        let l = Leadership::default();
+        l.renewed(Instant::now(), Duration::from_secs(10));
+        assert!(l.is_leading());
+        // The scheduling thread died: a renewal in flight lands after.
+        l.abdicate();
+        l.renewed(Instant::now(), Duration::from_secs(10));
+        assert!(!l.is_leading());
+        l.lead_forever();
         assert!(!l.is_leading());
     }
 }

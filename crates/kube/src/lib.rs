@@ -10,6 +10,7 @@
 
 pub mod admin;
 mod binder;
+pub mod client;
 pub mod daemon;
 pub mod extender;
 pub mod leader;
@@ -21,5 +22,6 @@ mod schedule;
 mod volumes;
 mod watch;
 
+pub use client::ClientConnection;
 pub use daemon::{Options, Status, run};
 pub use leader::{LeaderElection, Leadership, parse_duration};

@@ -41,8 +41,9 @@ pub(crate) fn spawn(
         let Some(p) = s.prometheus.clone() else { continue };
         let client = client(&p).map_err(|e| anyhow::anyhow!("metrics source {}: {e}", s.name))?;
         status.metrics.metric_source(&s.name);
-        let (name, tx, status, mut stop) = (s.name.clone(), tx.clone(), status.clone(), stop.clone());
-        tasks.push(tokio::spawn(async move {
+        let (name, tx, st, mut stop) = (s.name.clone(), tx.clone(), status.clone(), stop.clone());
+        tasks.push(crate::daemon::supervise(status, "metric source", async move {
+            let status = st;
             let mut ticker = tokio::time::interval(p.times.interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last_error: Option<String> = None;

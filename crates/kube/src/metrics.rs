@@ -82,6 +82,13 @@ struct QueueLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DropLabel {
+    /// `event` or `condition`.
+    write: &'static str,
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabel {
     source: String,
 }
@@ -142,8 +149,47 @@ pub struct Metrics {
     pub malformed_objects: Counter,
     /// Scheduling cycles that panicked (each failed its pod only).
     pub cycle_panics: Counter,
-    /// Reports (events, conditions) dropped because the reporter was behind.
-    pub reports_dropped: Counter,
+    /// Writes of reports given up, by what and why.
+    reports_dropped: Family<DropLabel, Counter>,
+    /// `PodScheduled` conditions written (or found already so).
+    pub conditions: Counter,
+    /// Reports queued or being written, by when each was queued.
+    pub backlog: ReportBacklog,
+    backlog_oldest: Gauge<f64, AtomicU64>,
+    backlog_len: Gauge,
+}
+
+/// The reports (events, conditions) not written yet, so that the age of the
+/// oldest one can be exported: how far the reporter trails the bindings.
+#[derive(Debug, Default)]
+pub struct ReportBacklog {
+    next: AtomicU64,
+    queued: Mutex<std::collections::BTreeMap<u64, std::time::Instant>>,
+}
+
+impl ReportBacklog {
+    /// A report is queued: its ticket.
+    pub fn enter(&self) -> u64 {
+        let t = self.next.fetch_add(1, Ordering::Relaxed);
+        self.lock().insert(t, std::time::Instant::now());
+        t
+    }
+
+    /// The report of `ticket` is written or given up.
+    pub fn leave(&self, ticket: u64) {
+        self.lock().remove(&ticket);
+    }
+
+    /// Reports not written yet, and the age of the oldest.
+    pub fn state(&self) -> (usize, Duration) {
+        let q = self.lock();
+        let oldest = q.values().next().map_or(Duration::ZERO, |t| t.elapsed());
+        (q.len(), oldest)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeMap<u64, std::time::Instant>> {
+        self.queued.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Default for Metrics {
@@ -170,42 +216,46 @@ impl Default for Metrics {
             events: Counter::default(),
             malformed_objects: Counter::default(),
             cycle_panics: Counter::default(),
-            reports_dropped: Counter::default(),
+            reports_dropped: Family::default(),
+            conditions: Counter::default(),
+            backlog: ReportBacklog::default(),
+            backlog_oldest: Gauge::default(),
+            backlog_len: Gauge::default(),
         };
         let mut r = Registry::default();
         r.register(
             "scheduler_schedule_attempts",
-            "Number of attempts to schedule pods, by the result.",
+            "Number of attempts to schedule pods, by the result",
             m.attempts.clone(),
         );
         r.register(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
             m.attempt_duration.clone(),
         );
         r.register(
             "scheduler_pod_scheduling_sli_duration_seconds",
-            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue.",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue",
             m.e2e_duration.clone(),
         );
         r.register(
             "scheduler_plugin_execution_duration_seconds",
-            "Duration for running a plugin at a specific extension point (sampled cycles; Filter and Score per batch of nodes).",
+            "Duration for running a plugin at a specific extension point (sampled cycles; Filter and Score per batch of nodes)",
             m.plugins.clone(),
         );
         r.register(
             "wasmsched_extender_requests",
-            "Extender requests, by verb and result.",
+            "Extender requests, by verb and result",
             m.extender_requests.clone(),
         );
         r.register(
             "wasmsched_extender_request_duration_seconds",
-            "Extender request latency in seconds, by verb and result.",
+            "Extender request latency in seconds, by verb and result",
             m.extender_duration.clone(),
         );
         r.register(
             "scheduler_pending_pods",
-            "Number of pending pods, by the queue type.",
+            "Number of pending pods, by the queue type",
             m.pending.clone(),
         );
         r.register(
@@ -220,53 +270,64 @@ impl Default for Metrics {
         );
         r.register(
             "wasmsched_evictions",
-            "Preemption victims evicted (condition set and deleted), by outcome.",
+            "Preemption victims evicted (condition set and deleted), by outcome",
             m.evictions.clone(),
         );
-        r.register(
-            "wasmsched_bindings",
-            "Binding requests, by outcome.",
-            m.bindings.clone(),
-        );
+        r.register("wasmsched_bindings", "Binding requests, by outcome", m.bindings.clone());
         r.register(
             "wasmsched_leader",
-            "Whether this replica holds the lease.",
+            "Whether this replica holds the lease",
             m.leader.clone(),
         );
-        r.register("wasmsched_events", "Events written.", m.events.clone());
+        r.register("wasmsched_events", "Events written", m.events.clone());
         r.register(
             "wasmsched_malformed_objects",
-            "Objects from the API server that could not be parsed (skipped).",
+            "Objects from the API server that could not be parsed (skipped)",
             m.malformed_objects.clone(),
         );
         r.register(
             "wasmsched_scheduling_cycle_panics",
-            "Scheduling cycles that panicked (the pod is retried after backoff).",
+            "Scheduling cycles that panicked (the pod is retried after backoff)",
             m.cycle_panics.clone(),
         );
         r.register(
             "wasmsched_reports_dropped",
-            "Events and condition updates dropped because the API server was behind.",
+            "Events and PodScheduled conditions not written, by write and reason (queue_full: the reporter was behind; error: the API server refused it; timeout: no answer in time; shutdown: still queued when the drain at shutdown ended)",
             m.reports_dropped.clone(),
         );
         r.register(
+            "wasmsched_conditions_written",
+            "PodScheduled=False conditions written after failed attempts (or found already so)",
+            m.conditions.clone(),
+        );
+        r.register(
+            "wasmsched_report_backlog_oldest_seconds",
+            "Age of the oldest event or condition queued and not written yet (0: none)",
+            m.backlog_oldest.clone(),
+        );
+        r.register(
+            "wasmsched_report_backlog",
+            "Reports (an event, and after a failed attempt a condition) queued or being written",
+            m.backlog_len.clone(),
+        );
+        r.register(
             "wasmsched_metric_source_last_success_timestamp_seconds",
-            "When a metric source last answered with values (Unix time; 0: never).",
+            "When a metric source last answered with values (Unix time; 0: never)",
             m.source_success.clone(),
         );
         r.register(
             "wasmsched_metric_source_errors",
-            "Metric source queries that failed (no answer in time, an HTTP error, an answer that is not Prometheus').",
+            "Metric source queries that failed (no answer in time, an HTTP error, an answer that is not Prometheus')",
             m.source_errors.clone(),
         );
         r.register(
             "wasmsched_metric_source_series",
-            "Series in a metric source's last answer that carry a value and a node label.",
+            "Series in a metric source's last answer that carry a value and a node label",
             m.source_series.clone(),
         );
         r.register(
             "wasmsched_metric_source_nodes_matched",
-            "Nodes that got a value from a metric source's last answer.",
+            "Nodes that got a value from a metric source's last answer",
             m.source_nodes.clone(),
         );
         // Every queue shows from the start, empty.
@@ -276,6 +337,20 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// A write of a report given up: `write` is `event` or `condition`;
+    /// `reason` `queue_full`, `error`, `timeout` or `shutdown`.
+    pub fn report_dropped(&self, write: &'static str, reason: &'static str) {
+        self.reports_dropped.get_or_create(&DropLabel { write, reason }).inc();
+    }
+
+    /// Writes given up for `write` so far, all reasons.
+    pub fn reports_dropped(&self, write: &'static str) -> u64 {
+        ["queue_full", "error", "timeout", "shutdown"]
+            .into_iter()
+            .map(|reason| self.reports_dropped.get_or_create(&DropLabel { write, reason }).get())
+            .sum()
+    }
+
     /// One scheduling attempt: `result` is `scheduled`, `unschedulable` or `error`.
     pub fn attempt(&self, profile: &str, result: &'static str, took: Duration) {
         let l = ProfileResult {
@@ -387,6 +462,9 @@ impl Metrics {
 
     /// The exposition, with the plugins' own counters.
     pub fn render(&self, plugins: Option<&wasmsched_wasm::PluginHost>) -> String {
+        let (len, oldest) = self.backlog.state();
+        self.backlog_len.set(len as i64);
+        self.backlog_oldest.set(oldest.as_secs_f64());
         let mut o = String::new();
         // Writing to a String cannot fail.
         let _ = text::encode_registry(&mut o, &self.registry);
@@ -409,29 +487,29 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
     let budget = host.budget();
     r.register(
         "wasmsched_plugin_memory_budget_bytes",
-        "The memory every plugin instance together may hold.",
+        "The memory every plugin instance together may hold",
         gauge(budget.limit() as u64),
     );
     r.register(
         "wasmsched_plugin_memory_bytes",
-        "The memory plugin instances hold now (linear memory and tables).",
+        "The memory plugin instances hold now (linear memory and tables)",
         gauge(budget.used() as u64),
     );
     let file_errors = Counter::<u64>::default();
     file_errors.inc_by(host.load_errors.load(Ordering::Relaxed));
     r.register(
         "wasmsched_plugin_file_errors",
-        "Plugin files rejected (not a component, bad import, failing configure).",
+        "Plugin files rejected (not a component, bad import, failing configure)",
         file_errors,
     );
     r.register(
         "wasmsched_plugin_files_compiling",
-        "Plugin files being compiled now.",
+        "Plugin files being compiled now",
         gauge(host.compiling() as u64),
     );
     r.register(
         "wasmsched_plugin_directory_scanned",
-        "Whether the plugin directory has been read and compiled once.",
+        "Whether the plugin directory has been read and compiled once",
         gauge(u64::from(host.scanned())),
     );
     // One row per plugin name (several profiles may enable one plugin).
@@ -450,12 +528,12 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         ("wasmsched_plugin_traps", "Plugin calls that trapped.", |s| &s.traps),
         (
             "wasmsched_plugin_timeouts",
-            "Plugin calls that ran past their deadline.",
+            "Plugin calls that ran past their deadline",
             |s| &s.timeouts,
         ),
         (
             "wasmsched_plugin_out_of_memory",
-            "Plugin calls that hit the memory cap.",
+            "Plugin calls that hit the memory cap",
             |s| &s.out_of_memory,
         ),
         ("wasmsched_plugin_errors", "Plugin calls that returned an error.", |s| {
@@ -463,22 +541,22 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         }),
         (
             "wasmsched_plugin_instances_retired",
-            "Plugin instances retired after a call with their memory past 3/4 of the cap.",
+            "Plugin instances retired after a call with their memory past 3/4 of the cap",
             |s| &s.retired,
         ),
         (
             "wasmsched_plugin_limits_exceeded",
-            "Plugin calls stopped by a host limit (table elements, memory budget, host call input size).",
+            "Plugin calls stopped by a host limit (table elements, memory budget, host call input size)",
             |s| &s.limits,
         ),
         (
             "wasmsched_plugin_logs_dropped",
-            "Plugin log lines dropped by the rate limit.",
+            "Plugin log lines dropped by the rate limit",
             |s| &s.logs_dropped,
         ),
         (
             "wasmsched_plugin_backoff_skips",
-            "Plugin calls not made while the plugin backed off after repeated failures.",
+            "Plugin calls not made while the plugin backed off after repeated failures",
             |s| &s.skipped_backing_off,
         ),
     ];
@@ -509,7 +587,7 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
     }
     r.register(
         "wasmsched_plugin_info",
-        "The plugin version serving, by content sha256, and the compiler of its code.",
+        "The plugin version serving, by content sha256, and the compiler of its code",
         info,
     );
     r

@@ -23,7 +23,6 @@ use tokio::task::JoinSet;
 use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::reporter::PodRef;
-use crate::schedule::Msg;
 
 /// What one preemption decided.
 #[derive(Debug)]
@@ -43,8 +42,8 @@ pub(crate) struct PreemptJob {
 pub(crate) async fn run(
     client: kube::Client,
     identity: String,
-    mut jobs: mpsc::Receiver<PreemptJob>,
-    done: mpsc::Sender<Msg>,
+    mut jobs: mpsc::UnboundedReceiver<PreemptJob>,
+    done: mpsc::UnboundedSender<Vec<String>>,
     leadership: Arc<Leadership>,
     status: Arc<Status>,
     timeout: Duration,
@@ -60,7 +59,7 @@ pub(crate) async fn run(
                 set.spawn(async move {
                     let uids: Vec<String> = job.victims.iter().map(|v| v.uid.clone()).collect();
                     execute(&client, &identity, &job, &leadership, &status, timeout).await;
-                    let _ = done.send(Msg::EvictionsDone(uids)).await;
+                    let _ = done.send(uids);
                 });
             }
         }

@@ -132,89 +132,218 @@ impl Report {
 /// Longest note an event may carry (the API server refuses more).
 const NOTE_LIMIT: usize = 1024;
 
-/// Writes reports until the channel closes. API calls are bounded by
-/// `timeout`; a failed write is logged and dropped (the next attempt
-/// reports again).
+/// Reports written at once. The client's token bucket (`clientConnection`)
+/// sets the pace; this only keeps enough requests waiting for it that the
+/// latency of one request does not: one writer at a time trailed the
+/// bindings by a factor of ten on a real API server.
+pub(crate) const WRITERS: usize = 32;
+
+/// A report with its ticket in the backlog ([`crate::metrics::ReportBacklog`]).
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub ticket: u64,
+    pub report: Report,
+}
+
+impl Queued {
+    /// The writes this report makes: an event, and after a failed attempt
+    /// the condition.
+    fn writes(&self) -> &'static [&'static str] {
+        match self.report {
+            Report::Scheduled { .. } => &["event"],
+            Report::Failed { .. } => &["event", "condition"],
+        }
+    }
+}
+
+/// Queues a report for the reporter; a report that does not fit is counted
+/// as dropped (`queue_full`), never waited for: the scheduling thread does
+/// not stop for events.
+pub(crate) fn queue(tx: &mpsc::Sender<Queued>, status: &Status, report: Report) {
+    let ticket = status.metrics.backlog.enter();
+    if let Err(e) = tx.try_send(Queued { ticket, report }) {
+        let q = e.into_inner();
+        status.metrics.backlog.leave(q.ticket);
+        for w in q.writes() {
+            status.metrics.report_dropped(w, "queue_full");
+        }
+    }
+}
+
+/// Writes reports, [`WRITERS`] at a time, until the channel closes and
+/// what was queued is written, or `drain` says when to give up: what is
+/// not written by then is counted (`shutdown`) and logged. API calls are
+/// bounded by `timeout`; a write that fails is counted and logged at
+/// debug (the next attempt of the pod reports again).
 pub(crate) async fn run(
     client: kube::Client,
     identity: String,
-    mut rx: mpsc::Receiver<Report>,
+    mut rx: mpsc::Receiver<Queued>,
     status: Arc<Status>,
     timeout: Duration,
+    mut drain: tokio::sync::watch::Receiver<Option<tokio::time::Instant>>,
 ) {
-    let new_recorder = |profile: &str| {
-        Recorder::new(
-            client.clone(),
-            Reporter {
-                controller: profile.to_owned(),
-                instance: Some(identity.clone()),
-            },
-        )
+    let new_recorder = {
+        let (client, identity) = (client.clone(), identity.clone());
+        move |profile: &str| {
+            Recorder::new(
+                client.clone(),
+                Reporter {
+                    controller: profile.to_owned(),
+                    instance: Some(identity.clone()),
+                },
+            )
+        }
     };
     let mut recorders: HashMap<String, Recorder> = HashMap::new();
-    let mut recorder = |profile: &str| {
-        recorders
-            .entry(profile.to_owned())
-            .or_insert_with(|| new_recorder(profile))
-            .clone()
-    };
-    while let Some(r) = rx.recv().await {
-        match r {
-            Report::Scheduled { pod, node, profile } => {
-                let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
-                let ev = Event {
-                    type_: EventType::Normal,
-                    reason: "Scheduled".into(),
-                    note: Some(truncate_message(note, NOTE_LIMIT)),
-                    action: "Binding".into(),
-                    secondary: None,
+    let mut writing: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
+    // The writes of the reports in flight, by task, for the count at the end.
+    let mut in_flight: HashMap<tokio::task::Id, (u64, &'static [&'static str])> = HashMap::new();
+    let mut open = true;
+    loop {
+        tokio::select! {
+            done = writing.join_next_with_id(), if !writing.is_empty() => {
+                let id = match done {
+                    Some(Ok((id, ()))) => id,
+                    Some(Err(e)) => e.id(),
+                    None => continue,
                 };
-                // A pod is scheduled once: nothing to aggregate, so a
-                // recorder of its own, whose cache goes with it (the shared
-                // one would keep every Scheduled event for six minutes).
-                publish(&new_recorder(&profile), &ev, &pod, &status, timeout).await;
+                if let Some((ticket, _)) = in_flight.remove(&id) {
+                    status.metrics.backlog.leave(ticket);
+                }
             }
-            Report::Failed {
-                pod,
-                profile,
-                reason,
-                message,
-                resource_version,
-                seen,
-            } => {
-                let ev = Event {
-                    type_: EventType::Warning,
-                    reason: "FailedScheduling".into(),
-                    note: Some(truncate_message(message.clone(), NOTE_LIMIT)),
-                    action: "Scheduling".into(),
-                    secondary: None,
+            q = rx.recv(), if open && writing.len() < WRITERS => {
+                let Some(q) = q else {
+                    open = false;
+                    continue;
                 };
-                publish(&recorder(&profile), &ev, &pod, &status, timeout).await;
-                let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
-                let patched = tokio::time::timeout(
-                    timeout,
-                    set_condition(&pods, &pod, reason, &message, resource_version, seen),
-                )
-                .await;
-                match patched {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::debug!(pod = %format!("{}/{}", pod.namespace, pod.name), error = %e, "cannot set the PodScheduled condition")
-                    }
-                    Err(_) => tracing::debug!("setting the PodScheduled condition did not answer in time"),
+                let writes = q.writes();
+                let ticket = q.ticket;
+                let recorder = match &q.report {
+                    // A pod is scheduled once: nothing to aggregate, so a
+                    // recorder of its own, whose cache goes with it (a shared
+                    // one would keep every Scheduled event for six minutes).
+                    Report::Scheduled { profile, .. } => new_recorder(profile),
+                    Report::Failed { profile, .. } => recorders
+                        .entry(profile.clone())
+                        .or_insert_with(|| new_recorder(profile))
+                        .clone(),
+                };
+                let (client, status) = (client.clone(), status.clone());
+                let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
+                in_flight.insert(handle.id(), (ticket, writes));
+            }
+            () = deadline(&mut drain) => break,
+        }
+        if !open && writing.is_empty() {
+            return;
+        }
+    }
+    // The drain at shutdown ran out: count and log what is left.
+    writing.abort_all();
+    let mut lost: HashMap<&'static str, u64> = HashMap::new();
+    for (_, (ticket, writes)) in in_flight.drain() {
+        status.metrics.backlog.leave(ticket);
+        for w in writes {
+            status.metrics.report_dropped(w, "shutdown");
+            *lost.entry(w).or_default() += 1;
+        }
+    }
+    rx.close();
+    while let Ok(q) = rx.try_recv() {
+        status.metrics.backlog.leave(q.ticket);
+        for w in q.writes() {
+            status.metrics.report_dropped(w, "shutdown");
+            *lost.entry(w).or_default() += 1;
+        }
+    }
+    while writing.join_next().await.is_some() {}
+    tracing::warn!(
+        events = lost.get("event").copied().unwrap_or(0),
+        conditions = lost.get("condition").copied().unwrap_or(0),
+        "shutting down: reports not written within the drain period are dropped"
+    );
+}
+
+/// Resolves when the drain at shutdown ends (never before it is set).
+async fn deadline(drain: &mut tokio::sync::watch::Receiver<Option<tokio::time::Instant>>) {
+    let at = match drain.wait_for(Option::is_some).await {
+        Ok(d) => Some(d.unwrap_or_else(tokio::time::Instant::now)),
+        Err(_) => None,
+    };
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Writes one report: its event, and after a failed attempt the condition.
+async fn write(client: &kube::Client, recorder: &Recorder, report: Report, status: &Status, timeout: Duration) {
+    match report {
+        Report::Scheduled { pod, node, profile: _ } => {
+            let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
+            let ev = Event {
+                type_: EventType::Normal,
+                reason: "Scheduled".into(),
+                note: Some(truncate_message(note, NOTE_LIMIT)),
+                action: "Binding".into(),
+                secondary: None,
+            };
+            publish(recorder, &ev, &pod, status, timeout).await;
+        }
+        Report::Failed {
+            pod,
+            profile: _,
+            reason,
+            message,
+            resource_version,
+            seen,
+        } => {
+            let ev = Event {
+                type_: EventType::Warning,
+                reason: "FailedScheduling".into(),
+                note: Some(truncate_message(message.clone(), NOTE_LIMIT)),
+                action: "Scheduling".into(),
+                secondary: None,
+            };
+            publish(recorder, &ev, &pod, status, timeout).await;
+            let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+            let patched = tokio::time::timeout(
+                timeout,
+                set_condition(&pods, &pod, reason, &message, resource_version, seen),
+            )
+            .await;
+            match patched {
+                Ok(Ok(())) => {
+                    status.metrics.conditions.inc();
+                }
+                Ok(Err(e)) => {
+                    status.metrics.report_dropped("condition", "error");
+                    tracing::debug!(pod = %pod.key(), error = %e, "cannot set the PodScheduled condition")
+                }
+                Err(_) => {
+                    status.metrics.report_dropped("condition", "timeout");
+                    tracing::debug!(pod = %pod.key(), "setting the PodScheduled condition did not answer in time")
                 }
             }
         }
     }
 }
 
+/// Writes an event, counted as written or dropped.
 pub(crate) async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
     match tokio::time::timeout(timeout, recorder.publish(ev, &pod.object_ref())).await {
         Ok(Ok(())) => {
             status.metrics.events.inc();
         }
-        Ok(Err(e)) => tracing::debug!(error = %e, reason = %ev.reason, "cannot write an event"),
-        Err(_) => tracing::debug!(reason = %ev.reason, "writing an event did not answer in time"),
+        Ok(Err(e)) => {
+            status.metrics.report_dropped("event", "error");
+            tracing::debug!(error = %e, reason = %ev.reason, "cannot write an event")
+        }
+        Err(_) => {
+            status.metrics.report_dropped("event", "timeout");
+            tracing::debug!(reason = %ev.reason, "writing an event did not answer in time")
+        }
     }
 }
 

@@ -22,7 +22,7 @@ use crate::binder::{BindJob, BindOutcome, BindResult};
 use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::reporter::{PodRef, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report};
+use crate::reporter::{PodRef, Queued, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report};
 
 /// What the scheduling thread is told.
 #[derive(Debug)]
@@ -55,8 +55,6 @@ pub(crate) enum Msg {
         name: String,
     },
     StorageSynced(wasmsched_core::storage::StorageKind, HashSet<String>),
-    /// The evictions of these victims (UIDs) ended, done or failed.
-    EvictionsDone(Vec<String>),
     /// A metric source's new values.
     Metrics {
         source: String,
@@ -68,21 +66,28 @@ pub(crate) enum Msg {
     /// A WebAssembly plugin's serving version changed (wakes the thread,
     /// which retries the pods parked unschedulable).
     PluginsChanged,
-    Stop,
 }
 
 /// The thread's ends of the channels.
 pub(crate) struct Channels {
     pub msgs: mpsc::Receiver<Msg>,
     pub outcomes: mpsc::UnboundedReceiver<BindOutcome>,
-    pub jobs: mpsc::Sender<BindJob>,
-    pub reports: mpsc::Sender<Report>,
-    pub preemptions: mpsc::Sender<crate::preempt::PreemptJob>,
+    /// The victims (UIDs) whose evictions ended, done or failed. Unbounded,
+    /// like `outcomes`: the executor never waits for this thread, so this
+    /// thread may wait for the executor.
+    pub evictions: mpsc::UnboundedReceiver<Vec<String>>,
+    /// `None` once the thread stops scheduling (the binder then drains).
+    pub jobs: Option<mpsc::Sender<BindJob>>,
+    pub reports: mpsc::Sender<Queued>,
+    pub preemptions: mpsc::UnboundedSender<crate::preempt::PreemptJob>,
+    /// True: stop scheduling, let the bindings in flight finish, then end.
+    pub stop: tokio::sync::watch::Receiver<bool>,
 }
 
 enum Next {
     Msg(Msg),
     Outcome(BindOutcome),
+    Evicted(Vec<String>),
     Idle,
     Closed,
 }
@@ -107,20 +112,17 @@ impl Loop {
     }
 
     fn report(&self, r: Report) {
-        if self.ch.reports.try_send(r).is_err() {
-            self.status.metrics.reports_dropped.inc();
-        }
+        crate::reporter::queue(&self.ch.reports, &self.status, r);
     }
 
-    /// Applies one message; false when the loop must stop.
-    fn handle(&mut self, msg: Msg) -> bool {
-        match apply(&mut self.sched, &mut self.synced, msg, &self.status.metrics) {
-            Applied::Done => true,
-            Applied::Stop => false,
-            Applied::MalformedPod(p, e) => {
-                self.refuse_malformed(&p, &e);
-                true
-            }
+    fn stopping(&self) -> bool {
+        *self.ch.stop.borrow()
+    }
+
+    /// Applies one message.
+    fn handle(&mut self, msg: Msg) {
+        if let Applied::MalformedPod(p, e) = apply(&mut self.sched, &mut self.synced, msg, &self.status.metrics) {
+            self.refuse_malformed(&p, &e);
         }
     }
 
@@ -209,8 +211,17 @@ impl Loop {
                     volumes: r.volumes.clone(),
                 };
                 // Waits when the binder is behind (backpressure); outcomes
-                // never wait, so this cannot deadlock.
-                if self.rt.block_on(self.ch.jobs.send(job)).is_err() {
+                // never wait, so this cannot deadlock; a stop ends the wait
+                // (the pod stays assumed until the process ends).
+                let Some(jobs) = &self.ch.jobs else { return false };
+                let mut stop = self.ch.stop.clone();
+                let sent = self.rt.block_on(async {
+                    tokio::select! {
+                        r = jobs.send(job) => r.is_ok(),
+                        _ = stop.wait_for(|s| *s) => false,
+                    }
+                });
+                if !sent {
                     return false;
                 }
             }
@@ -263,7 +274,7 @@ impl Loop {
             victims,
             cleared: attempt.cleared_nominations.iter().map(|p| PodRef::of(p)).collect(),
         };
-        self.rt.block_on(self.ch.preemptions.send(job)).map_err(|_| ())
+        self.ch.preemptions.send(job).map_err(|_| ())
     }
 
     /// The next message or outcome, waiting at most `wait`.
@@ -273,6 +284,9 @@ impl Loop {
             Ok(o) => return Next::Outcome(o),
             Err(TryRecvError::Disconnected | TryRecvError::Empty) => {}
         }
+        if let Ok(v) = self.ch.evictions.try_recv() {
+            return Next::Evicted(v);
+        }
         match self.ch.msgs.try_recv() {
             Ok(m) => return Next::Msg(m),
             Err(TryRecvError::Disconnected) => return Next::Closed,
@@ -281,18 +295,37 @@ impl Loop {
         if wait.is_zero() {
             return Next::Idle;
         }
-        let Channels { msgs, outcomes, .. } = &mut self.ch;
+        let Channels {
+            msgs,
+            outcomes,
+            evictions,
+            stop,
+            ..
+        } = &mut self.ch;
         self.rt.block_on(async {
             tokio::select! {
                 m = msgs.recv() => m.map_or(Next::Closed, Next::Msg),
                 Some(o) = outcomes.recv() => Next::Outcome(o),
+                Some(v) = evictions.recv() => Next::Evicted(v),
+                _ = stop.wait_for(|s| *s) => Next::Idle,
                 _ = tokio::time::sleep(wait) => Next::Idle,
             }
         })
     }
+
+    /// After a stop: no cycle, no message applied; the binder, whose job
+    /// channel is now closed, finishes (or cancels) what is in flight, and
+    /// each outcome is still confirmed and reported, so a pod bound during
+    /// the stop gets its event.
+    fn finish_bindings(&mut self) {
+        self.ch.jobs = None;
+        while let Some(o) = self.rt.block_on(self.ch.outcomes.recv()) {
+            self.outcome(o);
+        }
+    }
 }
 
-/// Runs the scheduling thread until `Msg::Stop` or the channels close.
+/// Runs the scheduling thread until told to stop or the channels close.
 pub(crate) fn run(
     sched: Scheduler,
     ch: Channels,
@@ -313,6 +346,11 @@ pub(crate) fn run(
     let mut last_gauge = Instant::now();
     let mut idle = false;
     loop {
+        l.status.turned();
+        if l.stopping() {
+            l.finish_bindings();
+            return;
+        }
         // A WebAssembly plugin loaded, replaced or unloaded: pods parked
         // unschedulable (by it, while it was missing) are retried.
         if let Some(h) = l.status.plugins()
@@ -354,14 +392,21 @@ pub(crate) fn run(
         };
         loop {
             match l.next(wait) {
-                Next::Msg(m) => {
-                    if !l.handle(m) {
-                        return;
+                Next::Msg(m) => l.handle(m),
+                Next::Outcome(o) => l.outcome(o),
+                Next::Evicted(uids) => {
+                    for uid in uids {
+                        l.sched.eviction_finished(&uid);
                     }
                 }
-                Next::Outcome(o) => l.outcome(o),
                 Next::Idle => break,
-                Next::Closed => return,
+                Next::Closed => {
+                    l.finish_bindings();
+                    return;
+                }
+            }
+            if l.stopping() {
+                break;
             }
             wait = Duration::ZERO;
         }
@@ -374,6 +419,9 @@ pub(crate) fn run(
                 q.len(Location::Unschedulable),
                 l.sched.gated_pods(),
             );
+        }
+        if l.stopping() {
+            continue;
         }
         idle = !(l.may_schedule() && l.cycle());
     }
@@ -409,8 +457,6 @@ impl Synced {
 pub(crate) enum Applied {
     /// Nothing.
     Done,
-    /// The loop must stop.
-    Stop,
     /// A pod that cannot be parsed (and why): the scheduler refuses it if
     /// it is pending and its own.
     MalformedPod(Box<Pod>, String),
@@ -421,7 +467,6 @@ pub(crate) enum Applied {
 pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metrics: &Metrics) -> Applied {
     let now = Instant::now();
     match msg {
-        Msg::Stop => return Applied::Stop,
         Msg::Leader | Msg::PluginsChanged => {}
         Msg::Node(n) => {
             if let Err(e) = sched.on_node(&n, now) {
@@ -491,11 +536,6 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
                 tracing::warn!(source = %source, nodes = r.matched, "metric source: {unmatched}");
             }
         }
-        Msg::EvictionsDone(uids) => {
-            for uid in uids {
-                sched.eviction_finished(&uid);
-            }
-        }
         Msg::NamespacesSynced(names) => {
             synced.lists.2 = true;
             for n in sched.cache.namespace_names() {
@@ -509,6 +549,7 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             // A relist: whatever we know that the server no longer has is gone.
             let mut known: Vec<String> = sched.cache.pod_keys().cloned().collect();
             known.extend(sched.queue.all_keys());
+            known.extend(sched.gated_keys());
             for k in known {
                 if !keys.contains(&k) && !sched.cache.is_assumed(&k) {
                     sched.on_pod_deleted(&k, "", now);
@@ -536,10 +577,12 @@ mod tests {
     fn no_cycle_runs_before_every_list_is_applied() {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let (tx, msgs) = mpsc::channel(64);
-        let (_outcome_tx, outcomes) = mpsc::unbounded_channel();
+        let (outcome_tx, outcomes) = mpsc::unbounded_channel();
         let (jobs_tx, mut jobs) = mpsc::channel(8);
         let (reports_tx, _reports) = mpsc::channel(8);
-        let (preemptions, _preempt_jobs) = mpsc::channel(8);
+        let (preemptions, _preempt_jobs) = mpsc::unbounded_channel();
+        let (_evicted, evictions) = mpsc::unbounded_channel();
+        let (halt, stop) = tokio::sync::watch::channel(false);
         let status = Arc::new(Status::new(None));
         let leadership = Arc::new(Leadership::default());
         leadership.lead_forever();
@@ -547,9 +590,11 @@ mod tests {
         let ch = Channels {
             msgs,
             outcomes,
-            jobs: jobs_tx,
+            evictions,
+            jobs: Some(jobs_tx),
             reports: reports_tx,
             preemptions,
+            stop,
         };
         let handle = rt.handle().clone();
         let thread = std::thread::spawn(move || run(sched, ch, status, leadership, handle));
@@ -602,7 +647,9 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert_eq!((job.name.as_str(), job.node.as_str()), ("p", "n"));
-            tx.send(Msg::Stop).await.unwrap();
+            // The binder is done (its outcome sender gone): the thread ends.
+            drop(outcome_tx);
+            halt.send(true).unwrap();
         });
         thread.join().unwrap();
     }

@@ -46,14 +46,32 @@ fn split(key: &str) -> (&str, &str) {
     key.split_once('/').unwrap_or(("default", key))
 }
 
-/// Writes the plan and waits for the claims to be bound. The error is the
-/// reason the pod is retried, in kube-scheduler's words where it has some.
+/// Why the volumes of a placement were not bound.
+#[derive(Debug)]
+pub(crate) enum VolumeError {
+    /// The pod was deleted (or replaced by another of its name) meanwhile:
+    /// stop waiting, drop it.
+    PodGone,
+    /// The reason the pod is retried, in kube-scheduler's words where it
+    /// has some.
+    Failed(String),
+}
+
+impl From<String> for VolumeError {
+    fn from(s: String) -> Self {
+        VolumeError::Failed(s)
+    }
+}
+
+/// Writes the plan and waits for the claims to be bound, as long as the
+/// pod exists.
 pub(crate) async fn bind(
     client: &kube::Client,
     plan: &VolumePlan,
+    job: &crate::binder::BindJob,
     leadership: &Leadership,
     timeout: Duration,
-) -> Result<(), String> {
+) -> Result<(), VolumeError> {
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
     let claims = |ns: &str| -> Api<PersistentVolumeClaim> { Api::namespaced(client.clone(), ns) };
     for (key, pv_name) in &plan.bindings {
@@ -61,7 +79,22 @@ pub(crate) async fn bind(
         let claim = request(leadership, timeout, "reading the claim", claims(ns).get(name)).await?;
         let mut pv = request(leadership, timeout, "reading the volume", pvs.get(pv_name)).await?;
         let spec = pv.spec.get_or_insert_with(Default::default);
-        if spec.claim_ref.is_none() {
+        // Still available, or already ours: another claim's binding (made
+        // since our cycle read the volume) is never overwritten. The
+        // replace below carries the resourceVersion just read, so a change
+        // in between is a conflict, not an overwrite.
+        if let Some(r) = &spec.claim_ref {
+            let ours = r.namespace.as_deref() == Some(ns)
+                && r.name.as_deref() == Some(name)
+                && r.uid.as_ref().is_none_or(|u| claim.metadata.uid.as_ref() == Some(u));
+            if !ours {
+                return Err(VolumeError::Failed(format!(
+                    "binding volumes: pv \"{pv_name}\" is already bound to claim \"{}/{}\"",
+                    r.namespace.as_deref().unwrap_or_default(),
+                    r.name.as_deref().unwrap_or_default()
+                )));
+            }
+        } else {
             pv.metadata
                 .annotations
                 .get_or_insert_with(Default::default)
@@ -86,7 +119,27 @@ pub(crate) async fn bind(
     }
     for key in &plan.provisions {
         let (ns, name) = split(key);
-        let patch = json!({"metadata": {"annotations": {ANN_SELECTED_NODE: plan.node}}});
+        let claim = request(leadership, timeout, "reading the claim", claims(ns).get(name)).await?;
+        let selected = claim
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANN_SELECTED_NODE));
+        match selected {
+            Some(n) if *n == plan.node => continue,
+            Some(n) => {
+                return Err(VolumeError::Failed(format!(
+                    "binding volumes: claim \"{name}\" is already being provisioned on node \"{n}\""
+                )));
+            }
+            None => {}
+        }
+        // Conditioned on the claim as just read: a claim changed since
+        // (another scheduler selected a node) is a conflict.
+        let patch = json!({"metadata": {
+            "resourceVersion": claim.metadata.resource_version,
+            "annotations": {ANN_SELECTED_NODE: plan.node},
+        }});
         request(
             leadership,
             timeout,
@@ -96,15 +149,21 @@ pub(crate) async fn bind(
         .await?;
     }
 
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &job.namespace);
     let deadline = Instant::now() + Duration::from_secs(plan.bind_timeout_seconds);
     loop {
         if bound(&pvs, &claims, plan, leadership, timeout).await? {
             return Ok(());
         }
         if Instant::now() + POLL > deadline {
-            return Err("binding volumes: context deadline exceeded".into());
+            return Err(VolumeError::Failed("binding volumes: context deadline exceeded".into()));
         }
         tokio::time::sleep(POLL).await;
+        // kube-scheduler stops waiting when the pod is gone.
+        let pod = request(leadership, timeout, "reading the pod", pods.get_opt(&job.name)).await?;
+        if pod.is_none_or(|p| p.metadata.uid.as_deref() != Some(&job.uid)) {
+            return Err(VolumeError::PodGone);
+        }
     }
 }
 
@@ -150,4 +209,79 @@ async fn bound(
         }
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::binder::BindJob;
+    use wasmsched_apiserver_sim::{ApiServer, Config};
+
+    fn job() -> BindJob {
+        BindJob {
+            namespace: "default".into(),
+            name: "p".into(),
+            uid: "u".into(),
+            node: "n1".into(),
+            profile: "wasm-scheduler".into(),
+            queued_at: Instant::now(),
+            volumes: None,
+        }
+    }
+
+    fn claim(name: &str, annotations: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    }
+
+    /// Writing a plan never overwrites what another scheduler or claim
+    /// did since the cycle read the cluster.
+    #[tokio::test]
+    async fn a_plan_does_not_overwrite_another_claims_binding_or_node() {
+        let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), Config::default())
+            .await
+            .unwrap();
+        s.create(claim("mine", json!({}))).unwrap();
+        s.create(
+            json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv1"},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "hostPath": {"path": "/x"},
+                     "claimRef": {"namespace": "default", "name": "other", "uid": "other-uid"}}}),
+        )
+        .unwrap();
+        s.create(claim("elsewhere", json!({"volume.kubernetes.io/selected-node": "n2"})))
+            .unwrap();
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let leadership = Leadership::default();
+        leadership.lead_forever();
+        let plan = |bindings: Vec<(String, String)>, provisions: Vec<String>| VolumePlan {
+            node: "n1".into(),
+            bindings,
+            provisions,
+            bind_timeout_seconds: 1,
+        };
+        let taken = plan(vec![("default/mine".into(), "pv1".into())], vec![]);
+        let e = bind(&client, &taken, &job(), &leadership, Duration::from_secs(5)).await;
+        match e {
+            Err(VolumeError::Failed(m)) => {
+                assert_eq!(
+                    m,
+                    "binding volumes: pv \"pv1\" is already bound to claim \"default/other\""
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let pv: PersistentVolume = s.get("", "pv1").unwrap();
+        assert_eq!(pv.spec.unwrap().claim_ref.unwrap().name.as_deref(), Some("other"));
+        let moved = plan(vec![], vec!["default/elsewhere".into()]);
+        let e = bind(&client, &moved, &job(), &leadership, Duration::from_secs(5)).await;
+        match e {
+            Err(VolumeError::Failed(m)) => assert_eq!(
+                m,
+                "binding volumes: claim \"elsewhere\" is already being provisioned on node \"n2\""
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, watch};
 use wasmsched_core::storage::StorageKind;
 use wasmsched_core::workloads::WorkloadKind;
 
-use crate::daemon::Status;
+use crate::daemon::{Status, supervise};
 use crate::schedule::Msg;
 
 /// How one kind's watch events become messages for the scheduling thread.
@@ -228,29 +228,65 @@ pub(crate) fn spawn_watchers(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let (c, t, s, x) = (client, tx, status, stop);
     vec![
-        tokio::spawn(watch_kind(c.clone(), NODES, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), PODS, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), NAMESPACES, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), SERVICES, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(
-            c.clone(),
-            REPLICATION_CONTROLLERS,
-            t.clone(),
-            s.clone(),
-            x.clone(),
-        )),
-        tokio::spawn(watch_kind(c.clone(), REPLICA_SETS, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), STATEFUL_SETS, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(
-            c.clone(),
-            DISRUPTION_BUDGETS,
-            t.clone(),
-            s.clone(),
-            x.clone(),
-        )),
-        tokio::spawn(watch_kind(c.clone(), CLAIMS, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), VOLUMES, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), STORAGE_CLASSES, t.clone(), s.clone(), x.clone())),
-        tokio::spawn(watch_kind(c.clone(), CSI_NODES, t.clone(), s.clone(), x.clone())),
+        supervise(
+            s,
+            NODES.what,
+            watch_kind(c.clone(), NODES, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            PODS.what,
+            watch_kind(c.clone(), PODS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            NAMESPACES.what,
+            watch_kind(c.clone(), NAMESPACES, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            SERVICES.what,
+            watch_kind(c.clone(), SERVICES, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            REPLICATION_CONTROLLERS.what,
+            watch_kind(c.clone(), REPLICATION_CONTROLLERS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            REPLICA_SETS.what,
+            watch_kind(c.clone(), REPLICA_SETS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            STATEFUL_SETS.what,
+            watch_kind(c.clone(), STATEFUL_SETS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            DISRUPTION_BUDGETS.what,
+            watch_kind(c.clone(), DISRUPTION_BUDGETS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            CLAIMS.what,
+            watch_kind(c.clone(), CLAIMS, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            VOLUMES.what,
+            watch_kind(c.clone(), VOLUMES, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            STORAGE_CLASSES.what,
+            watch_kind(c.clone(), STORAGE_CLASSES, t.clone(), s.clone(), x.clone()),
+        ),
+        supervise(
+            s,
+            CSI_NODES.what,
+            watch_kind(c.clone(), CSI_NODES, t.clone(), s.clone(), x.clone()),
+        ),
     ]
 }
