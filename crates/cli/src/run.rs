@@ -196,6 +196,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 for (file, why) in &report.rejected {
                     tracing::warn!(file = %file, reason = %why, "plugin rejected");
                 }
+                // Once per plugin (a plugin has a slot per profile).
+                let mut missing: Vec<String> = h.slots().iter().filter_map(|s| s.not_loaded()).collect();
+                missing.sort();
+                missing.dedup();
+                for why in missing {
+                    tracing::warn!(reason = %why, "plugin not loaded after the first scan: failurePolicy fail makes every pod of its profiles unschedulable until it loads, ignore skips it");
+                }
                 if let Some(d) = h.config().directory.as_deref()
                     && crate::plugin::no_components(d)
                 {

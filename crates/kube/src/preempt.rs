@@ -38,12 +38,24 @@ pub(crate) struct PreemptJob {
     pub cleared: Vec<PodRef>,
 }
 
+/// The end of one preemption's evictions, for the scheduling thread.
+#[derive(Debug)]
+pub(crate) struct EvictionsDone {
+    /// The preemptor (`namespace/name`).
+    pub preemptor: String,
+    /// The victims' UIDs.
+    pub victims: Vec<String>,
+    /// Some eviction failed: the preemptor is retried at once (it may
+    /// preempt again), as kube-scheduler reactivates it.
+    pub failed: bool,
+}
+
 /// Runs jobs until the channel closes, a few at a time.
 pub(crate) async fn run(
     client: kube::Client,
     identity: String,
     mut jobs: mpsc::UnboundedReceiver<PreemptJob>,
-    done: mpsc::UnboundedSender<Vec<String>>,
+    done: mpsc::UnboundedSender<EvictionsDone>,
     leadership: Arc<Leadership>,
     status: Arc<Status>,
     timeout: Duration,
@@ -57,9 +69,9 @@ pub(crate) async fn run(
                 let (client, identity, done, leadership, status) =
                     (client.clone(), identity.clone(), done.clone(), leadership.clone(), status.clone());
                 set.spawn(async move {
-                    let uids: Vec<String> = job.victims.iter().map(|v| v.uid.clone()).collect();
-                    execute(&client, &identity, &job, &leadership, &status, timeout).await;
-                    let _ = done.send(uids);
+                    let victims: Vec<String> = job.victims.iter().map(|v| v.uid.clone()).collect();
+                    let failed = !execute(&client, &identity, &job, &leadership, &status, timeout).await;
+                    let _ = done.send(EvictionsDone { preemptor: job.preemptor.key(), victims, failed });
                 });
             }
         }
@@ -67,6 +79,7 @@ pub(crate) async fn run(
     while set.join_next().await.is_some() {}
 }
 
+/// Carries out one preemption; false when an eviction failed.
 async fn execute(
     client: &kube::Client,
     identity: &str,
@@ -74,7 +87,7 @@ async fn execute(
     leadership: &Leadership,
     status: &Status,
     timeout: Duration,
-) {
+) -> bool {
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -84,7 +97,7 @@ async fn execute(
     );
     let evictions = job.victims.iter().map(|v| async {
         if !leadership.is_leading() {
-            return;
+            return true;
         }
         let result = tokio::time::timeout(timeout, evict(client, v, job)).await;
         let outcome = match result {
@@ -113,16 +126,40 @@ async fn execute(
             };
             crate::reporter::publish(&recorder, &ev, v, status, timeout).await;
         }
+        outcome == "ok"
     });
     // The nomination first: the victims' deletion retries the preemptor.
     if !leadership.is_leading() {
-        return;
+        return true;
+    }
+    // The decision may be late (jobs queue behind slow evictions): no pod
+    // is evicted for a preemptor that was bound or deleted since.
+    if !job.victims.is_empty() && !still_pending(client, &job.preemptor, timeout).await {
+        tracing::info!(pod = %job.preemptor.key(), "not preempting: the pod was bound or deleted since");
+        return true;
     }
     set_nominated(client, &job.preemptor, job.node.as_deref(), timeout).await;
     for p in &job.cleared {
         set_nominated(client, p, None, timeout).await;
     }
-    futures_util::future::join_all(evictions).await;
+    futures_util::future::join_all(evictions).await.into_iter().all(|ok| ok)
+}
+
+/// Whether the preemptor is still the pending pod of that UID (a read that
+/// fails counts as pending: the eviction is what the cycle decided).
+async fn still_pending(client: &kube::Client, pod: &PodRef, timeout: Duration) -> bool {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
+    match tokio::time::timeout(timeout, pods.get_opt(&pod.name)).await {
+        Ok(Ok(None)) => false,
+        Ok(Ok(Some(p))) => {
+            p.metadata.uid.as_deref() == Some(pod.uid.as_str())
+                && p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_none_or(str::is_empty)
+        }
+        _ => true,
+    }
 }
 
 /// Marks the victim and deletes it, gracefully, only if it is still the
@@ -170,5 +207,44 @@ async fn set_nominated(client: &kube::Client, pod: &PodRef, node: Option<&str>, 
         Ok(Ok(_)) | Ok(Err(kube::Error::Api(_))) => {}
         Ok(Err(e)) => tracing::debug!(pod = %pod.key(), error = %e, "cannot set nominatedNodeName"),
         Err(_) => tracing::debug!(pod = %pod.key(), "setting nominatedNodeName did not answer in time"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmsched_apiserver_sim::{ApiServer, Config};
+
+    /// A late preemption evicts nothing for a preemptor bound, deleted or
+    /// replaced since the cycle that chose its victims.
+    #[tokio::test]
+    async fn no_victim_is_evicted_for_a_preemptor_bound_or_gone_since() {
+        let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), Config::default())
+            .await
+            .unwrap();
+        let pod = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "x"}]}})
+        };
+        let uid = |v: serde_json::Value| v["metadata"]["uid"].as_str().unwrap().to_owned();
+        let pending = uid(s.create(pod("pending")).unwrap());
+        let bound = uid(s.create(pod("bound")).unwrap());
+        s.store()
+            .bind("default", "bound", &json!({"target": {"name": "n1"}}))
+            .unwrap();
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let r = |name: &str, uid: &str| PodRef {
+            namespace: "default".into(),
+            name: name.into(),
+            uid: uid.into(),
+        };
+        let t = Duration::from_secs(5);
+        assert!(still_pending(&client, &r("pending", &pending), t).await);
+        assert!(!still_pending(&client, &r("bound", &bound), t).await, "bound since");
+        assert!(
+            !still_pending(&client, &r("pending", "an-older-uid"), t).await,
+            "replaced"
+        );
+        assert!(!still_pending(&client, &r("gone", "u"), t).await, "deleted");
     }
 }

@@ -75,7 +75,7 @@ pub(crate) struct Channels {
     /// The victims (UIDs) whose evictions ended, done or failed. Unbounded,
     /// like `outcomes`: the executor never waits for this thread, so this
     /// thread may wait for the executor.
-    pub evictions: mpsc::UnboundedReceiver<Vec<String>>,
+    pub evictions: mpsc::UnboundedReceiver<crate::preempt::EvictionsDone>,
     /// `None` once the thread stops scheduling (the binder then drains).
     pub jobs: Option<mpsc::Sender<BindJob>>,
     pub reports: mpsc::Sender<Queued>,
@@ -87,7 +87,7 @@ pub(crate) struct Channels {
 enum Next {
     Msg(Msg),
     Outcome(BindOutcome),
-    Evicted(Vec<String>),
+    Evicted(crate::preempt::EvictionsDone),
     Idle,
     Closed,
 }
@@ -394,9 +394,13 @@ pub(crate) fn run(
             match l.next(wait) {
                 Next::Msg(m) => l.handle(m),
                 Next::Outcome(o) => l.outcome(o),
-                Next::Evicted(uids) => {
-                    for uid in uids {
-                        l.sched.eviction_finished(&uid);
+                Next::Evicted(done) => {
+                    for uid in &done.victims {
+                        l.sched.eviction_finished(uid);
+                    }
+                    if done.failed {
+                        // It may preempt again (other victims, another node).
+                        l.sched.queue.move_one(&done.preemptor, Instant::now());
                     }
                 }
                 Next::Idle => break,

@@ -448,6 +448,9 @@ impl PluginHost {
                     }
                 }
             }
+            // Before the first scan every plugin is missing: not worth a
+            // warning (the scan's end says which are still missing).
+            None if !self.scanned() => None,
             None => {
                 tracing::warn!(
                     plugin = name,
