@@ -296,7 +296,9 @@ async fn every_report_is_written_by_the_time_the_daemon_stops() {
         s.create(node(&format!("n{i:02}"), "16")).unwrap();
     }
     s.faults().set_latency(Duration::from_millis(3));
-    let (stop, daemon) = start(&s, Config::default(), Registry::builtin());
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.drain_timeout = Duration::from_secs(60)
+    });
     for i in 0..400 {
         s.create(pod(&format!("fits-{i:03}"), "100m")).unwrap();
     }
@@ -310,8 +312,11 @@ async fn every_report_is_written_by_the_time_the_daemon_stops() {
         assert!(Instant::now() < deadline, "conditions of the pods that fit nowhere");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let stopping = Instant::now();
     let _ = stop.send(());
     let status = daemon.await.unwrap().unwrap();
+    // The drain ends when the queue is empty, not at its bound.
+    assert!(stopping.elapsed() < Duration::from_secs(30), "{:?}", stopping.elapsed());
     assert_eq!(events(&s, "Scheduled"), 400, "one Scheduled event per bound pod");
     assert!(events(&s, "FailedScheduling") >= 10);
     let m = status.metrics_text();

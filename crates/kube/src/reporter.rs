@@ -212,27 +212,27 @@ pub(crate) async fn run(
                     status.metrics.backlog.leave(ticket);
                 }
             }
-            q = rx.recv(), if open && writing.len() < WRITERS => {
-                let Some(q) = q else {
-                    open = false;
-                    continue;
-                };
-                let writes = q.writes();
-                let ticket = q.ticket;
-                let recorder = match &q.report {
-                    // A pod is scheduled once: nothing to aggregate, so a
-                    // recorder of its own, whose cache goes with it (a shared
-                    // one would keep every Scheduled event for six minutes).
-                    Report::Scheduled { profile, .. } => new_recorder(profile),
-                    Report::Failed { profile, .. } => recorders
-                        .entry(profile.clone())
-                        .or_insert_with(|| new_recorder(profile))
-                        .clone(),
-                };
-                let (client, status) = (client.clone(), status.clone());
-                let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
-                in_flight.insert(handle.id(), (ticket, writes));
-            }
+            q = rx.recv(), if open && writing.len() < WRITERS => match q {
+                // Closed: the scheduling thread ended; finish what is in flight.
+                None => open = false,
+                Some(q) => {
+                    let writes = q.writes();
+                    let ticket = q.ticket;
+                    let recorder = match &q.report {
+                        // A pod is scheduled once: nothing to aggregate, so a
+                        // recorder of its own, whose cache goes with it (a shared
+                        // one would keep every Scheduled event for six minutes).
+                        Report::Scheduled { profile, .. } => new_recorder(profile),
+                        Report::Failed { profile, .. } => recorders
+                            .entry(profile.clone())
+                            .or_insert_with(|| new_recorder(profile))
+                            .clone(),
+                    };
+                    let (client, status) = (client.clone(), status.clone());
+                    let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
+                    in_flight.insert(handle.id(), (ticket, writes));
+                }
+            },
             () = deadline(&mut drain) => break,
         }
         if !open && writing.is_empty() {
