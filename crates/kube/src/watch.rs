@@ -216,6 +216,26 @@ pub(crate) async fn watch_kind<K>(
     }
 }
 
+/// Starts the watcher of one kind, supervised under the kind's name.
+fn spawn_kind<K>(
+    client: &kube::Client,
+    kind: Kind<K>,
+    tx: &mpsc::Sender<Msg>,
+    status: &Arc<Status>,
+    stop: &watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Default,
+{
+    let what = kind.what;
+    supervise(
+        status,
+        what,
+        watch_kind(client.clone(), kind, tx.clone(), status.clone(), stop.clone()),
+    )
+}
+
 /// Starts a watcher for every kind the scheduler keeps (nodes, pods,
 /// namespaces, the four workload kinds default spreading reads,
 /// PodDisruptionBudgets for preemption, and claims, volumes, storage classes
@@ -228,65 +248,17 @@ pub(crate) fn spawn_watchers(
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let (c, t, s, x) = (client, tx, status, stop);
     vec![
-        supervise(
-            s,
-            NODES.what,
-            watch_kind(c.clone(), NODES, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            PODS.what,
-            watch_kind(c.clone(), PODS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            NAMESPACES.what,
-            watch_kind(c.clone(), NAMESPACES, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            SERVICES.what,
-            watch_kind(c.clone(), SERVICES, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            REPLICATION_CONTROLLERS.what,
-            watch_kind(c.clone(), REPLICATION_CONTROLLERS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            REPLICA_SETS.what,
-            watch_kind(c.clone(), REPLICA_SETS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            STATEFUL_SETS.what,
-            watch_kind(c.clone(), STATEFUL_SETS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            DISRUPTION_BUDGETS.what,
-            watch_kind(c.clone(), DISRUPTION_BUDGETS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            CLAIMS.what,
-            watch_kind(c.clone(), CLAIMS, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            VOLUMES.what,
-            watch_kind(c.clone(), VOLUMES, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            STORAGE_CLASSES.what,
-            watch_kind(c.clone(), STORAGE_CLASSES, t.clone(), s.clone(), x.clone()),
-        ),
-        supervise(
-            s,
-            CSI_NODES.what,
-            watch_kind(c.clone(), CSI_NODES, t.clone(), s.clone(), x.clone()),
-        ),
+        spawn_kind(c, NODES, t, s, x),
+        spawn_kind(c, PODS, t, s, x),
+        spawn_kind(c, NAMESPACES, t, s, x),
+        spawn_kind(c, SERVICES, t, s, x),
+        spawn_kind(c, REPLICATION_CONTROLLERS, t, s, x),
+        spawn_kind(c, REPLICA_SETS, t, s, x),
+        spawn_kind(c, STATEFUL_SETS, t, s, x),
+        spawn_kind(c, DISRUPTION_BUDGETS, t, s, x),
+        spawn_kind(c, CLAIMS, t, s, x),
+        spawn_kind(c, VOLUMES, t, s, x),
+        spawn_kind(c, STORAGE_CLASSES, t, s, x),
+        spawn_kind(c, CSI_NODES, t, s, x),
     ]
 }
