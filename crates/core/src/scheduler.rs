@@ -491,18 +491,9 @@ impl Scheduler {
         if uid.is_empty() || old.uid == uid {
             let assumed = self.cache.is_assumed(key);
             self.cache.remove_pod(key);
-            if assumed && self.cache.storage().has_plan(key) {
-                // Deleted while its binding (and its volumes') was in
-                // flight: the volumes it was to bind are free again.
-                self.cache.storage_mut().forget(key);
-                self.requeue_for(
-                    &Change::StorageChanged {
-                        kind: crate::storage::StorageKind::Volume,
-                        key: "",
-                        action: Action::UPDATE,
-                    },
-                    now,
-                );
+            if assumed {
+                // Deleted while its binding (and its volumes') was in flight.
+                self.free_volume_plan(key, now);
             }
             self.requeue_for(&Change::AssignedPodDeleted(&old), now);
         }
@@ -692,20 +683,25 @@ impl Scheduler {
         self.queue.done(key, uid);
     }
 
+    /// The volumes the assumed pod `key` was to bind (if any) are free
+    /// again: the pods waiting for volumes may fit.
+    fn free_volume_plan(&mut self, key: &str, now: Instant) {
+        if self.cache.storage().has_plan(key) {
+            self.cache.storage_mut().forget(key);
+            self.requeue_for(
+                &Change::StorageChanged {
+                    kind: crate::storage::StorageKind::Volume,
+                    key: "",
+                    action: Action::UPDATE,
+                },
+                now,
+            );
+        }
+    }
+
     fn forget(&mut self, key: &str, uid: &str, now: Instant) {
         if let Some(old) = self.cache.forget_pod(key, uid) {
-            if self.cache.storage().has_plan(key) {
-                // The volumes it was to bind are free again.
-                self.cache.storage_mut().forget(key);
-                self.requeue_for(
-                    &Change::StorageChanged {
-                        kind: crate::storage::StorageKind::Volume,
-                        key: "",
-                        action: Action::UPDATE,
-                    },
-                    now,
-                );
-            }
+            self.free_volume_plan(key, now);
             // kube-scheduler's AssignedPodDelete after a failed binding.
             self.requeue_for(&Change::AssignedPodDeleted(&old), now);
         }
@@ -1255,6 +1251,17 @@ mod gate_and_refusal_tests {
         );
         // A failed binding forgets it.
         s.binding_finished("default/p", "u1", false, later);
+        let storage = s.cache.storage();
+        assert_eq!(storage.selected_node_of(storage.claim("default/data").unwrap()), None);
+        // So does the pod's deletion while its binding is in flight.
+        let retry = later + std::time::Duration::from_secs(20);
+        assert!(s.schedule_one(retry, false).unwrap().result.unwrap().volumes.is_some());
+        assert!(s.cache.storage().has_plan("default/p"));
+        s.on_pod_deleted("default/p", "u1", retry);
+        assert!(
+            !s.cache.storage().has_plan("default/p"),
+            "the deleted pod's volumes are free"
+        );
         let storage = s.cache.storage();
         assert_eq!(storage.selected_node_of(storage.claim("default/data").unwrap()), None);
     }
