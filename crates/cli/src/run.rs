@@ -285,6 +285,38 @@ mod tests {
         }
     }
 
+    /// `clientConnection.kubeconfig` is the server when no flag names one.
+    #[tokio::test]
+    async fn the_configurations_kubeconfig_is_used_without_a_flag() {
+        let s = wasmsched_apiserver_sim::ApiServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let path = std::env::temp_dir().join(format!("wasmsched-kubeconfig-{}.yaml", std::process::id()));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{}\"}}}}]\nusers: [{{name: u, user: {{}}}}]\ncontexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n",
+                s.url()
+            ),
+        )
+        .unwrap();
+        let yaml = format!("clientConnection: {{kubeconfig: {}}}", path.display());
+        let cc = read(&yaml).unwrap().cc;
+        s.create(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "from-the-double"}}))
+            .unwrap();
+        let (client, _) = clients(None, None, "t", &cc).await.unwrap();
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+        let names: Vec<String> = nodes
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter_map(|n| n.metadata.name)
+            .collect();
+        assert_eq!(names, ["from-the-double"], "the kubeconfig's server answered");
+        let _ = std::fs::remove_file(&path);
+    }
+
     /// Every field of kube-scheduler v1.36's `KubeSchedulerConfiguration`
     /// (kubescheduler.config.k8s.io/v1 and component-base's types), each
     /// set to a value other than its default: honoured, with the behaviour
