@@ -268,6 +268,18 @@ async fn the_extender_answers_as_simulate_places() {
         "{text}"
     );
     assert!(text.contains("wasmsched_extender_request_duration_seconds_count{verb=\"prioritize\",result=\"ok\"}"));
+    // Each file loaded once, however many verbs use its plugin; one request
+    // in ten timed per plugin, as the daemon samples its cycles.
+    assert!(
+        text.contains("wasmsched_plugin_loads_total{plugin=\"label-gate\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "scheduler_plugin_execution_duration_seconds_count{extension_point=\"Filter\",plugin=\"label-gate\""
+        ),
+        "{text}"
+    );
 
     // preempt: of the nodes kube-scheduler would preempt on, those where
     // the plugins accept the pod once the victims are gone (label-gate

@@ -36,7 +36,7 @@ use wasmsched_core::extender::{
 };
 use wasmsched_core::framework::{Code, CycleState, Framework, ScheduleError};
 use wasmsched_core::plugins::Registry;
-use wasmsched_core::scheduler::{Responsibility, Scheduler};
+use wasmsched_core::scheduler::{PLUGIN_TIMING_SAMPLE, Responsibility, Scheduler};
 use wasmsched_core::{NodeData, PodInfo};
 
 use crate::binder::BindResult;
@@ -100,6 +100,9 @@ struct Extender {
     status: Arc<Status>,
     /// The API server and the binder's settings, when `bind` is served.
     binder: Option<(kube::Client, Arc<Leadership>, std::time::Duration)>,
+    /// Requests judged, for sampling plugin timings as the daemon samples
+    /// its cycles.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 /// The framework of `profile` (or the first), without its built-in plugins
@@ -170,6 +173,7 @@ pub async fn serve(
         cluster,
         status: status.clone(),
         binder,
+        requests: Default::default(),
     });
     if let Some(client) = client {
         start_watchers(client, ext.clone(), &opts.config.metrics.sources, stop.clone())?;
@@ -513,12 +517,12 @@ impl Extender {
                 };
             }
         };
-        let mut state = CycleState::default();
-        state.set_snapshot(c.snapshot.clone());
-        let verdicts = match self
+        let mut state = self.cycle_state(c.snapshot.clone());
+        let verdicts = self
             .framework
-            .filter_for_extender(&mut state, &pod, &c.snapshot, &c.idx)
-        {
+            .filter_for_extender(&mut state, &pod, &c.snapshot, &c.idx);
+        self.record_timings(&mut state);
+        let verdicts = match verdicts {
             Ok(v) => v,
             Err(e) => {
                 return ExtenderFilterResult {
@@ -555,12 +559,12 @@ impl Extender {
 
     fn prioritize(&self, body: &[u8]) -> Result<Vec<HostPriority>, String> {
         let (pod, c) = self.decode(body)?;
-        let mut state = CycleState::default();
-        state.set_snapshot(c.snapshot.clone());
-        let (totals, max) = self
+        let mut state = self.cycle_state(c.snapshot.clone());
+        let judged = self
             .framework
-            .prioritize_for_extender(&mut state, &pod, &c.snapshot, &c.idx)
-            .map_err(error_text)?;
+            .prioritize_for_extender(&mut state, &pod, &c.snapshot, &c.idx);
+        self.record_timings(&mut state);
+        let (totals, max) = judged.map_err(error_text)?;
         let mut out: Vec<HostPriority> = c
             .idx
             .iter()
@@ -577,6 +581,29 @@ impl Extender {
 }
 
 impl Extender {
+    /// A request's cycle state on `snapshot`; one request in
+    /// [`PLUGIN_TIMING_SAMPLE`] times its plugins, as the daemon samples its
+    /// cycles.
+    fn cycle_state(&self, snapshot: Arc<Snapshot>) -> CycleState {
+        let mut state = CycleState::default();
+        state.set_snapshot(snapshot);
+        let n = self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
+            state.sample_plugin_timings();
+        }
+        state
+    }
+
+    /// Exports a sampled request's plugin timings
+    /// (`scheduler_plugin_execution_duration_seconds`).
+    fn record_timings(&self, state: &mut CycleState) {
+        for t in state.take_plugin_timings() {
+            self.status
+                .metrics
+                .plugin(&t.plugin, t.extension_point, t.status, t.took);
+        }
+    }
+
     /// `preempt`: of the nodes kube-scheduler would preempt on, those where
     /// the profile's Filter accepts the pod once that node's victims are
     /// gone, with the same victims (by UID). Evaluated on a copy of the
@@ -614,12 +641,10 @@ impl Extender {
             Arc::new(sched.cache.without_pods(&uids).snapshot())
         };
         let idx: Vec<usize> = victims.keys().filter_map(|n| snapshot.position(n)).collect();
-        let mut state = CycleState::default();
-        state.set_snapshot(snapshot.clone());
-        let verdicts = self
-            .framework
-            .filter_for_extender(&mut state, &pod, &snapshot, &idx)
-            .map_err(error_text)?;
+        let mut state = self.cycle_state(snapshot.clone());
+        let verdicts = self.framework.filter_for_extender(&mut state, &pod, &snapshot, &idx);
+        self.record_timings(&mut state);
+        let verdicts = verdicts.map_err(error_text)?;
         let mut out = ExtenderPreemptionResult::default();
         for i in verdicts.feasible {
             let name = snapshot.nodes[i].name();

@@ -431,10 +431,9 @@ impl PluginHost {
                     self.seed,
                     stats.clone(),
                 ) {
-                    Ok(loaded) => {
-                        stats.loads.fetch_add(1, Ordering::Relaxed);
-                        Some(Arc::new(loaded))
-                    }
+                    // The scan counted this version's load; a slot (one
+                    // per profile or extender verb) only instantiates it.
+                    Ok(loaded) => Some(Arc::new(loaded)),
                     Err(e) => {
                         // Not loaded, not fatal: the failure policy decides
                         // what the profile's pods get (see `not_loaded`).
