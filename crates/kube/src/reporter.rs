@@ -330,9 +330,46 @@ async fn write(client: &kube::Client, recorder: &Recorder, report: Report, statu
     }
 }
 
+/// Tries a write up to [`WRITE_ATTEMPTS`] times while the API server
+/// answers 429 or 5xx or the connection fails, with a doubling pause from
+/// 100 ms, as client-go's event sink retries (an overloaded API server
+/// sheds writes with 429 first; dropping the event then loses it for good).
+async fn with_retries<T, F, Fut>(mut write: F) -> Result<T, kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut pause = Duration::from_millis(100);
+    let mut attempt = 1;
+    loop {
+        match write().await {
+            Err(e) if attempt < WRITE_ATTEMPTS && transient(&e) => {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// Attempts at one write ([`with_retries`]).
+const WRITE_ATTEMPTS: u32 = 4;
+
+/// Whether a failed write may succeed when tried again.
+fn transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code == 429 || s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
 /// Writes an event, counted as written or dropped.
 pub(crate) async fn publish(recorder: &Recorder, ev: &Event, pod: &PodRef, status: &Status, timeout: Duration) {
-    match tokio::time::timeout(timeout, recorder.publish(ev, &pod.object_ref())).await {
+    let reference = pod.object_ref();
+    let written = with_retries(|| recorder.publish(ev, &reference));
+    match tokio::time::timeout(timeout, written).await {
         Ok(Ok(())) => {
             status.metrics.events.inc();
         }
@@ -377,10 +414,9 @@ async fn set_condition(
                 "lastTransitionTime": transition,
             }]},
         });
-        match pods
-            .patch_status(&pod.name, &PatchParams::default(), &Patch::Strategic(&patch))
-            .await
-        {
+        let (params, patch) = (PatchParams::default(), Patch::Strategic(&patch));
+        let patched = with_retries(|| pods.patch_status(&pod.name, &params, &patch));
+        match patched.await {
             Ok(_) => return Ok(()),
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 // The pod changed since the attempt: look at it as it is now.
@@ -484,6 +520,38 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(pods.get("p").await.unwrap().metadata.resource_version, rv2);
+    }
+
+    /// Writes the API server sheds (429, 503) are tried again; a refusal
+    /// (403) is not.
+    #[tokio::test]
+    async fn writes_refused_for_a_while_are_tried_again() {
+        let (s, _pods, r, _) = server_with_pod().await;
+        let rule = |code, count| wasmsched_apiserver_sim::FailRule {
+            code,
+            count: Some(count),
+            fraction: None,
+            matching: wasmsched_apiserver_sim::Match::path("/events"),
+        };
+        s.faults().add_rule(rule(429, 1));
+        s.faults().add_rule(rule(503, 2));
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let recorder = Recorder::new(client, "wasm-scheduler".into());
+        let status = Status::new(None);
+        let ev = Event {
+            type_: EventType::Normal,
+            reason: "Scheduled".into(),
+            note: None,
+            action: "Binding".into(),
+            secondary: None,
+        };
+        publish(&recorder, &ev, &r, &status, Duration::from_secs(10)).await;
+        assert_eq!(status.metrics.events.get(), 1, "written on the fourth attempt");
+        assert_eq!(s.list::<k8s_openapi::api::events::v1::Event>().len(), 1);
+        s.faults().add_rule(rule(403, 1));
+        publish(&recorder, &ev, &r, &status, Duration::from_secs(10)).await;
+        assert_eq!(status.metrics.events.get(), 1);
+        assert_eq!(s.faults().injected(), 4, "the refusal was not tried again");
     }
 
     #[test]
