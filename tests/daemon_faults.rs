@@ -629,3 +629,74 @@ async fn a_gated_pod_deleted_during_a_watch_gap_is_forgotten() {
     let _ = stop.send(());
     daemon.await.unwrap().unwrap();
 }
+
+/// A preemption wave while every DELETE is slow and a burst of watch
+/// events arrives: 100 preemptors each evict a victim, and scheduling goes
+/// on meanwhile (pods for another node pool keep binding, the loop turns,
+/// /healthz stays ok); the stop is prompt. The scheduling thread once
+/// blocked sending into a full preemption channel while the executors
+/// blocked sending their results into the message channel only that
+/// thread drains.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    let pool = |name: &str, cpu: &str, pool: &str| {
+        let mut n = node(name, cpu);
+        n["metadata"]["labels"] = json!({"pool": pool});
+        n
+    };
+    for i in 0..4 {
+        s.create(pool(&format!("small-{i}"), "2500m", "small")).unwrap();
+    }
+    s.create(pool("plain-0", "64", "plain")).unwrap();
+    let in_pool = |name: String, pool: &str, priority: i32| {
+        let mut p = pod(&name, "100m");
+        p["spec"]["nodeSelector"] = json!({"pool": pool});
+        p["spec"]["priority"] = json!(priority);
+        p
+    };
+    // 100 victims fill the small pool.
+    for i in 0..100 {
+        let mut p = in_pool(format!("low-{i:03}"), "small", 0);
+        p["spec"]["nodeName"] = json!(format!("small-{}", i % 4));
+        p["status"] = json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z"});
+        s.create(p).unwrap();
+    }
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| o.admin = Some(admin));
+    wait_bound(&s, "low-", 100, Duration::from_secs(10)).await;
+    s.faults().slow(
+        wasmsched_apiserver_sim::Match {
+            method: Some("DELETE".into()),
+            ..Default::default()
+        },
+        Duration::from_millis(200),
+    );
+    for i in 0..100 {
+        s.create(in_pool(format!("high-{i:03}"), "small", 1000)).unwrap();
+    }
+    // The burst: 3000 pods of another scheduler, and ours for the other pool.
+    for i in 0..3000 {
+        let mut p = pod(&format!("other-{i:04}"), "10m");
+        p["spec"]["schedulerName"] = json!("default-scheduler");
+        s.create(p).unwrap();
+        if i % 75 == 0 {
+            s.create(in_pool(format!("plain-{:02}", i / 75), "plain", 0)).unwrap();
+        }
+    }
+    wait_bound(&s, "plain-", 40, Duration::from_secs(20)).await;
+    assert_eq!(get(admin, "/healthz").await.0, 200, "the loop turns during the wave");
+    wait_bound(&s, "high-", 100, Duration::from_secs(60)).await;
+    assert_eq!(bound(&s, "low-"), 0, "every victim evicted");
+    let started = Instant::now();
+    let _ = stop.send(());
+    let status = tokio::time::timeout(Duration::from_secs(20), daemon)
+        .await
+        .expect("the stop is bounded")
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(15));
+    assert!(metric(&status.metrics_text(), "wasmsched_evictions_total") >= 100.0);
+}

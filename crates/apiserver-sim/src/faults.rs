@@ -1,5 +1,5 @@
 //! Fault injection: failing requests with 500/429, requests that hang,
-//! added latency, pausing. (Dropping watches and compacting history act on
+//! added latency (for every request, or for matching ones), pausing. (Dropping watches and compacting history act on
 //! the store; see [`crate::ApiServer`].)
 
 use std::sync::Mutex;
@@ -83,10 +83,23 @@ pub struct FailRule {
     pub matching: Match,
 }
 
+/// A delay for matching requests only (a slow DELETE, a slow binding),
+/// on top of the latency every request gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlowRule {
+    /// Milliseconds each matching request waits before it is served.
+    pub delay_ms: u64,
+    /// Which requests.
+    #[serde(default, flatten)]
+    pub matching: Match,
+}
+
 #[derive(Debug)]
 struct State {
     rules: Vec<FailRule>,
     hangs: Vec<Match>,
+    slow: Vec<SlowRule>,
     held: u64,
     latency: Duration,
     rng: Rng,
@@ -106,6 +119,7 @@ impl Faults {
             state: Mutex::new(State {
                 rules: Vec::new(),
                 hangs: Vec::new(),
+                slow: Vec::new(),
                 held: 0,
                 latency: Duration::ZERO,
                 rng: Rng::new(seed ^ 0x9e37_79b9_7f4a_7c15),
@@ -154,6 +168,14 @@ impl Faults {
         self.lock().hangs.push(matching);
     }
 
+    /// Delays every matching request by `delay` (on top of the latency).
+    pub fn slow(&self, matching: Match, delay: Duration) {
+        self.lock().slow.push(SlowRule {
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            matching,
+        });
+    }
+
     /// Removes every hang rule (requests already held stay held).
     pub fn unhang(&self) {
         self.lock().hangs.clear();
@@ -164,11 +186,12 @@ impl Faults {
         self.lock().held
     }
 
-    /// Removes every failure and hang rule and the latency.
+    /// Removes every failure, hang and slow rule and the latency.
     pub fn clear(&self) {
         let mut s = self.lock();
         s.rules.clear();
         s.hangs.clear();
+        s.slow.clear();
         s.latency = Duration::ZERO;
     }
 
@@ -199,6 +222,7 @@ impl Faults {
         serde_json::json!({
             "rules": s.rules,
             "hang": s.hangs,
+            "slow": s.slow,
             "held": s.held,
             "latencyMs": s.latency.as_millis() as u64,
             "paused": *self.paused.borrow(),
@@ -256,7 +280,13 @@ impl Faults {
         if fail.is_some() {
             s.injected += 1;
         }
-        (s.latency, fail)
+        let slow: u64 = s
+            .slow
+            .iter()
+            .filter(|r| r.matching.applies(req))
+            .map(|r| r.delay_ms)
+            .sum();
+        (s.latency + Duration::from_millis(slow), fail)
     }
 }
 
@@ -274,6 +304,9 @@ pub struct FaultRequest {
     /// Requests to hold without an answer (see [`Faults::hang`]).
     #[serde(default)]
     pub hang: Vec<Match>,
+    /// Requests to delay (see [`Faults::slow`]).
+    #[serde(default)]
+    pub slow: Vec<SlowRule>,
     /// Latency for every request, in milliseconds.
     pub latency_ms: Option<u64>,
     /// Pause (`true`) or resume (`false`).
