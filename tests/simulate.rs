@@ -226,6 +226,7 @@ fn table_and_explain() {
     );
     assert!(text.contains("NodeUnschedulable: node(s) were unschedulable"), "{text}");
     assert!(text.contains("feasible, selected"), "{text}");
+    assert!(text.contains("\"Plugin scored node for pod\""), "{text}");
     let out = stdout_json(&["simulate", "-o", "json", "--explain", "shop/web-1"]);
     let web = out["placements"]
         .as_array()
@@ -243,6 +244,27 @@ fn table_and_explain() {
         best,
         "the selected node has the highest total"
     );
+    // Each plugin's weighted score is its normalized score times its
+    // weight, and the total their sum, as kube-scheduler computes them.
+    let weights: std::collections::HashMap<&str, i64> = web["explain"]["scorePlugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["weight"].as_i64().unwrap()))
+        .collect();
+    for n in nodes.iter().filter(|n| n["feasible"] == true) {
+        let scores = n["scores"].as_array().unwrap();
+        for s in scores.iter().filter(|s| !s["raw"].is_null()) {
+            let w = weights[s["plugin"].as_str().unwrap()];
+            assert_eq!(
+                s["weighted"].as_i64().unwrap(),
+                s["normalized"].as_i64().unwrap() * w,
+                "{s}"
+            );
+        }
+        let sum: i64 = scores.iter().filter_map(|s| s["weighted"].as_i64()).sum();
+        assert_eq!(n["total"].as_i64().unwrap(), sum, "{n}");
+    }
 }
 
 #[test]

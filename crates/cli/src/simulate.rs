@@ -593,8 +593,7 @@ fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow
         write!(out, "  {:nw$}  ", n.node)?;
         for (i, c) in cols.iter().enumerate() {
             let cell = n.scores.get(i).map(|s| match s.raw {
-                Some(raw) if raw != s.normalized => format!("{} ({raw})", s.normalized),
-                Some(_) => s.normalized.to_string(),
+                Some(_) => s.weighted.to_string(),
                 None => "skip".to_owned(),
             });
             write!(out, "{:>w$}  ", cell.unwrap_or_else(|| "-".into()), w = c.len())?;
@@ -609,7 +608,7 @@ fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow
     }
     writeln!(
         out,
-        "  (scores are after NormalizeScore, raw score in parentheses; TOTAL sums score × weight)"
+        "  (each cell is the plugin's score after NormalizeScore times its weight, as kube-scheduler logs it at -v=10 \"Plugin scored node for pod\"; TOTAL is their sum, its \"Calculated node's final score for pod\"; -o json adds the raw and normalized scores)"
     )?;
     Ok(())
 }

@@ -141,6 +141,9 @@ pub struct PodInfo {
     pub host_ports: Vec<HostPort>,
     /// Images of init and app containers, normalised (`:latest` added).
     pub images: Vec<String>,
+    /// Images of its image volumes (`spec.volumes[].image.reference`),
+    /// normalised: ImageLocality counts them beside the containers'.
+    pub volume_images: Vec<String>,
     /// Number of init and app containers.
     pub containers: usize,
     /// `metadata.labels`.
@@ -277,6 +280,13 @@ impl PodInfo {
             .filter_map(|c| c.image.as_deref())
             .map(normalized_image_name)
             .collect();
+        let volume_images: Vec<String> = spec
+            .volumes
+            .iter()
+            .flatten()
+            .filter_map(|v| v.image.as_ref())
+            .map(|i| normalized_image_name(i.reference.as_deref().unwrap_or_default()))
+            .collect();
         let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
         let labels: crate::node::Labels = crate::node::labels_of(pod.metadata.labels.as_ref());
         let pod_affinity = PodAffinity::parse(spec, &namespace, &labels, &object)?.map(Box::new);
@@ -329,6 +339,7 @@ impl PodInfo {
             tolerations,
             host_ports,
             images,
+            volume_images,
             containers: containers.count(),
             labels,
             pod_affinity,

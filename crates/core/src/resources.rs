@@ -35,10 +35,10 @@ pub struct Resources {
 
 /// Whether kube-scheduler accounts a resource of this name as a scalar
 /// resource: hugepages, extended resources (`example.com/foo`) and
-/// `kubernetes.io/`-prefixed native resources. Other unprefixed names are
-/// ignored, as the scheduler ignores them.
+/// `kubernetes.io/`-prefixed native resources, attachable volume counts.
+/// Other unprefixed names are ignored, as the scheduler ignores them.
 pub fn is_scalar_resource_name(name: &str) -> bool {
-    name.starts_with("hugepages-") || name.contains('/')
+    name.starts_with("hugepages-") || name.contains('/') || name.starts_with("attachable-volumes-")
 }
 
 /// Whether a resource is an extended resource (`vendor.com/name`, outside
@@ -234,6 +234,15 @@ pub struct PodRequests {
     pub non_zero_milli_cpu: i64,
     /// Memory bytes for scoring.
     pub non_zero_memory: i64,
+    /// Millicores NodeResourcesFit's score counts for the pod being
+    /// placed: the container aggregate with the defaults, plus overhead.
+    /// kube-scheduler v1.36's Fit scorer does not read pod-level
+    /// `spec.resources` for that pod (its BalancedAllocation and the
+    /// accounting on nodes do); the same as `non_zero_milli_cpu` without
+    /// pod-level requests.
+    pub fit_milli_cpu: i64,
+    /// Memory bytes, as [`PodRequests::fit_milli_cpu`].
+    pub fit_memory: i64,
 }
 
 /// A container's requests, with requests defaulted from limits where only a
@@ -320,6 +329,35 @@ impl<'a> ResizeStatus<'a> {
         }
         Ok((r, has_cpu, has_mem))
     }
+
+    /// The effective pod-level request, given the spec's: what an in-place
+    /// resize at pod level left (`status.resources.requests`,
+    /// `status.allocatedResources`), as kube-scheduler v1.36 counts it;
+    /// none when the status reports no pod-level resources.
+    fn pod_level(&self, spec: &Resources, object: &str) -> Result<Option<Resources>, ModelError> {
+        let Some(resources) = &self.status.resources else {
+            return Ok(None);
+        };
+        let empty = BTreeMap::new();
+        let mut r = if self.infeasible {
+            Resources::default()
+        } else {
+            spec.clone()
+        };
+        for (list, field) in [
+            (
+                resources.requests.as_ref().unwrap_or(&empty),
+                "status.resources.requests",
+            ),
+            (
+                self.status.allocated_resources.as_ref().unwrap_or(&empty),
+                "status.allocatedResources",
+            ),
+        ] {
+            r.max_with(&Resources::from_list(list, object, field)?);
+        }
+        Ok(Some(r))
+    }
 }
 
 /// Adds one container's request to an aggregate, naming the field that
@@ -380,9 +418,12 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>, object: &str) ->
     // memory requests count as the scoring defaults.
     let mut reqs = Resources::default();
     let mut nz = (0i64, 0i64);
+    // Whether any container names CPU (memory) among its requests.
+    let (mut any_cpu, mut any_mem) = (false, false);
     for (i, c) in spec.containers.iter().enumerate() {
         let field = format!("spec.containers[{i}]");
         let (r, has_cpu, has_mem) = effective(c, &field)?;
+        (any_cpu, any_mem) = (any_cpu || has_cpu, any_mem || has_mem);
         add_nz(&mut nz, non_zero(&r, has_cpu, has_mem), object, &field)?;
         add_checked(&mut reqs, &r, object, &field)?;
     }
@@ -398,6 +439,7 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>, object: &str) ->
         } else {
             container_requests(c, object, &field)?
         };
+        (any_cpu, any_mem) = (any_cpu || has_cpu, any_mem || has_mem);
         let c_nz = non_zero(&r, has_cpu, has_mem);
         let (during, during_nz) = if sidecar {
             add_checked(&mut reqs, &r, object, &field)?;
@@ -418,32 +460,58 @@ pub fn pod_requests(spec: &PodSpec, status: Option<&PodStatus>, object: &str) ->
     reqs.max_with(&init_peak);
     nz = (nz.0.max(init_peak_nz.0), nz.1.max(init_peak_nz.1));
 
-    if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
-        let p = Resources::from_list(pod_level, object, "spec.resources.requests")?;
+    let overhead = match &spec.overhead {
+        Some(o) => Some(Resources::from_list(o, object, "spec.overhead")?),
+        None => None,
+    };
+    let mut fit = nz;
+    let supported = |name: &str| name == "cpu" || name == "memory" || name.starts_with("hugepages-");
+    if let Some(pod_level) = spec
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .filter(|r| r.keys().any(|k| supported(k)))
+    {
+        let mut p = Resources::from_list(pod_level, object, "spec.resources.requests")?;
+        if let Some(effective) = resize
+            .as_ref()
+            .map(|rs| rs.pod_level(&p, object))
+            .transpose()?
+            .flatten()
+        {
+            p = effective;
+        }
         for name in pod_level.keys() {
-            if name == "cpu" || name == "memory" || name.starts_with("hugepages-") {
+            if supported(name) {
                 reqs.set(name, p.get(name));
             }
         }
-        if pod_level.contains_key("cpu") {
-            nz.0 = p.milli_cpu;
+        // With pod-level requests, the scoring defaults apply only to a
+        // resource no container, the pod level nor the overhead names
+        // (kube-scheduler's `getNonMissingContainerRequests`).
+        let in_overhead = |name: &str| spec.overhead.as_ref().is_some_and(|o| o.contains_key(name));
+        if pod_level.contains_key("cpu") || any_cpu || in_overhead("cpu") {
+            nz.0 = reqs.milli_cpu;
         }
-        if pod_level.contains_key("memory") {
-            nz.1 = p.memory;
+        if pod_level.contains_key("memory") || any_mem || in_overhead("memory") {
+            nz.1 = reqs.memory;
         }
     }
 
-    if let Some(overhead) = &spec.overhead {
-        let o = Resources::from_list(overhead, object, "spec.overhead")?;
-        add_checked(&mut reqs, &o, object, "spec.overhead")
+    if let Some(o) = &overhead {
+        add_checked(&mut reqs, o, object, "spec.overhead")
             .map_err(|e| ModelError::new(object, "spec.overhead", e.reason))?;
-        add_nz(&mut nz, (o.milli_cpu, o.memory), object, "spec.overhead")
-            .map_err(|e| ModelError::new(object, "spec.overhead", e.reason))?;
+        for n in [&mut nz, &mut fit] {
+            add_nz(n, (o.milli_cpu, o.memory), object, "spec.overhead")
+                .map_err(|e| ModelError::new(object, "spec.overhead", e.reason))?;
+        }
     }
     Ok(PodRequests {
         requests: reqs,
         non_zero_milli_cpu: nz.0,
         non_zero_memory: nz.1,
+        fit_milli_cpu: fit.0,
+        fit_memory: fit.1,
     })
 }
 
@@ -535,6 +603,71 @@ mod tests {
         let r = pod_requests(&s, None, "p").unwrap();
         assert_eq!(r.requests.milli_cpu, 3000);
         assert_eq!(r.requests.memory, 1 << 30);
+    }
+
+    /// The scoring amounts with pod-level requests, as kube-scheduler
+    /// v1.36's `TestPodInfoCalculateResources` has them (and what its Fit
+    /// scorer counts for the pod being placed: the containers').
+    #[test]
+    fn scoring_amounts_with_pod_level_requests() {
+        let amounts = |v| {
+            let r = pod_requests(&spec(v), None, "p").unwrap();
+            (r.non_zero_milli_cpu, r.non_zero_memory, r.fit_milli_cpu, r.fit_memory)
+        };
+        let plain = || json!({"name": "c"});
+        // Memory at pod level; no CPU anywhere: the default.
+        assert_eq!(
+            amounts(json!({"resources": {"requests": {"memory": "1200M"}},
+                "initContainers": [plain()], "containers": [plain()]})),
+            (100, 1_200_000_000, 100, DEFAULT_MEMORY_REQUEST)
+        );
+        assert_eq!(
+            amounts(json!({"resources": {"requests": {"cpu": "500m"}}, "containers": [plain()]})),
+            (500, DEFAULT_MEMORY_REQUEST, 100, DEFAULT_MEMORY_REQUEST)
+        );
+        assert_eq!(
+            amounts(json!({"resources": {"requests": {"cpu": "1200m", "memory": "1200M"}},
+                "initContainers": [{"name": "s", "restartPolicy": "Always", "resources": req("100m", "100M")}],
+                "containers": [plain()]})),
+            (1200, 1_200_000_000, 200, 100_000_000 + DEFAULT_MEMORY_REQUEST)
+        );
+        // A container names CPU: with pod-level requests the CPU is exact,
+        // the other container gets no default (without them it would).
+        assert_eq!(
+            amounts(json!({"resources": {"requests": {"memory": "1Gi"}},
+                "containers": [{"name": "a", "resources": {"requests": {"cpu": "200m"}}}, plain()]})),
+            (200, 1 << 30, 300, 2 * DEFAULT_MEMORY_REQUEST)
+        );
+    }
+
+    /// A bound pod resized in place at pod level counts the larger of its
+    /// spec, what the kubelet actuated and what it allocated; after an
+    /// infeasible resize, not the spec.
+    #[test]
+    fn pod_level_resize_counts_the_larger_request() {
+        let s = spec(json!({"nodeName": "n", "resources": {"requests": {"cpu": "2"}}, "containers": [{"name": "c"}]}));
+        let status = |reason: Option<&str>| -> PodStatus {
+            let mut v = json!({"resources": {"requests": {"cpu": "3"}}, "allocatedResources": {"cpu": "1"}});
+            if let Some(r) = reason {
+                v["conditions"] = json!([{"type": "PodResizePending", "status": "True", "reason": r}]);
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        let cpu = |st: Option<&PodStatus>| pod_requests(&s, st, "p").unwrap().requests.milli_cpu;
+        assert_eq!(cpu(None), 2000);
+        assert_eq!(cpu(Some(&status(None))), 3000);
+        let shrunk: PodStatus = serde_json::from_value(json!({"resources": {"requests": {"cpu": "1"}}})).unwrap();
+        assert_eq!(
+            cpu(Some(&shrunk)),
+            2000,
+            "the spec asks more than the kubelet has actuated"
+        );
+        let infeasible: PodStatus = serde_json::from_value(json!({
+            "resources": {"requests": {"cpu": "1500m"}},
+            "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]}))
+        .unwrap();
+        assert_eq!(cpu(Some(&infeasible)), 1500);
+        assert_eq!(cpu(Some(&status(Some("Deferred")))), 3000);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! ImageLocality: prefer nodes that already hold the pod's images, weighted
-//! by image size and by how many nodes hold them (images everywhere count
-//! for little, to avoid piling pods onto a few nodes).
+//! ImageLocality: prefer nodes that already hold the pod's images (its
+//! containers' and its image volumes'), weighted by image size and by how
+//! many nodes hold them (images everywhere count for little, to avoid
+//! piling pods onto a few nodes).
 
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
@@ -46,11 +47,14 @@ impl Plugin for ImageLocality {
 }
 
 /// The pod's images that some node holds, with the share of nodes holding
-/// each (computed once per batch, not per node).
+/// each (computed once per batch, not per node). Image volumes add to the
+/// sum, not to the container count the thresholds scale with, as in
+/// kube-scheduler.
 fn spreads<'p>(state: &CycleState, pod: &'p PodInfo) -> Vec<(&'p str, f64)> {
     let total = state.total_nodes.max(1) as f64;
     pod.images
         .iter()
+        .chain(&pod.volume_images)
         .filter_map(|img| state.image_nodes.get(img).map(|&n| (img.as_str(), n as f64 / total)))
         .collect()
 }
@@ -103,5 +107,143 @@ mod tests {
         assert_eq!(ImageLocality.score(&st, &p, &big).unwrap(), 21);
         assert_eq!(ImageLocality.score(&st, &p, &small).unwrap(), 0);
         assert_eq!(ImageLocality.score(&st, &p, &none).unwrap(), 0);
+    }
+
+    /// kube-scheduler v1.36's `TestImageLocalityPriority` cases, through the
+    /// cache (which counts the nodes holding each image name).
+    #[test]
+    fn kube_scheduler_cases() {
+        let img = |names: &[&str], mb: i64| json!({"names": names, "sizeBytes": mb * MB});
+        let n = |name: &str, images: Vec<serde_json::Value>| -> Node {
+            serde_json::from_value(json!({"metadata": {"name": name}, "status": {"images": images}})).unwrap()
+        };
+        let n403002000 = || {
+            n(
+                "403002000",
+                vec![
+                    img(&["gcr.io/40:latest", "gcr.io/40:v1"], 40),
+                    img(&["gcr.io/300:latest", "gcr.io/300:v1"], 300),
+                    img(&["gcr.io/2000:latest"], 2000),
+                ],
+            )
+        };
+        let n25010 = || {
+            n(
+                "25010",
+                vec![
+                    img(&["gcr.io/250:latest"], 250),
+                    img(&["gcr.io/10:latest", "gcr.io/10:v1"], 10),
+                ],
+            )
+        };
+        let n60040900 = || {
+            n(
+                "60040900",
+                vec![
+                    img(&["gcr.io/600:latest"], 600),
+                    img(&["gcr.io/40:latest"], 40),
+                    img(&["gcr.io/900:latest"], 900),
+                ],
+            )
+        };
+        let n300600900 = || {
+            n(
+                "300600900",
+                vec![
+                    img(&["gcr.io/300:latest"], 300),
+                    img(&["gcr.io/600:latest"], 600),
+                    img(&["gcr.io/900:latest"], 900),
+                ],
+            )
+        };
+        let n400030 = || {
+            n(
+                "400030",
+                vec![img(&["gcr.io/4000:latest"], 4000), img(&["gcr.io/30:latest"], 30)],
+            )
+        };
+        let n203040 = || {
+            n(
+                "203040",
+                vec![
+                    img(&["gcr.io/20:latest"], 20),
+                    img(&["gcr.io/30:latest"], 30),
+                    img(&["gcr.io/40:latest"], 40),
+                ],
+            )
+        };
+        let bare = || n("none", vec![]);
+        let containers = |images: &[&str]| json!({"containers": images.iter().map(|i| json!({"name": "c", "image": i})).collect::<Vec<_>>()});
+        let cases: Vec<(&str, serde_json::Value, Vec<Node>, Vec<i64>)> = vec![
+            (
+                "two images spread on two nodes, prefer the larger image one",
+                containers(&["gcr.io/40", "gcr.io/250"]),
+                vec![n403002000(), n25010()],
+                vec![0, 5],
+            ),
+            (
+                "two images on one node, prefer this node",
+                containers(&["gcr.io/40", "gcr.io/300"]),
+                vec![n403002000(), n25010()],
+                vec![7, 0],
+            ),
+            (
+                "if exceed limit, use limit",
+                containers(&["gcr.io/10", "gcr.io/4000"]),
+                vec![n400030(), n25010()],
+                vec![100, 0],
+            ),
+            (
+                "if exceed limit, use limit (with node which has no images present)",
+                containers(&["gcr.io/10", "gcr.io/4000"]),
+                vec![n400030(), n25010(), bare()],
+                vec![66, 0, 0],
+            ),
+            (
+                "pod with multiple large images, node2 is preferred",
+                containers(&["gcr.io/300", "gcr.io/600", "gcr.io/900"]),
+                vec![n60040900(), n300600900(), bare()],
+                vec![32, 36, 0],
+            ),
+            (
+                "pod with multiple small images",
+                containers(&["gcr.io/30", "gcr.io/40"]),
+                vec![n203040(), n400030()],
+                vec![1, 0],
+            ),
+            (
+                "pod with an image volume",
+                json!({"containers": [{"name": "c", "image": "gcr.io/30"}],
+                       "volumes": [{"name": "v", "image": {"reference": "gcr.io/300"}}]}),
+                vec![n300600900(), n400030()],
+                vec![12, 0],
+            ),
+            (
+                "init containers count",
+                json!({"initContainers": [{"name": "i", "image": "gcr.io/300"}],
+                       "containers": [{"name": "c", "image": "gcr.io/30"}]}),
+                vec![n403002000(), n203040()],
+                vec![6, 0],
+            ),
+        ];
+        for (name, spec, nodes, want) in cases {
+            let mut cache = crate::cache::Cache::new();
+            for node in &nodes {
+                cache.upsert_node(NodeData::from_node(node).unwrap());
+            }
+            let snap = cache.snapshot();
+            let mut st = CycleState::default();
+            st.total_nodes = snap.nodes.len();
+            st.image_nodes = snap.image_nodes.clone();
+            let p = pod(spec);
+            let got: Vec<i64> = nodes
+                .iter()
+                .map(|node| {
+                    let i = snap.position(node.metadata.name.as_deref().unwrap()).unwrap();
+                    ImageLocality.score(&st, &p, &snap.nodes[i]).unwrap()
+                })
+                .collect();
+            assert_eq!(got, want, "{name}");
+        }
     }
 }

@@ -1,5 +1,8 @@
 //! NodeAffinity: `spec.nodeSelector` and required node affinity filter
-//! nodes; preferred node affinity terms add their weights to the score.
+//! nodes; preferred node affinity terms add their weights to the score. The
+//! profile's `addedAffinity` applies to every pod beside its own: its
+//! required terms filter (as "scheduler-enforced node affinity"), its
+//! preferred terms add to the score.
 
 use serde::Deserialize;
 use std::sync::Arc;
@@ -9,9 +12,13 @@ use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
 use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
+use crate::selector::Term;
 
 /// The reason, in kube-scheduler's words.
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+
+/// The reason when the profile's `addedAffinity` rejects a node.
+pub const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
 
 /// Every required term names nodes, and no name is in all of them.
 pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
@@ -38,26 +45,81 @@ fn node_names(terms: &[crate::selector::Term]) -> Option<Vec<String>> {
     Some(all)
 }
 
-/// NodeAffinity args. `addedAffinity` is not supported and is rejected.
+/// NodeAffinity args.
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NodeAffinityArgs {
     /// Accepted for compatibility with kube-scheduler configs.
-    #[serde(rename = "apiVersion", default)]
+    #[serde(default)]
     pub api_version: Option<String>,
     /// Accepted for compatibility with kube-scheduler configs.
     #[serde(default)]
     pub kind: Option<String>,
+    /// Node affinity every pod of the profile gets beside its own.
+    #[serde(default)]
+    pub added_affinity: Option<k8s_openapi::api::core::v1::NodeAffinity>,
 }
 
 /// The NodeAffinity filter and score.
 #[derive(Debug, Default)]
-pub struct NodeAffinity;
+pub struct NodeAffinity {
+    /// `addedAffinity`'s required terms (ORed), if any.
+    added_required: Option<Vec<Term>>,
+    /// `addedAffinity`'s preferred terms with their weights.
+    added_preferred: Vec<(i64, Term)>,
+}
 
 impl NodeAffinity {
     /// Builds the plugin from its args.
-    pub fn new(_args: NodeAffinityArgs) -> Result<Self, String> {
-        Ok(NodeAffinity)
+    pub fn new(args: NodeAffinityArgs) -> Result<Self, String> {
+        let Some(added) = args.added_affinity else {
+            return Ok(Self::default());
+        };
+        let field = "addedAffinity";
+        let parse = |t, f: String| Term::parse(t, field, &f).map_err(|e| format!("{}: {}", e.field, e.reason));
+        let added_required = match &added.required_during_scheduling_ignored_during_execution {
+            None => None,
+            Some(sel) if sel.node_selector_terms.is_empty() => {
+                return Err(format!(
+                    "{field}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value: must have at least one node selector term"
+                ));
+            }
+            Some(sel) => Some(
+                sel.node_selector_terms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        parse(
+                            t,
+                            format!("{field}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"),
+                        )
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        let mut added_preferred = Vec::new();
+        for (i, p) in added
+            .preferred_during_scheduling_ignored_during_execution
+            .iter()
+            .flatten()
+            .enumerate()
+        {
+            let f = format!("{field}.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+            if !(1..=100).contains(&p.weight) && p.weight != 0 {
+                return Err(format!(
+                    "{f}.weight: Invalid value: {}: must be in the range 1-100",
+                    p.weight
+                ));
+            }
+            // kube-scheduler drops terms of weight 0.
+            if p.weight != 0 {
+                added_preferred.push((i64::from(p.weight), parse(&p.preference, format!("{f}.preference"))?));
+            }
+        }
+        Ok(NodeAffinity {
+            added_required,
+            added_preferred,
+        })
     }
 
     /// Whether the node satisfies the pod's node selector and required affinity.
@@ -73,6 +135,13 @@ impl NodeAffinity {
                 .required_affinity
                 .as_ref()
                 .is_none_or(|terms| terms.iter().any(|t| t.matches(labels, &node.name)))
+    }
+
+    /// Whether the profile's `addedAffinity` admits the node.
+    fn enforced(&self, node: &NodeData) -> bool {
+        self.added_required
+            .as_ref()
+            .is_none_or(|terms| terms.iter().any(|t| t.matches(&node.labels, &node.name)))
     }
 }
 
@@ -91,8 +160,12 @@ impl Plugin for NodeAffinity {
     /// A node that matches now and did not before.
     fn queueing_hint(&self, pod: &PodInfo, change: &Change<'_>) -> QueueingHint {
         let queue = match change {
-            Change::NodeAdded(n) => Self::matches_node(pod, n),
-            Change::NodeUpdated { old, new, .. } => !Self::matches_node(pod, old) && Self::matches_node(pod, new),
+            Change::NodeAdded(n) => self.enforced(n) && Self::matches_node(pod, n),
+            Change::NodeUpdated { old, new, .. } => {
+                !(self.enforced(old) && Self::matches_node(pod, old))
+                    && self.enforced(new)
+                    && Self::matches_node(pod, new)
+            }
             _ => false,
         };
         if queue { QueueingHint::Queue } else { QueueingHint::Skip }
@@ -106,7 +179,7 @@ impl Plugin for NodeAffinity {
     /// nodes (`matchFields` on `metadata.name`, as DaemonSet pods do),
     /// restricts the cycle to those nodes.
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
-        if pod.node_selector.is_empty() && pod.required_affinity.is_none() {
+        if pod.node_selector.is_empty() && pod.required_affinity.is_none() && self.added_required.is_none() {
             return Status::skip();
         }
         if let Some(names) = pod.required_affinity.as_deref().and_then(node_names) {
@@ -119,6 +192,9 @@ impl Plugin for NodeAffinity {
     }
 
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !self.enforced(&node.node) {
+            return Status::unresolvable(ERR_REASON_ENFORCED);
+        }
         if Self::matches(pod, node) {
             Status::success()
         } else {
@@ -127,7 +203,7 @@ impl Plugin for NodeAffinity {
     }
 
     fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
-        if pod.preferred_affinity.is_empty() {
+        if pod.preferred_affinity.is_empty() && self.added_preferred.is_empty() {
             Status::skip()
         } else {
             Status::success()
@@ -138,6 +214,7 @@ impl Plugin for NodeAffinity {
         Ok(pod
             .preferred_affinity
             .iter()
+            .chain(&self.added_preferred)
             .filter(|(_, t)| t.matches(&node.node.labels, node.name()))
             .map(|(w, _)| w)
             .sum())
@@ -189,7 +266,7 @@ mod tests {
             (&pod(json!({"containers": []})), &hdd_b, true),
         ];
         for (i, (p, n, fits)) in cases.into_iter().enumerate() {
-            let s = NodeAffinity.filter(&st, p, n);
+            let s = NodeAffinity::default().filter(&st, p, n);
             assert_eq!(s.is_success(), fits, "case {i}");
             if !fits {
                 assert_eq!(s, Status::unresolvable(ERR_REASON_POD));
@@ -197,7 +274,7 @@ mod tests {
         }
         let mut cs = CycleState::default();
         assert!(
-            NodeAffinity
+            NodeAffinity::default()
                 .pre_filter(&mut cs, &pod(json!({"containers": []})), &Snapshot::default())
                 .is_skip()
         );
@@ -217,9 +294,12 @@ mod tests {
             labeled("n2", json!({"zone": "a"})),
             labeled("n3", json!({})),
         ];
-        let mut scores: Vec<i64> = nodes.iter().map(|n| NodeAffinity.score(&st, &p, n).unwrap()).collect();
+        let mut scores: Vec<i64> = nodes
+            .iter()
+            .map(|n| NodeAffinity::default().score(&st, &p, n).unwrap())
+            .collect();
         assert_eq!(scores, [40, 10, 0]);
-        NodeAffinity.normalize_scores(&st, &p, &mut scores);
+        NodeAffinity::default().normalize_scores(&st, &p, &mut scores);
         assert_eq!(scores, [100, 25, 0]);
     }
 
@@ -229,7 +309,7 @@ mod tests {
         let hdd = node("n", json!({"disk": "hdd"}), json!({}), json!({}));
         let ssd = node("n", json!({"disk": "ssd"}), json!({}), json!({}));
         let upd = |old: &NodeInfo, new: &NodeInfo| {
-            NodeAffinity.queueing_hint(
+            NodeAffinity::default().queueing_hint(
                 &p,
                 &Change::NodeUpdated {
                     old: &old.node,
@@ -241,12 +321,116 @@ mod tests {
         assert_eq!(upd(&hdd, &ssd), QueueingHint::Queue);
         assert_eq!(upd(&ssd, &ssd), QueueingHint::Skip, "it matched before");
         assert_eq!(
-            NodeAffinity.queueing_hint(&p, &Change::NodeAdded(&hdd.node)),
+            NodeAffinity::default().queueing_hint(&p, &Change::NodeAdded(&hdd.node)),
             QueueingHint::Skip
         );
         assert_eq!(
-            NodeAffinity.queueing_hint(&p, &Change::NodeAdded(&ssd.node)),
+            NodeAffinity::default().queueing_hint(&p, &Change::NodeAdded(&ssd.node)),
             QueueingHint::Queue
+        );
+    }
+
+    fn with_args(args: serde_json::Value) -> NodeAffinity {
+        NodeAffinity::new(crate::plugins::parse_args(Some(&args)).unwrap()).unwrap()
+    }
+
+    fn preferred(terms: serde_json::Value) -> PodInfo {
+        pod(
+            json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}}),
+        )
+    }
+
+    fn term(weight: i64, labels: &[(&str, &str)]) -> serde_json::Value {
+        let exprs: Vec<_> = labels
+            .iter()
+            .map(|(k, v)| json!({"key": k, "operator": "In", "values": [v]}))
+            .collect();
+        json!({"weight": weight, "preference": {"matchExpressions": exprs}})
+    }
+
+    /// kube-scheduler v1.36's `TestNodeAffinityPriority` cases, normalized.
+    #[test]
+    fn kube_scheduler_score_cases() {
+        let st = CycleState::default();
+        let l1 = || labeled("node1", json!({"foo": "bar"}));
+        let l2 = || labeled("node2", json!({"key": "value"}));
+        let l3 = || labeled("node3", json!({"az": "az1"}));
+        let l5 = || labeled("node5", json!({"foo": "bar", "key": "value", "az": "az1"}));
+        let scores = |pl: &NodeAffinity, p: &PodInfo, nodes: &[NodeInfo]| {
+            let mut s: Vec<i64> = nodes.iter().map(|n| pl.score(&st, p, n).unwrap()).collect();
+            pl.normalize_scores(&st, p, &mut s);
+            s
+        };
+        let plain = NodeAffinity::default();
+        let none = pod(json!({"containers": []}));
+        assert_eq!(scores(&plain, &none, &[l1(), l2(), l3()]), [0, 0, 0], "nil affinity");
+        let a1 = preferred(json!([term(2, &[("foo", "bar")])]));
+        let no_match = preferred(json!([term(2, &[("foo", "nope")])]));
+        assert_eq!(scores(&plain, &no_match, &[l1(), l2(), l3()]), [0, 0, 0], "no match");
+        assert_eq!(
+            scores(&plain, &a1, &[l1(), l2(), l3()]),
+            [100, 0, 0],
+            "only node1 matches"
+        );
+        let a2 = preferred(json!([
+            term(2, &[("foo", "bar")]),
+            term(4, &[("key", "value")]),
+            term(5, &[("foo", "bar"), ("key", "value"), ("az", "az1")])
+        ]));
+        assert_eq!(
+            scores(&plain, &a2, &[l1(), l5(), l2()]),
+            [18, 100, 36],
+            "all match some"
+        );
+        let added = |t: serde_json::Value| {
+            with_args(json!({"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [t]}}))
+        };
+        assert_eq!(
+            scores(&added(term(2, &[("foo", "bar")])), &none, &[l1(), l2()]),
+            [100, 0],
+            "added affinity"
+        );
+        assert_eq!(
+            scores(&added(term(3, &[("key", "value")])), &a1, &[l1(), l2(), l5()]),
+            [40, 60, 100],
+            "added affinity and the pod's own"
+        );
+    }
+
+    #[test]
+    fn added_required_affinity_is_enforced_first() {
+        let st = CycleState::default();
+        let pl = with_args(
+            json!({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch"]}]}]}}}),
+        );
+        let batch = labeled("b", json!({"pool": "batch"}));
+        let web = labeled("w", json!({"pool": "web"}));
+        let none = pod(json!({"containers": []}));
+        assert!(pl.filter(&st, &none, &batch).is_success());
+        assert_eq!(pl.filter(&st, &none, &web), Status::unresolvable(ERR_REASON_ENFORCED));
+        assert!(
+            !pl.pre_filter(&mut CycleState::default(), &none, &Snapshot::default())
+                .is_skip()
+        );
+        assert_eq!(
+            pl.queueing_hint(&none, &Change::NodeAdded(&web.node)),
+            QueueingHint::Skip
+        );
+        assert_eq!(
+            pl.queueing_hint(&none, &Change::NodeAdded(&batch.node)),
+            QueueingHint::Queue
+        );
+        let e = NodeAffinity::new(
+            crate::plugins::parse_args(Some(&json!({"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}})))
+                .unwrap(),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: Required value"
+            ),
+            "{e}"
         );
     }
 }

@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use std::sync::Arc;
 
-use crate::cache::Snapshot;
+use super::node_resources_balanced_allocation::scored;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
 use crate::node::{NodeData, NodeInfo};
@@ -76,9 +76,10 @@ pub enum StrategyType {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScoringStrategy {
-    /// Strategy type.
+    /// Strategy type (required when `scoringStrategy` is given, as
+    /// kube-scheduler requires it).
     #[serde(rename = "type", default)]
-    pub kind: StrategyType,
+    pub kind: Option<StrategyType>,
     /// Scored resources (default cpu and memory, weight 1).
     #[serde(default)]
     pub resources: Option<Vec<ResourceSpec>>,
@@ -119,14 +120,22 @@ pub struct NodeResourcesFit {
     shape: Vec<UtilizationShapePoint>,
 }
 
-/// Checks a weighted resource list (weights 1–100, names unique).
-pub fn validate_resources(resources: &[ResourceSpec], field: &str) -> Result<(), String> {
-    for (i, r) in resources.iter().enumerate() {
-        if !(1..=100).contains(&r.weight) {
-            return Err(format!("{field}[{i}].weight: {} is not in 1..=100", r.weight));
+/// Defaults and checks a weighted resource list as kube-scheduler's v1
+/// defaults and validation do: an empty list means cpu and memory, a
+/// weight left out or 0 is 1, weights are in (0, 100].
+pub fn validate_resources(resources: &mut Vec<ResourceSpec>, field: &str) -> Result<(), String> {
+    if resources.is_empty() {
+        *resources = default_resources();
+    }
+    for (i, r) in resources.iter_mut().enumerate() {
+        if r.weight == 0 {
+            r.weight = 1;
         }
-        if resources[..i].iter().any(|o| o.name == r.name) {
-            return Err(format!("{field}[{i}].name: duplicate resource {:?}", r.name));
+        if !(1..=100).contains(&r.weight) {
+            return Err(format!(
+                "{field}[{i}].weight: Invalid value: {}: resource weight of {} not in valid range (0, 100]",
+                r.weight, r.name
+            ));
         }
     }
     Ok(())
@@ -135,11 +144,17 @@ pub fn validate_resources(resources: &[ResourceSpec], field: &str) -> Result<(),
 impl NodeResourcesFit {
     /// Builds the plugin, validating the args.
     pub fn new(args: FitArgs) -> Result<Self, String> {
-        let strategy = args.scoring_strategy.unwrap_or_default();
-        let resources = strategy.resources.unwrap_or_else(default_resources);
-        validate_resources(&resources, "scoringStrategy.resources")?;
+        let strategy = args.scoring_strategy.unwrap_or(ScoringStrategy {
+            kind: Some(StrategyType::LeastAllocated),
+            ..Default::default()
+        });
+        let kind = strategy.kind.ok_or(
+            "scoringStrategy.type: Unsupported value: \"\": supported values: \"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\"",
+        )?;
+        let mut resources = strategy.resources.unwrap_or_default();
+        validate_resources(&mut resources, "scoringStrategy.resources")?;
         let mut shape = Vec::new();
-        match (strategy.kind, strategy.requested_to_capacity_ratio) {
+        match (kind, strategy.requested_to_capacity_ratio) {
             (StrategyType::RequestedToCapacityRatio, Some(p)) => {
                 if p.shape.is_empty() {
                     return Err("scoringStrategy.requestedToCapacityRatio.shape: must not be empty".into());
@@ -178,7 +193,7 @@ impl NodeResourcesFit {
         Ok(NodeResourcesFit {
             ignored: args.ignored_resources,
             ignored_groups: args.ignored_resource_groups,
-            strategy: strategy.kind,
+            strategy: kind,
             resources: resources
                 .iter()
                 .map(|r| (ResourceKey::parse(&r.name), r.weight))
@@ -258,16 +273,22 @@ impl NodeResourcesFit {
     }
 
     /// (requested including the pod, allocatable) of a scored resource, with
-    /// the non-zero defaults for CPU and memory.
+    /// the non-zero defaults for CPU and memory; none for a resource that
+    /// takes no part in the score ([`scored`]).
     #[inline]
-    fn amounts(pod: &PodInfo, node: &NodeInfo, key: &ResourceKey) -> (i64, i64) {
-        let alloc = node.node.allocatable.get_key(key);
+    fn amounts(pod: &PodInfo, node: &NodeInfo, key: &ResourceKey) -> Option<(i64, i64)> {
         let req = match key {
-            ResourceKey::Cpu => node.usage.non_zero_milli_cpu + pod.requests.non_zero_milli_cpu,
-            ResourceKey::Memory => node.usage.non_zero_memory + pod.requests.non_zero_memory,
-            _ => node.usage.requested.get_key(key) + pod.requests.requests.get_key(key),
+            ResourceKey::Cpu => node.usage.non_zero_milli_cpu + pod.requests.fit_milli_cpu,
+            ResourceKey::Memory => node.usage.non_zero_memory + pod.requests.fit_memory,
+            _ => {
+                let own = pod.requests.requests.get_key(key);
+                if !scored(key, own) {
+                    return None;
+                }
+                node.usage.requested.get_key(key) + own
+            }
         };
-        (req, alloc)
+        Some((req, node.node.allocatable.get_key(key)))
     }
 
     fn shape_score(&self, utilization: i64) -> i64 {
@@ -328,7 +349,9 @@ impl Plugin for NodeResourcesFit {
     }
 
     fn points(&self) -> Points {
-        Points::FILTER | Points::PRE_SCORE | Points::SCORE
+        // No PreScore: kube-scheduler never skips this score, so nodes are
+        // ranked by what they hold even for a pod that requests nothing.
+        Points::FILTER | Points::SCORE
     }
 
     fn events_to_register(&self) -> Vec<ClusterEvent> {
@@ -390,23 +413,12 @@ impl Plugin for NodeResourcesFit {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
-        let requests_any = self.resources.iter().any(|(k, _)| match k {
-            ResourceKey::Cpu => pod.requests.non_zero_milli_cpu != 0,
-            ResourceKey::Memory => pod.requests.non_zero_memory != 0,
-            k => pod.requests.requests.get_key(k) != 0,
-        });
-        if requests_any {
-            Status::success()
-        } else {
-            Status::skip()
-        }
-    }
-
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         let (mut total, mut weights) = (0i64, 0i64);
         for (key, weight) in &self.resources {
-            let (req, alloc) = Self::amounts(pod, node, key);
+            let Some((req, alloc)) = Self::amounts(pod, node, key) else {
+                continue;
+            };
             if alloc == 0 {
                 continue;
             }
@@ -559,14 +571,211 @@ mod tests {
     fn args_errors_name_the_field() {
         let e = crate::plugins::parse_args::<FitArgs>(Some(&json!({"scoringStrategy": {"typo": 1}}))).unwrap_err();
         assert!(e.starts_with("scoringStrategy: unknown field `typo`"), "{e}");
-        let e = NodeResourcesFit::new(
-            crate::plugins::parse_args(Some(
-                &json!({"scoringStrategy": {"resources": [{"name": "cpu", "weight": 0}]}}),
-            ))
-            .unwrap(),
+        let new = |v: serde_json::Value| NodeResourcesFit::new(crate::plugins::parse_args(Some(&v)).unwrap());
+        let e =
+            new(json!({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 101}]}}))
+                .unwrap_err();
+        assert_eq!(
+            e,
+            "scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]"
+        );
+        // kube-scheduler's v1 defaults: weight 0 is 1, no resources are cpu
+        // and memory; a strategy without a type is refused.
+        let p = new(json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 0}]}}))
+            .unwrap();
+        assert_eq!(p.resources, [(ResourceKey::Cpu, 1)]);
+        let p = new(json!({"scoringStrategy": {"type": "MostAllocated", "resources": []}})).unwrap();
+        assert_eq!(p.resources, [(ResourceKey::Cpu, 1), (ResourceKey::Memory, 1)]);
+        let e = new(json!({"scoringStrategy": {"resources": [{"name": "cpu"}]}})).unwrap_err();
+        assert!(e.starts_with("scoringStrategy.type: Unsupported value: \"\""), "{e}");
+    }
+
+    /// A pod of app containers, each requesting `r` (quantities as
+    /// kube-scheduler's tests write them: millicores, bytes).
+    fn ctrs(rs: &[serde_json::Value]) -> PodInfo {
+        pod(
+            json!({"containers": rs.iter().map(|r| json!({"name": "c", "resources": {"requests": r}})).collect::<Vec<_>>()}),
         )
-        .unwrap_err();
-        assert_eq!(e, "scoringStrategy.resources[0].weight: 0 is not in 1..=100");
+    }
+
+    fn sized(name: &str, alloc: serde_json::Value) -> NodeInfo {
+        let mut a = alloc;
+        a["pods"] = json!("32");
+        node(name, json!({}), json!({}), a)
+    }
+
+    /// A case: its name, the plugin, the pod, the nodes, the scores wanted.
+    type Case<'a> = (&'a str, &'a NodeResourcesFit, PodInfo, Vec<NodeInfo>, Vec<i64>);
+
+    /// kube-scheduler v1.36's score cases (`least_allocated_test.go`,
+    /// `most_allocated_test.go`, `TestFitScore`).
+    #[test]
+    fn kube_scheduler_score_cases() {
+        let st = CycleState::default();
+        let cm = |cpu: &str, mem: &str| json!({"cpu": cpu, "memory": mem});
+        let two = || ctrs(&[cm("1000m", "2000"), cm("2000m", "3000")]);
+        let none = || pod(json!({"containers": []}));
+        let least = fit(json!({}));
+        let most = fit(json!({"scoringStrategy": {"type": "MostAllocated"}}));
+        let xyz = |ty: &str, xyz_weight: i64| {
+            fit(json!({"scoringStrategy": {"type": ty, "resources": [
+                {"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}, {"name": "abc.com/xyz", "weight": xyz_weight}]}}))
+        };
+        let (least_xyz, least_xyz2, most_xyz) = (
+            xyz("LeastAllocated", 1),
+            xyz("LeastAllocated", 2),
+            xyz("MostAllocated", 1),
+        );
+        let ratio = fit(
+            json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}}),
+        );
+        let n = |name: &str, cpu: &str, mem: &str| sized(name, cm(cpu, mem));
+        let nx = |name: &str, cpu: &str, mem: &str, x: &str| {
+            sized(name, json!({"cpu": cpu, "memory": mem, "abc.com/xyz": x}))
+        };
+        let on = |node: NodeInfo, pods: &[PodInfo]| pods.iter().fold(node, with_pod);
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "least: nothing scheduled, resources requested, differently sized nodes",
+                &least,
+                two(),
+                vec![n("n1", "4000m", "10000"), n("n2", "6000m", "10000")],
+                vec![37, 50],
+            ),
+            (
+                "least: no resources requested, pods scheduled with resources",
+                &least,
+                none(),
+                vec![
+                    on(
+                        n("n1", "10000m", "20000"),
+                        &[ctrs(&[cm("3000m", "0")]), ctrs(&[cm("3000m", "0")])],
+                    ),
+                    on(
+                        n("n2", "10000m", "20000"),
+                        &[ctrs(&[cm("3000m", "0")]), ctrs(&[cm("3000m", "5000")])],
+                    ),
+                ],
+                vec![70, 57],
+            ),
+            (
+                "least: resources requested, pods scheduled with resources",
+                &least,
+                two(),
+                vec![
+                    on(n("n1", "10000m", "20000"), &[ctrs(&[cm("3000m", "0")])]),
+                    on(n("n2", "10000m", "20000"), &[ctrs(&[cm("3000m", "5000")])]),
+                ],
+                vec![57, 45],
+            ),
+            (
+                "least: bypass extended resource if the pod does not request",
+                &least_xyz,
+                two(),
+                vec![n("n1", "6000m", "10000"), nx("n2", "6000m", "10000", "4")],
+                vec![50, 50],
+            ),
+            (
+                "least: honor extended resource if the pod requests",
+                &least_xyz,
+                ctrs(&[json!({"cpu": "3000m", "memory": "5000", "abc.com/xyz": "2"})]),
+                vec![nx("n1", "6000m", "10000", "4"), nx("n2", "6000m", "10000", "10")],
+                vec![50, 60],
+            ),
+            (
+                "least: if the node doesn't have a resource",
+                &least_xyz2,
+                ctrs(&[cm("3000m", "4000")]),
+                vec![n("n1", "6000m", "10000"), nx("n2", "6000m", "10000", "4")],
+                vec![55, 55],
+            ),
+            (
+                "most: no resources requested, pods scheduled with resources",
+                &most,
+                none(),
+                vec![
+                    on(
+                        n("n1", "10000m", "20000"),
+                        &[ctrs(&[cm("3000m", "0")]), ctrs(&[cm("3000m", "0")])],
+                    ),
+                    on(
+                        n("n2", "10000m", "20000"),
+                        &[ctrs(&[cm("3000m", "0")]), ctrs(&[cm("3000m", "5000")])],
+                    ),
+                ],
+                vec![30, 42],
+            ),
+            (
+                "most: resources requested equal node capacity",
+                &most,
+                ctrs(&[cm("2000m", "4000"), cm("3000m", "5000")]),
+                vec![n("n1", "5000m", "10000"), n("n2", "10000m", "9000")],
+                vec![95, 75],
+            ),
+            (
+                "most: no resources requested, pods scheduled, nonzero request for resource",
+                &most,
+                pod(json!({"containers": [{"name": "c"}]})),
+                vec![
+                    on(
+                        n("n1", "250m", "1000Mi"),
+                        &[
+                            pod(json!({"containers": [{"name": "c"}]})),
+                            pod(json!({"containers": [{"name": "c"}]})),
+                        ],
+                    ),
+                    n("n2", "250m", "1000Mi"),
+                ],
+                vec![80, 30],
+            ),
+            (
+                "most: bypass extended resource if the pod does not request",
+                &most_xyz,
+                two(),
+                vec![n("n1", "6000m", "10000"), nx("n2", "6000m", "10000", "4")],
+                vec![50, 50],
+            ),
+            (
+                "fit score: RequestedToCapacityRatio, over capacity drops the resource",
+                &ratio,
+                ctrs(&[cm("3000m", "5000")]),
+                vec![
+                    on(n("n1", "4000m", "10000"), &[ctrs(&[cm("2000m", "4000")])]),
+                    on(n("n2", "6000m", "10000"), &[ctrs(&[cm("1000m", "2000")])]),
+                ],
+                vec![10, 32],
+            ),
+            (
+                "fit score: MostAllocated with a sidecar container",
+                &most,
+                ctrs(&[cm("1000m", "2000")]),
+                vec![
+                    on(
+                        n("n1", "4000m", "10000"),
+                        &[pod(json!({
+                            "initContainers": [{"name": "s", "restartPolicy": "Always", "resources": {"requests": cm("1000m", "2000")}}],
+                            "containers": [{"name": "c", "resources": {"requests": cm("1000m", "2000")}}]}))],
+                    ),
+                    on(n("n2", "4000m", "10000"), &[ctrs(&[cm("1000m", "2000")])]),
+                ],
+                vec![67, 45],
+            ),
+            (
+                // v1.36's Fit scorer reads the container aggregate for the
+                // pod being placed, not its pod-level requests (100m and
+                // 200Mi here, where pod level says 2 CPUs and 4Gi).
+                "pod-level requests are not what Fit scores the pod by",
+                &least,
+                pod(json!({"resources": {"requests": {"cpu": "2", "memory": "4Gi"}}, "containers": [{"name": "c"}]})),
+                vec![n("n1", "4", "8Gi")],
+                vec![97],
+            ),
+        ];
+        for (name, plugin, p, nodes, want) in cases {
+            let got: Vec<i64> = nodes.iter().map(|n| plugin.score(&st, &p, n).unwrap()).collect();
+            assert_eq!(got, want, "{name}");
+        }
+        assert!(!least.points().contains(Points::PRE_SCORE), "never skipped");
     }
 
     #[test]

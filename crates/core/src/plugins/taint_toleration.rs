@@ -150,6 +150,71 @@ mod tests {
         assert_eq!(scores, [100, 50, 0]);
     }
 
+    /// kube-scheduler v1.36's `TestTaintTolerationScore` cases (the
+    /// numeric `Gt`/`Lt` ones are behind an alpha gate, off by default).
+    #[test]
+    fn kube_scheduler_score_cases() {
+        let st = CycleState::default();
+        let taint = |k: &str, v: &str, e: &str| json!({"key": k, "value": v, "effect": e});
+        let tol = |k: &str, v: &str, e: &str| json!({"key": k, "operator": "Equal", "value": v, "effect": e});
+        let with = |tols: Vec<Value>| pod(json!({"containers": [], "tolerations": tols}));
+        let (arm, ssd) = (("cpu-type", "arm64"), ("disk-type", "ssd"));
+        let p = "PreferNoSchedule";
+        let cases: Vec<(&str, PodInfo, Vec<Value>, Vec<i64>)> = vec![
+            (
+                "node with taints tolerated by the pod scores higher than one with intolerable taints",
+                with(vec![tol("foo", "bar", p)]),
+                vec![json!([taint("foo", "bar", p)]), json!([taint("foo", "blah", p)])],
+                vec![100, 0],
+            ),
+            (
+                "nodes whose taints are all tolerated score the same, however many",
+                with(vec![tol(arm.0, arm.1, p), tol(ssd.0, ssd.1, p)]),
+                vec![
+                    json!([]),
+                    json!([taint(arm.0, arm.1, p)]),
+                    json!([taint(arm.0, arm.1, p), taint(ssd.0, ssd.1, p)]),
+                ],
+                vec![100, 100, 100],
+            ),
+            (
+                "the more intolerable taints a node has, the lower its score",
+                with(vec![tol("foo", "bar", p)]),
+                vec![
+                    json!([]),
+                    json!([taint(arm.0, arm.1, p)]),
+                    json!([taint(arm.0, arm.1, p), taint(ssd.0, ssd.1, p)]),
+                ],
+                vec![100, 50, 0],
+            ),
+            (
+                "only PreferNoSchedule taints and tolerations count",
+                with(vec![tol(arm.0, arm.1, "NoSchedule"), tol(ssd.0, ssd.1, "NoSchedule")]),
+                vec![
+                    json!([]),
+                    json!([taint(arm.0, arm.1, "NoSchedule")]),
+                    json!([taint(arm.0, arm.1, p), taint(ssd.0, ssd.1, p)]),
+                ],
+                vec![100, 100, 0],
+            ),
+            (
+                "no taints and tolerations: the node without taints",
+                with(vec![]),
+                vec![json!([]), json!([taint(arm.0, arm.1, p)])],
+                vec![100, 0],
+            ),
+        ];
+        for (name, pod, taints, want) in cases {
+            let nodes: Vec<NodeInfo> = taints.into_iter().map(tainted).collect();
+            let mut got: Vec<i64> = nodes
+                .iter()
+                .map(|n| TaintToleration.score(&st, &pod, n).unwrap())
+                .collect();
+            TaintToleration.normalize_scores(&st, &pod, &mut got);
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
     #[test]
     fn queueing_hint_a_taint_removed() {
         let p = pod(json!({"containers": []}));
