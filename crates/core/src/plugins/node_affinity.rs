@@ -191,6 +191,22 @@ impl Plugin for NodeAffinity {
         Status::success()
     }
 
+    fn filter_nodes(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        for (i, n) in nodes.iter().enumerate() {
+            if !self.enforced(&n.node) {
+                rejected.push((i, Status::unresolvable(ERR_REASON_ENFORCED)));
+            } else if !Self::matches(pod, n) {
+                rejected.push((i, Status::unresolvable(ERR_REASON_POD)));
+            }
+        }
+    }
+
     fn filter(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         if !self.enforced(&node.node) {
             return Status::unresolvable(ERR_REASON_ENFORCED);

@@ -88,6 +88,43 @@ impl Plugin for BalancedAllocation {
         }
     }
 
+    /// Scores a batch: the pod's side is read once; with the default
+    /// resources (cpu and memory) each node's score is computed inline.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        if self.resources != [ResourceKey::Cpu, ResourceKey::Memory] {
+            for (o, n) in out.iter_mut().zip(nodes) {
+                *o = self.score(state, pod, n)?;
+            }
+            return Ok(());
+        }
+        let (cpu, mem) = (pod.requests.requests.milli_cpu, pod.requests.requests.memory);
+        let half = MAX_NODE_SCORE / 2;
+        for (o, n) in out.iter_mut().zip(nodes) {
+            let (alloc, used) = (&n.node.allocatable, &n.usage.requested);
+            let (with, without) = match (alloc.milli_cpu, alloc.memory) {
+                // One fraction or none: no deviation.
+                (0, _) | (_, 0) => (MAX_NODE_SCORE, MAX_NODE_SCORE),
+                (ac, am) => {
+                    let (ac, am) = (ac as f64, am as f64);
+                    let f = |u: i64, a: f64| (u as f64 / a).min(1.0);
+                    let two = |c: f64, m: f64| ((1.0 - ((c - m) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
+                    (
+                        two(f(used.milli_cpu + cpu, ac), f(used.memory + mem, am)),
+                        two(f(used.milli_cpu, ac), f(used.memory, am)),
+                    )
+                }
+            };
+            *o = half + (half + with - without) / 2;
+        }
+        Ok(())
+    }
+
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
         // At most a handful of resources: keep the fractions on the stack.
         let (mut with, mut without) = ([0f64; 8], [0f64; 8]);
@@ -274,6 +311,29 @@ mod tests {
         for (name, plugin, p, nodes, want) in cases {
             let got: Vec<i64> = nodes.iter().map(|n| plugin.score(&st, &p, n).unwrap()).collect();
             assert_eq!(got, want, "{name}");
+        }
+    }
+
+    /// The batch gives what each node's score gives.
+    #[test]
+    fn batches_score_as_single_nodes() {
+        let st = CycleState::default();
+        let p = BalancedAllocation::new(BalancedAllocationArgs::default()).unwrap();
+        let nodes: Vec<Arc<NodeInfo>> = [
+            ("4", "8Gi", "0", "0"),
+            ("4", "8Gi", "3", "1Gi"),
+            ("2", "0", "1", "0"),
+            ("64", "1Ti", "60", "10Gi"),
+        ]
+        .iter()
+        .map(|(c, m, uc, um)| Arc::new(with_pod(sized("n", c, m, None), &pod_req(uc, um))))
+        .collect();
+        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
+        for pd in [pod_req("1", "2Gi"), pod_req("100m", "0"), pod_req("3", "7Gi")] {
+            let mut out = vec![0; nodes.len()];
+            p.score_nodes(&st, &pd, &refs, &mut out).unwrap();
+            let each: Vec<i64> = nodes.iter().map(|n| p.score(&st, &pd, n).unwrap()).collect();
+            assert_eq!(out, each);
         }
     }
 

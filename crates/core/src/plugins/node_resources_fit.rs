@@ -291,6 +291,19 @@ impl NodeResourcesFit {
         Some((req, node.node.allocatable.get_key(key)))
     }
 
+    fn score_each(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        for (o, n) in out.iter_mut().zip(nodes) {
+            *o = self.score(state, pod, n)?;
+        }
+        Ok(())
+    }
+
     fn shape_score(&self, utilization: i64) -> i64 {
         let s = &self.shape;
         for i in 0..s.len() {
@@ -411,6 +424,46 @@ impl Plugin for NodeResourcesFit {
                 rejected.push((i, st));
             }
         }
+    }
+
+    /// Scores a batch; `LeastAllocated` and `MostAllocated` over cpu and
+    /// memory (the default) are computed inline.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let plain = matches!(
+            self.strategy,
+            StrategyType::LeastAllocated | StrategyType::MostAllocated
+        );
+        let [(ResourceKey::Cpu, wc), (ResourceKey::Memory, wm)] = self.resources.as_slice() else {
+            return self.score_each(state, pod, nodes, out);
+        };
+        if !plain {
+            return self.score_each(state, pod, nodes, out);
+        }
+        let (cpu, mem) = (pod.requests.fit_milli_cpu, pod.requests.fit_memory);
+        let one = match self.strategy {
+            StrategyType::LeastAllocated => least_requested_score,
+            _ => most_requested_score,
+        };
+        for (o, n) in out.iter_mut().zip(nodes) {
+            let (alloc, u) = (&n.node.allocatable, &n.usage);
+            let (mut total, mut weights) = (0, 0);
+            if alloc.milli_cpu != 0 {
+                total += one(u.non_zero_milli_cpu + cpu, alloc.milli_cpu) * wc;
+                weights += wc;
+            }
+            if alloc.memory != 0 {
+                total += one(u.non_zero_memory + mem, alloc.memory) * wm;
+                weights += wm;
+            }
+            *o = if weights == 0 { 0 } else { total / weights };
+        }
+        Ok(())
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -552,6 +605,39 @@ mod tests {
         let be = pod(json!({"containers": [{"name": "c"}]}));
         let empty = node_alloc("e", "1", "1000Mi");
         assert_eq!(fit(json!({})).score(&st, &be, &empty).unwrap(), (90 + 80) / 2);
+    }
+
+    /// The batch gives what each node's score gives, for every strategy.
+    #[test]
+    fn batches_score_as_single_nodes() {
+        let st = CycleState::default();
+        let nodes: Vec<Arc<NodeInfo>> = [
+            ("4", "8Gi", "0", "0"),
+            ("4", "8Gi", "3", "1Gi"),
+            ("2", "0", "1", "0"),
+            ("64", "1Ti", "70", "10Gi"),
+        ]
+        .iter()
+        .map(|(c, m, uc, um)| Arc::new(with_pod(node_alloc("n", c, m), &pod_req(uc, um))))
+        .collect();
+        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
+        for args in [
+            json!({}),
+            json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory"}]}}),
+            json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}),
+        ] {
+            let p = fit(args);
+            for pd in [
+                pod_req("1", "2Gi"),
+                pod(json!({"containers": [{"name": "c"}]})),
+                pod_req("3", "7Gi"),
+            ] {
+                let mut out = vec![0; nodes.len()];
+                p.score_nodes(&st, &pd, &refs, &mut out).unwrap();
+                let each: Vec<i64> = nodes.iter().map(|n| p.score(&st, &pd, n).unwrap()).collect();
+                assert_eq!(out, each);
+            }
+        }
     }
 
     #[test]

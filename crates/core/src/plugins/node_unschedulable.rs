@@ -1,6 +1,8 @@
 //! NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take only pods
 //! that tolerate the `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
+use std::sync::Arc;
+
 use crate::events::{Change, ClusterEvent, QueueingHint};
 use crate::framework::{CycleState, Plugin, Points, Status};
 use crate::node::{NodeInfo, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
@@ -40,6 +42,25 @@ impl Plugin for NodeUnschedulable {
         }
     }
 
+    /// The first filter to read each node: one flag per node, and nothing
+    /// at all for a pod that tolerates the cordon.
+    fn filter_nodes(
+        &self,
+        _: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        if tolerated(&pod.tolerations, &self.taint) {
+            return;
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            if n.node.unschedulable {
+                rejected.push((i, Status::unresolvable(ERR_REASON)));
+            }
+        }
+    }
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         super::taint_toleration::TAINT_EVENTS.to_vec()
     }
@@ -76,6 +97,15 @@ mod tests {
         assert_eq!(p.filter(&st, &plain, &cordoned), Status::unresolvable(ERR_REASON));
         assert!(p.filter(&st, &plain, &open).is_success());
         assert!(p.filter(&st, &tolerant, &cordoned).is_success());
+        // A batch rejects what single nodes reject.
+        let nodes = [Arc::new(open.clone()), Arc::new(cordoned.clone())];
+        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
+        let mut rejected = Vec::new();
+        p.filter_nodes(&st, &plain, &refs, &mut rejected);
+        assert_eq!(rejected, [(1, Status::unresolvable(ERR_REASON))]);
+        rejected.clear();
+        p.filter_nodes(&st, &tolerant, &refs, &mut rejected);
+        assert!(rejected.is_empty());
     }
 
     #[test]
