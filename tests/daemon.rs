@@ -839,14 +839,17 @@ async fn soak_under_faults_loses_nothing_and_memory_stays_flat() {
         t0.elapsed(),
         scheduled.len()
     );
-    // After the first quarter (caches, pools and allocator arenas warmed
-    // up), memory does not follow the pods seen.
-    let quarter = samples[samples.len() / 4];
+    // Once caches, pools and allocator arenas have warmed up (the first
+    // half, faults included: a relist or a retry burst raises the high-water
+    // mark once), memory does not follow the pods seen: a leak grows with
+    // every wave, past the first half's peak.
+    let half = &samples[..samples.len() / 2];
     let last = *samples.last().unwrap();
-    for (who, mid, end) in [("leader", quarter.1, last.1), ("standby", quarter.2, last.2)] {
+    let peak = |f: fn(&(usize, u64, u64)) -> u64| half.iter().map(f).max().unwrap();
+    for (who, mid, end) in [("leader", peak(|s| s.1), last.1), ("standby", peak(|s| s.2), last.2)] {
         assert!(
             end <= mid + 12 * 1024,
-            "{who} grew from {mid} KiB to {end} KiB over {total} pods"
+            "{who} grew from {mid} KiB (the first half's peak) to {end} KiB over {total} pods"
         );
     }
 }
