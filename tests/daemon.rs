@@ -804,52 +804,55 @@ async fn soak_under_faults_loses_nothing_and_memory_stays_flat() {
     let bound = s.binding_log().len();
     assert_eq!(bound, total / wave * wave, "every pod bound once");
     // Every Scheduled event is written, or counted as dropped by the
-    // replica that bound the pod, once the replicas have nothing queued.
+    // replica that bound the pod: the last bindings' reports may still be
+    // on their way (a binding is visible before its answer reaches the
+    // binder), so this is checked until it holds or the bound passes.
     let deadline = Instant::now() + Duration::from_secs(60);
-    let mut dropped = 0.0;
-    for admin in [&admin_a, &admin_b] {
-        loop {
-            let backlog = admin_metric(admin, "wasmsched_report_backlog ").await;
-            if backlog == Some(0.0) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "{admin}: reports still queued: {backlog:?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    let (scheduled, missing, dropped) = loop {
+        let mut dropped = 0.0;
+        for admin in [&admin_a, &admin_b] {
+            let m = http_get(admin, "/metrics").await;
+            dropped += m
+                .lines()
+                .filter(|l| l.starts_with("wasmsched_reports_dropped_total{write=\"event\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>();
         }
-        let m = http_get(admin, "/metrics").await;
-        dropped += m
-            .lines()
-            .filter(|l| l.starts_with("wasmsched_reports_dropped_total{write=\"event\""))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>();
-    }
-    let scheduled: HashSet<String> = s
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| e.reason.as_deref() == Some("Scheduled"))
-        .filter_map(|e| e.regarding?.uid)
-        .collect();
-    let missing = bound - scheduled.len();
-    assert!(
-        missing as f64 <= dropped,
-        "{missing} bound pods have no Scheduled event, {dropped} events counted as dropped"
-    );
+        let scheduled: HashSet<String> = s
+            .list::<Event>()
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+            .filter_map(|e| e.regarding?.uid)
+            .collect();
+        let missing = bound - scheduled.len();
+        if missing as f64 <= dropped {
+            break (scheduled, missing, dropped);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{missing} bound pods have no Scheduled event, {dropped} events counted as dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     eprintln!(
         "soak: {total} pods in {:?}, bindings per replica {per_binder:?}, Scheduled events {} ({missing} missing, {dropped} counted as dropped), faults by wave {faults:?}; pods created, leader RSS KiB, standby RSS KiB: {samples:?}",
         t0.elapsed(),
         scheduled.len()
     );
-    // Once caches, pools and allocator arenas have warmed up (the first
-    // half, faults included: a relist or a retry burst raises the high-water
-    // mark once), memory does not follow the pods seen: a leak grows with
-    // every wave, past the first half's peak.
-    let half = &samples[..samples.len() / 2];
+    // After the first quarter (caches, pools and allocator arenas warmed
+    // up), memory does not follow the pods seen. A leak grows with every
+    // wave, so it also grows over the last third; a fault's relist or retry
+    // burst raises the high-water mark once and stays flat after.
+    let quarter = samples[samples.len() / 4];
+    let two_thirds = samples[samples.len() * 2 / 3];
     let last = *samples.last().unwrap();
-    let peak = |f: fn(&(usize, u64, u64)) -> u64| half.iter().map(f).max().unwrap();
-    for (who, mid, end) in [("leader", peak(|s| s.1), last.1), ("standby", peak(|s| s.2), last.2)] {
+    for (who, mid, late, end) in [
+        ("leader", quarter.1, two_thirds.1, last.1),
+        ("standby", quarter.2, two_thirds.2, last.2),
+    ] {
         assert!(
-            end <= mid + 12 * 1024,
-            "{who} grew from {mid} KiB (the first half's peak) to {end} KiB over {total} pods"
+            end <= mid + 12 * 1024 || end <= late + 4 * 1024,
+            "{who} grew from {mid} KiB to {end} KiB over {total} pods ({late} KiB at two thirds): {samples:?}"
         );
     }
 }
