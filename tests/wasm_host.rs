@@ -412,6 +412,38 @@ fn a_shared_cache_directory_gets_a_private_subdirectory() {
         1,
         "nothing but the private directory"
     );
+    // Someone who may write the shared parent swaps `private` for a
+    // directory of their own holding an artifact under the same name (here
+    // label-gate's code named as node-price's, with its digest): the
+    // running scheduler reads through the directory as it is now, refuses
+    // it, and compiles node-price again.
+    let planted = shared.join("planted");
+    std::fs::create_dir(&planted).unwrap();
+    let other = temp_dir("other-cache");
+    PluginHost::new(WasmEngine::new(Some(other.clone())).unwrap(), WasmConfig::default(), 1)
+        .load_file(&guest::label_gate(), "{}")
+        .unwrap();
+    let names: Vec<std::ffi::OsString> = std::fs::read_dir(&private)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let theirs: Vec<PathBuf> = std::fs::read_dir(&other).unwrap().flatten().map(|e| e.path()).collect();
+    for name in &names {
+        let ext = if name.to_string_lossy().ends_with(".sha256") {
+            ".sha256"
+        } else {
+            ".cwasm"
+        };
+        let src = theirs.iter().find(|p| p.to_string_lossy().ends_with(ext)).unwrap();
+        std::fs::copy(src, planted.join(name)).unwrap();
+    }
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::rename(&private, shared.join("old")).unwrap();
+    std::fs::rename(&planted, &private).unwrap();
+    let l = host.load_file(&guest::node_price(), "{}").unwrap();
+    assert!(!l.cached, "compiled again, not loaded from the planted directory");
+    assert_eq!(l.name, "node-price");
 }
 
 /// The same component with different bytes (a custom section appended).
@@ -1310,4 +1342,283 @@ fn gzip_compressed_components_load_within_the_size_limit() {
     assert_eq!(loaded.component_bytes, component.len());
     let ns = nodes(&[Some("0.3"), Some("0.1")]);
     assert!(loaded.score(&pod(json!({})), &refs(&ns), None).is_ok());
+}
+
+/// Whether `text` is safe in a log line or a pod's condition: no control
+/// character, line or paragraph separator or bidirectional override.
+fn printable(text: &str) -> bool {
+    !text.chars().any(|c| {
+        c.is_control()
+            || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// What a plugin says reaches the cluster cut and escaped, and an error is
+/// a failure: a 1 MiB error full of newlines, ESC bytes and bidirectional
+/// overrides, different on every call, becomes a message of at most the
+/// stated bound and counts toward back-off like a trap; a host error deep
+/// in a guest whose functions carry 20 KB names (wasmtime's backtrace
+/// would name 20 of them) says what failed, not where; 600 nodes rejected
+/// with 600 different reasons make a message cut at the stated limit.
+#[test]
+fn what_a_plugin_says_is_cut_and_escaped() {
+    use wasmsched_wasm::text::MAX_ERROR_BYTES;
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let state = CycleState::default();
+    let bound = "plugin misbehave: ".len() + MAX_ERROR_BYTES;
+
+    let (_host, big) = slot("misbehave", &guest::misbehave(), r#"{"mode": "big-error"}"#, json!({}));
+    for call in 0..5 {
+        let mut out = [0; 2];
+        let msg = big.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err().message();
+        assert!(printable(&msg), "{msg}");
+        if call < 3 {
+            assert!(msg.len() <= bound, "{} bytes", msg.len());
+            assert!(msg.starts_with("plugin misbehave: call "), "{msg}");
+        } else {
+            assert!(msg.contains("not called: backing off"), "{msg}");
+        }
+    }
+    assert_eq!(big.stats().errors.load(Ordering::Relaxed), 3);
+    assert_eq!(big.stats().skipped_backing_off.load(Ordering::Relaxed), 2);
+
+    let named = guest::hostile_component("long-names", |t| {
+        let mut n = 0;
+        let mut out = String::with_capacity(t.len() * 2);
+        let mut rest = t;
+        while let Some(at) = rest.find("(func (;") {
+            out.push_str(&rest[..at]);
+            out.push_str(&format!("(func ${}{n} (;", "n".repeat(20_000)));
+            rest = &rest[at + "(func (;".len()..];
+            n += 1;
+        }
+        out.push_str(rest);
+        out
+    });
+    let (_host, deep) = slot("misbehave", &named, r#"{"mode": "deep-host-error"}"#, json!({}));
+    let st = deep.filter(&state, &p, &ns[0]);
+    let msg = st.message();
+    assert!(
+        msg.len() <= bound,
+        "{} bytes: {}",
+        msg.len(),
+        &msg[..200.min(msg.len())]
+    );
+    assert!(printable(&msg) && !msg.contains("nnnnnnnnnn"), "{msg}");
+    assert!(msg.contains("utf-8"), "{msg}");
+
+    let (mut sched, _host) = scheduler_with(
+        "many-reasons",
+        &guest::misbehave(),
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: misbehave}]\n  pluginConfig:\n  - name: misbehave\n    args: {mode: many-reasons}\n",
+    );
+    let t0 = Instant::now();
+    for i in 0..600 {
+        let n: Node = serde_json::from_value(json!({"metadata": {"name": format!("n{i:03}")},
+            "status": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}))
+        .unwrap();
+        sched.on_node(&n, t0).unwrap();
+    }
+    sched.on_pod(&labelled_pod("web-0", json!({}), None), t0).unwrap();
+    let a = sched.schedule_one(t0, false).expect("a pod to schedule");
+    let Err(wasmsched_core::framework::ScheduleError::Unschedulable(fit)) = &a.result else {
+        panic!("{:?}", a.result);
+    };
+    let msg = fit.to_string();
+    assert!(
+        msg.len() <= wasmsched_core::framework::MAX_MESSAGE_BYTES,
+        "{} bytes",
+        msg.len()
+    );
+    assert!(msg.starts_with("0/600 nodes are available: "), "{msg}");
+    assert!(msg.contains(" is not wanted: xxx"), "{msg}");
+    assert!(msg.ends_with(" ..."), "{msg}");
+}
+
+/// Real components with core instances added: each instance's context is
+/// allocated outside the store's limiter, so they are bounded before the
+/// component is compiled. A module of 500 000 globals instantiated 30
+/// times (8 MiB of contexts each, 240 MiB together), a small module
+/// instantiated 65 times, and 20 instances of 600 KiB each are refused
+/// naming the limit, the process does not grow, and the real guests of
+/// every SDK pass (their largest: Python's, 38 instances, 422 KB).
+#[test]
+fn core_instances_are_bounded_before_they_are_made() {
+    let _alone = exclusive();
+    let with_instances = |tag: &str, globals: usize, instances: usize| {
+        guest::hostile_component(tag, |t| {
+            let body = t.trim_end().strip_suffix(')').unwrap();
+            let mut out = String::with_capacity(body.len() + globals * 28 + 100);
+            out.push_str(body);
+            out.push_str("(core module $extra");
+            for _ in 0..globals {
+                out.push_str(" (global i32 (i32.const 0))");
+            }
+            out.push_str(")\n");
+            for _ in 0..instances {
+                out.push_str("(core instance (instantiate $extra))\n");
+            }
+            out.push(')');
+            out
+        })
+    };
+    let globals = with_instances("globals", 500_000, 30);
+    let many = with_instances("many-instances", 1, 65);
+    let wide = with_instances("wide", 38_000, 20);
+    let dir = temp_dir("instances-dir");
+    for (f, name) in [(&globals, "globals"), (&many, "many"), (&wide, "wide")] {
+        std::fs::copy(f, dir.join(format!("{name}.wasm"))).unwrap();
+    }
+    std::fs::copy(guest::node_price(), dir.join("node-price.wasm")).unwrap();
+    let before = rss_now_mib();
+    let host = host_for(Some(&dir), json!({}));
+    let report = host.scan();
+    let mut rejected = report.rejected.clone();
+    rejected.sort();
+    assert_eq!(rejected.len(), 3, "{report:?}");
+    assert_eq!(rejected[0].0, "globals.wasm");
+    assert!(
+        rejected[0]
+            .1
+            .contains("one of its core instances takes 7812 KiB of host memory before it runs (limit 1024 KiB)"),
+        "{}",
+        rejected[0].1
+    );
+    assert_eq!(rejected[1].0, "many.wasm");
+    assert!(
+        rejected[1].1.contains("it creates 68 core instances (limit 64)"),
+        "{}",
+        rejected[1].1
+    );
+    assert_eq!(rejected[2].0, "wide.wasm");
+    assert!(rejected[2].1.contains("its core instances take "), "{}", rejected[2].1);
+    assert!(rejected[2].1.contains("(limit 4096 KiB)"), "{}", rejected[2].1);
+    assert_eq!(report.loaded.len(), 1, "node-price still loads: {report:?}");
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 100, "peak RSS grew {grew} MiB");
+    // The real guests' shapes, as wasmtime allocates them.
+    let s = wasmsched_wasm::shape::shape(&std::fs::read(guest::node_price()).unwrap()).unwrap();
+    assert_eq!(s.core_instances, 3, "{s:?}");
+    assert!(s.bytes > 1024 && s.bytes < 8192, "{s:?}");
+}
+
+/// A directory of gzip bombs (each decompresses to 60 MiB, under the file
+/// limit; 15 fit in a 1 MiB ConfigMap) is read one file at a time: the
+/// scan holds one decompressed file, not all of them.
+#[test]
+fn a_directory_of_gzip_bombs_is_read_one_file_at_a_time() {
+    use std::io::Write as _;
+    let _alone = exclusive();
+    let dir = temp_dir("bombs");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![0u8; 60 << 20]).unwrap();
+    let gz = gz.finish().unwrap();
+    assert!(gz.len() < 100 << 10);
+    for i in 0..15 {
+        std::fs::write(dir.join(format!("bomb-{i:02}.wasm.gz")), &gz).unwrap();
+    }
+    let before = rss_now_mib();
+    let host = host_for(Some(&dir), json!({}));
+    let report = host.scan();
+    assert_eq!(report.rejected.len(), 15, "{report:?}");
+    assert!(report.rejected[0].1.contains("it is not WebAssembly"), "{report:?}");
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 300, "peak RSS grew {grew} MiB (all 15 at once: 900)");
+    assert!(
+        host.scan().rejected.is_empty(),
+        "unchanged refused files are not retried"
+    );
+}
+
+/// A plugin that traps on every third call never fails three times in a
+/// row; three failures among its last ten calls make it back off all the
+/// same.
+#[test]
+fn a_plugin_that_fails_every_third_call_backs_off() {
+    let (_host, slot) = slot(
+        "misbehave",
+        &guest::misbehave(),
+        r#"{"mode": "trap-every-third"}"#,
+        json!({}),
+    );
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let state = CycleState::default();
+    for _ in 0..30 {
+        let mut out = [0; 2];
+        let _ = slot.score_nodes(&state, &p, &refs(&ns), &mut out);
+    }
+    let stats = slot.stats();
+    assert_eq!(
+        stats.traps.load(Ordering::Relaxed),
+        3,
+        "the third trap started a back-off"
+    );
+    assert!(stats.skipped_backing_off.load(Ordering::Relaxed) >= 20);
+}
+
+/// A pod view over a large cluster is held to the call's deadline: the
+/// call fails as timed out (it once counted as a success when the host's
+/// work ran past the deadline without entering the guest again).
+#[test]
+fn a_pod_view_over_a_large_cluster_stops_at_the_deadline() {
+    let (mut sched, host) = scheduler_with(
+        "big-view",
+        &guest::label_spread(),
+        "wasmPlugins:\n  plugins:\n  - {name: label-spread, timeoutMs: 1}\nprofiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: label-spread}]\n  pluginConfig:\n  - name: label-spread\n    args: {topologyKey: zone}\n",
+    );
+    let t0 = Instant::now();
+    for i in 0..500 {
+        let n: Node = serde_json::from_value(
+            json!({"metadata": {"name": format!("n{i:03}"), "labels": {"zone": format!("z{}", i % 50)}},
+            "status": {"allocatable": {"cpu": "1000", "memory": "1000Gi", "pods": "1000"}}}),
+        )
+        .unwrap();
+        sched.on_node(&n, t0).unwrap();
+    }
+    for i in 0..100_000 {
+        let labels = json!({"app": "web", "i": format!("{}", i % 997)});
+        sched
+            .on_pod(
+                &labelled_pod(&format!("b{i}"), labels, Some(&format!("n{:03}", i % 500))),
+                t0,
+            )
+            .unwrap();
+    }
+    sched
+        .on_pod(&labelled_pod("web-new", json!({"app": "web"}), None), t0)
+        .unwrap();
+    let a = sched.schedule_one(t0, false).expect("a pod to schedule");
+    let msg = match &a.result {
+        Err(e) => e.to_string(),
+        Ok(r) => panic!("placed on {} within 1 ms", r.node),
+    };
+    assert!(msg.contains("timed out after 1ms"), "{msg}");
+    let _ = host;
+}
+
+/// A scan does not hold the host's lock while a plugin starts (its start
+/// and `configure` run the guest, up to the load deadline): what `/readyz`,
+/// `/metrics` and new slots read stays available meanwhile.
+#[test]
+fn a_plugin_starting_does_not_block_readers_of_the_host() {
+    let dir = temp_dir("slow-start-dir");
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    let host = host_for(Some(&dir), json!({"plugins": [{"name": "misbehave"}]}));
+    let _slot = host.slot("misbehave", r#"{"mode": "slow-start"}"#.into()).unwrap();
+    let scanning = {
+        let host = host.clone();
+        std::thread::spawn(move || host.scan())
+    };
+    // configure spins about 2 s; reading the host must not wait for it.
+    let mut slowest = Duration::ZERO;
+    while !scanning.is_finished() {
+        let (_, took) = timed(|| host.slots().len());
+        slowest = slowest.max(took);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let report = scanning.join().unwrap();
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    assert!(slowest < Duration::from_millis(500), "a reader waited {slowest:?}");
 }

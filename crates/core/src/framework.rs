@@ -11,7 +11,7 @@ mod status;
 pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
 pub use extender::ExtenderVerdicts;
 pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResult, PreemptionTry};
-pub use status::{Code, Reason, Status, truncate_message};
+pub use status::{Code, MAX_MESSAGE_BYTES, Reason, Status, truncate_message};
 
 use std::any::Any;
 use std::collections::HashMap;

@@ -122,7 +122,8 @@ impl Report {
             },
             profile: profile.to_owned(),
             reason,
-            message,
+            // The condition says what the event says, within the same bound.
+            message: truncate_message(message, NOTE_LIMIT),
             resource_version: pod.metadata.resource_version.clone().unwrap_or_default(),
             seen: SeenCondition::of(pod),
         }
@@ -130,7 +131,7 @@ impl Report {
 }
 
 /// Longest note an event may carry (the API server refuses more).
-const NOTE_LIMIT: usize = 1024;
+const NOTE_LIMIT: usize = wasmsched_core::framework::MAX_MESSAGE_BYTES;
 
 /// Reports written at once. The client's token bucket (`clientConnection`)
 /// sets the pace; this only keeps enough requests waiting for it that the

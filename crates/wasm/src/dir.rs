@@ -226,6 +226,9 @@ pub struct PluginHost {
     seed: u64,
     inner: Mutex<Inner>,
     scan_lock: Mutex<()>,
+    /// Each file's metadata and digest when it was last read: a file whose
+    /// metadata is unchanged is not read again to be hashed.
+    seen: Mutex<BTreeMap<PathBuf, (FileStamp, String)>>,
     scans: AtomicU64,
     compiling: Arc<std::sync::atomic::AtomicUsize>,
     /// Bumped whenever a plugin's serving version changes (loaded,
@@ -264,6 +267,7 @@ impl PluginHost {
             seed,
             inner: Mutex::new(Inner::default()),
             scan_lock: Mutex::new(()),
+            seen: Mutex::new(BTreeMap::new()),
             scans: AtomicU64::new(0),
             compiling: Arc::default(),
             changes: AtomicU64::new(0),
@@ -707,7 +711,9 @@ impl PluginHost {
         let Some(dir) = &self.config.directory else {
             return report;
         };
-        let mut present: BTreeMap<PathBuf, Result<Vec<u8>, LoadError>> = BTreeMap::new();
+        // Each file's digest, one file in memory at a time: a directory of
+        // gzip bombs is never decompressed all at once.
+        let mut present: BTreeMap<PathBuf, Result<String, LoadError>> = BTreeMap::new();
         match std::fs::read_dir(dir) {
             Ok(entries) => {
                 for e in entries.flatten() {
@@ -719,7 +725,7 @@ impl PluginHost {
                     if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
                         continue;
                     }
-                    present.insert(path.clone(), read_in(dir, &path, self.max_file_bytes()));
+                    present.insert(path.clone(), self.digest(dir, &path));
                 }
             }
             Err(e) => {
@@ -760,35 +766,54 @@ impl PluginHost {
             .iter()
             .map(|(p, f)| (p.clone(), (f.sha256.clone(), f.rejected.is_some())))
             .collect();
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|p, _| present.contains_key(p));
         let hashes: BTreeMap<PathBuf, String> = present
             .iter()
-            .filter_map(|(p, b)| b.as_ref().ok().map(|b| (p.clone(), crate::sha256_hex(b))))
+            .filter_map(|(p, sha)| sha.as_ref().ok().map(|sha| (p.clone(), sha.clone())))
             .collect();
         let dir_changed =
             !removed_files.is_empty() || hashes.iter().any(|(p, sha)| known.get(p).is_none_or(|(k, _)| k != sha));
         let mut changed = Vec::new();
-        for (path, bytes) in present {
-            let bytes = match bytes {
-                Ok(b) => b,
+        for (path, sha) in present {
+            let unreadable = |this: &Self, report: &mut ScanReport, path: PathBuf, e: LoadError| {
+                if known.get(&path).is_none_or(|(_, rejected)| !rejected) {
+                    this.reject(report, &path, &e.to_string());
+                }
+                Self::refused(&mut this.lock(), path, String::new(), e.to_string());
+            };
+            let sha = match sha {
+                Ok(s) => s,
                 Err(e) => {
-                    if known.get(&path).is_none_or(|(_, rejected)| !rejected) {
-                        self.reject(&mut report, &path, &e.to_string());
-                    }
-                    Self::refused(&mut self.lock(), path, String::new(), e.to_string());
+                    unreadable(self, &mut report, path, e);
                     continue;
                 }
             };
-            let sha = hashes[&path].clone();
             if let Some((k, rejected)) = known.get(&path)
                 && *k == sha
                 && !(*rejected && dir_changed)
             {
                 continue;
             }
+            // Read again to compile (it may have changed since it was
+            // hashed: its digest is the one compiled).
+            let bytes = match read_in(dir, &path, self.max_file_bytes()) {
+                Ok(b) => b,
+                Err(e) => {
+                    unreadable(self, &mut report, path, e);
+                    continue;
+                }
+            };
+            let sha = crate::sha256_hex(&bytes);
             let tier = self.first_tier(&bytes, &sha);
             let bytes = Arc::new(bytes);
             let outcome = self.compile_within(&path, bytes.clone(), tier);
-            changed.push((path, sha, bytes, outcome));
+            // Only code served on baseline keeps its bytes, for Cranelift
+            // to compile later.
+            let keep = (tier == Tier::Baseline).then_some(bytes);
+            changed.push((path, sha, keep, outcome));
         }
         let mut inner = self.lock();
         let mut to_optimize = Vec::new();
@@ -823,10 +848,32 @@ impl PluginHost {
                         );
                         continue;
                     }
-                    let slots: Vec<Arc<PluginSlot>> =
+                    let mut slots: Vec<Arc<PluginSlot>> =
                         inner.slots.iter().filter(|s| s.name() == meta.name).cloned().collect();
                     let stats = Self::stats_for(&mut inner, &meta.name);
-                    let versions = match self.versions_for(&slots, &compiled, &meta, &path, &stats) {
+                    // Instantiating runs the guest (up to its load
+                    // deadline): not under the lock `/readyz`, `/metrics`
+                    // and new slots take.
+                    drop(inner);
+                    let mut versions = self.versions_for(&slots, &compiled, &meta, &path, &stats);
+                    inner = self.lock();
+                    // A slot made meanwhile gets the new version too.
+                    let late: Vec<Arc<PluginSlot>> = inner
+                        .slots
+                        .iter()
+                        .filter(|s| s.name() == meta.name && !slots.iter().any(|o| Arc::ptr_eq(o, s)))
+                        .cloned()
+                        .collect();
+                    if !late.is_empty()
+                        && let Ok(v) = &mut versions
+                    {
+                        match self.versions_for(&late, &compiled, &meta, &path, &stats) {
+                            Ok(more) => v.extend(more),
+                            Err(e) => versions = Err(e),
+                        }
+                        slots.extend(late);
+                    }
+                    let versions = match versions {
                         Ok(v) => v,
                         Err(e) => {
                             let why = e.to_string();
@@ -850,7 +897,10 @@ impl PluginHost {
                     report
                         .loaded
                         .push((file_name(&path), meta.name.clone(), meta.version.clone()));
-                    if compiled.tier == Tier::Baseline && self.tiering() == Tiering::BaselineFirst {
+                    if compiled.tier == Tier::Baseline
+                        && self.tiering() == Tiering::BaselineFirst
+                        && let Some(bytes) = bytes
+                    {
                         to_optimize.push((path.clone(), sha.clone(), bytes));
                     }
                     inner.files.insert(
@@ -874,6 +924,26 @@ impl PluginHost {
     /// Records that the content `sha` of `path` was refused, keeping the
     /// plugin version the file provided before (it keeps serving); true when
     /// there was one.
+    /// The digest of a file of the directory: read (and dropped) unless its
+    /// metadata is what it was when last read.
+    fn digest(&self, dir: &Path, path: &Path) -> Result<String, LoadError> {
+        let stamp = FileStamp::of(path);
+        if let Some(stamp) = &stamp
+            && let Some((seen, sha)) = self.seen.lock().unwrap_or_else(|p| p.into_inner()).get(path)
+            && seen == stamp
+        {
+            return Ok(sha.clone());
+        }
+        let sha = crate::sha256_hex(&read_in(dir, path, self.max_file_bytes())?);
+        if let Some(stamp) = stamp {
+            self.seen
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path.to_owned(), (stamp, sha.clone()));
+        }
+        Ok(sha)
+    }
+
     fn refused(inner: &mut Inner, path: PathBuf, sha: String, why: String) -> bool {
         let prev = inner.files.remove(&path).and_then(|f| f.plugin);
         let had = prev.is_some();
@@ -992,14 +1062,46 @@ fn file_stem(p: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// What says a file changed without reading it: the file a path leads to
+/// (device and inode: a ConfigMap update links the name to a new file), its
+/// size, and its modification and change times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    #[cfg(unix)]
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn of(_: &Path) -> Option<Self> {
+        None
+    }
+}
+
 /// The suffix of a gzip-compressed component.
 pub const GZ_SUFFIX: &str = ".wasm.gz";
 
 /// Reads a plugin file given by path (`plugin check`, `plugin test`):
 /// a regular file (links followed) of at most `max` bytes.
 fn read(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
-    let meta = std::fs::metadata(path).map_err(|e| LoadError::Io(e.to_string()))?;
-    read_regular(path, &meta, max)
+    let target = std::fs::canonicalize(path).map_err(|e| LoadError::Io(e.to_string()))?;
+    read_regular(path, &target, max)
 }
 
 /// Reads a file of the plugin directory: a regular file inside `dir`
@@ -1008,8 +1110,12 @@ fn read(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
 fn read_in(dir: &Path, path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
     let io = |e: std::io::Error| LoadError::Io(e.to_string());
     let link = std::fs::symlink_metadata(path).map_err(io)?;
+    // The file opened is the link's target (checked to be inside), opened
+    // without following links: a name swapped for a link out between the
+    // check and the open is refused, not followed.
+    let mut target = path.to_owned();
     if link.file_type().is_symlink() {
-        let target = std::fs::canonicalize(path).map_err(io)?;
+        target = std::fs::canonicalize(path).map_err(io)?;
         let root = std::fs::canonicalize(dir).map_err(io)?;
         if !target.starts_with(&root) {
             return Err(LoadError::Refused(format!(
@@ -1018,15 +1124,37 @@ fn read_in(dir: &Path, path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
             )));
         }
     }
-    let meta = std::fs::metadata(path).map_err(io)?;
-    read_regular(path, &meta, max)
+    read_regular(path, &target, max)
 }
 
-fn read_regular(path: &Path, meta: &std::fs::Metadata, max: u64) -> Result<Vec<u8>, LoadError> {
-    use std::io::Read as _;
+/// Opens `target` for reading without following a link and without
+/// waiting (a FIFO swapped in would block the scan), and checks what was
+/// opened, not what the path named a moment before.
+fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Metadata), LoadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = options.open(target).map_err(|e| match e.raw_os_error() {
+        #[cfg(unix)]
+        Some(libc::ELOOP) => LoadError::Refused("it changed into a link while it was read".into()),
+        _ => LoadError::Io(e.to_string()),
+    })?;
+    let meta = file.metadata().map_err(|e| LoadError::Io(e.to_string()))?;
     if !meta.is_file() {
         return Err(LoadError::Refused("it is not a regular file".into()));
     }
+    Ok((file, meta))
+}
+
+/// Reads the regular file `target` (`path` names it: a `.wasm.gz` name is
+/// decompressed).
+fn read_regular(path: &Path, target: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    use std::io::Read as _;
+    let (file, meta) = open_regular(target)?;
     let too_big = |n: u64| {
         LoadError::Refused(format!(
             "it is {:.1} MiB, more than wasmPlugins.maxFileMib ({} MiB)",
@@ -1038,8 +1166,8 @@ fn read_regular(path: &Path, meta: &std::fs::Metadata, max: u64) -> Result<Vec<u
         return Err(too_big(meta.len()));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    std::fs::File::open(path)
-        .and_then(|f| f.take(max + 1).read_to_end(&mut bytes))
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| LoadError::Io(e.to_string()))?;
     if bytes.len() as u64 > max {
         return Err(too_big(bytes.len() as u64));

@@ -69,6 +69,8 @@ pub(crate) struct Compiled {
     pub language: Option<String>,
     /// The host's memory budget its instances draw from.
     pub budget: Arc<Budget>,
+    /// What each instance takes before it runs ([`crate::shape`]).
+    pub shape: crate::shape::Shape,
     /// The engine's epoch counter (see [`WasmEngine`]).
     pub epochs: Arc<std::sync::atomic::AtomicU64>,
 }
@@ -267,7 +269,7 @@ fn compile_in_compiler_process(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| LoadError::Engine(format!("cannot start the compiler process {}: {e}", program.display())))?;
-    let (mut stdin, mut stdout, stderr) = (
+    let (mut stdin, stdout, stderr) = (
         child.stdin.take().expect("piped"),
         child.stdout.take().expect("piped"),
         child.stderr.take().expect("piped"),
@@ -278,9 +280,11 @@ fn compile_in_compiler_process(
     let feeder = std::thread::spawn(move || {
         let _ = stdin.write_all(&input);
     });
+    // Compiled code is a few times the component; more is not an artifact.
+    let most = (bytes.len() as u64).saturating_mul(16).max(256 << 20);
     let out = std::thread::spawn(move || {
         let mut v = Vec::new();
-        let _ = stdout.read_to_end(&mut v);
+        let _ = stdout.take(most + 1).read_to_end(&mut v);
         v
     });
     let err = std::thread::spawn(move || {
@@ -313,6 +317,13 @@ fn compile_in_compiler_process(
         )));
     };
     if status.success() {
+        if artifact.len() as u64 > most {
+            let _ = child.kill();
+            return Err(LoadError::Engine(format!(
+                "the compiler process wrote more than {} MiB",
+                most >> 20
+            )));
+        }
         return Ok(artifact);
     }
     if status.code() == Some(COMPILE_REFUSED) {
@@ -468,6 +479,10 @@ impl WasmEngine {
                 "it is not WebAssembly".into()
             }));
         }
+        // Before any compiling: what instantiating it would take from the
+        // host outside the limiter (the core instances' contexts).
+        let shape = crate::shape::shape(bytes).map_err(LoadError::Invalid)?;
+        shape.check().map_err(LoadError::Refused)?;
         let (engine, linker) = match (tier, &self.inner.baseline) {
             (Tier::Baseline, Some((engine, linker))) => (engine, linker),
             (Tier::Baseline, None) => {
@@ -570,6 +585,7 @@ impl WasmEngine {
             tier,
             language: declared_language(bytes),
             budget: self.inner.budget.clone(),
+            shape,
             epochs: self.inner.epochs.clone(),
         })
     }
@@ -650,12 +666,58 @@ fn digest_path(path: &Path) -> PathBuf {
     path.with_extension("cwasm.sha256")
 }
 
+/// Reads an artifact and its digest through the directory as it is now:
+/// the directory is opened without following a link and checked to be
+/// this user's and writable by no one else, and both files are opened
+/// inside that very directory (a directory swapped in by someone who may
+/// write its parent is refused, not read).
+fn read_cached(path: &Path) -> std::io::Result<(Vec<u8>, String)> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read as _;
+        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+        use std::os::unix::io::AsRawFd as _;
+        let refuse = |why: &str| std::io::Error::other(format!("the cache directory {why}"));
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(refuse("has no parent"));
+        };
+        let d = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(dir)?;
+        let m = d.metadata()?;
+        if m.mode() & 0o022 != 0 || own_uid().is_some_and(|uid| m.uid() != uid) {
+            return Err(refuse("is no longer private to this user"));
+        }
+        // The open directory itself, whatever its name now leads to.
+        let inside = |n: &std::ffi::OsStr| -> std::io::Result<Vec<u8>> {
+            let p = Path::new("/proc/self/fd").join(d.as_raw_fd().to_string()).join(n);
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(p)?;
+            if !f.metadata()?.is_file() {
+                return Err(refuse("holds something that is not a file"));
+            }
+            let mut v = Vec::new();
+            f.read_to_end(&mut v)?;
+            Ok(v)
+        };
+        let digest = digest_path(path);
+        let want = inside(digest.file_name().unwrap_or_default())?;
+        Ok((inside(name)?, String::from_utf8_lossy(&want).into_owned()))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Ok((std::fs::read(path)?, std::fs::read_to_string(digest_path(path))?))
+    }
+}
+
 #[allow(unsafe_code)]
 fn load_cached(engine: &Engine, path: &Path) -> wasmtime::Result<Component> {
     // The artifact must match the digest written beside it when it was
     // stored: a flipped byte or a swapped file is recompiled, not run.
-    let bytes = std::fs::read(path)?;
-    let want = std::fs::read_to_string(digest_path(path))?;
+    let (bytes, want) = read_cached(path)?;
     if crate::sha256_hex(&bytes) != want.trim() {
         wasmtime::bail!("its sha256 does not match {}", digest_path(path).display());
     }

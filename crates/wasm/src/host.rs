@@ -320,8 +320,6 @@ pub struct InputTooLarge(pub String);
 pub const MAX_KEY_BYTES: usize = 1024;
 /// Most image names one `image-bytes` call takes.
 pub const MAX_IMAGE_NAMES: usize = 64;
-/// Longest log line kept (longer ones are cut).
-pub const MAX_LOG_BYTES: usize = 4096;
 /// Log lines one plugin may write per second (the rest are counted and dropped).
 pub const LOG_LINES_PER_SECOND: u32 = 100;
 
@@ -413,6 +411,12 @@ impl HostState {
             return Ok(());
         }
         self.check_now()
+    }
+
+    /// Whether the call's deadline has passed (a call that ends past it
+    /// without entering the guest again failed all the same).
+    pub(crate) fn late(&self) -> bool {
+        self.check_now().is_err()
     }
 
     fn check_now(&self) -> wasmtime::Result<()> {
@@ -996,7 +1000,7 @@ macro_rules! log_function {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return Ok(());
             }
-            let message = log_line(&message);
+            let message = crate::text::guest_text(&message, crate::text::MAX_LOG_BYTES);
             let plugin = &*self.plugin;
             match level {
                 Level::Trace => tracing::trace!(plugin, "{message}"),
@@ -1040,9 +1044,19 @@ macro_rules! pod_views {
             _: Resource<NodesHandle>,
             selector: PodSelector,
         ) -> wasmtime::Result<Result<Vec<u32>, String>> {
-            Ok(self
-                .pod_view(&$selector(selector))?
-                .map(|view| self.nodes.iter().map(|n| view.on_node(n)).collect()))
+            let view = match self.pod_view(&$selector(selector))? {
+                Ok(v) => v,
+                Err(why) => return Ok(Err(why)),
+            };
+            let mut out = Vec::with_capacity(self.nodes.len());
+            for (i, n) in self.nodes.iter().enumerate() {
+                // The work grows with the batch: the deadline is read as it goes.
+                if i % 64 == 63 {
+                    self.check_now()?;
+                }
+                out.push(view.on_node(n));
+            }
+            Ok(Ok(out))
         }
 
         fn domain_counts(
@@ -1230,34 +1244,12 @@ mod serve_v0_3 {
     }
 }
 
-/// A guest's log line as the host writes it: at most [`MAX_LOG_BYTES`],
-/// control characters (newlines among them) escaped so that a plugin
-/// cannot forge log lines of its own.
-fn log_line(message: &str) -> String {
-    let mut out = String::with_capacity(message.len().min(MAX_LOG_BYTES) + 16);
-    for c in message.chars() {
-        if out.len() >= MAX_LOG_BYTES {
-            out.push_str("… (cut)");
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn log_lines_cannot_forge_lines_or_flood() {
-        assert_eq!(log_line("a\nINFO forged"), "a\\nINFO forged");
-        let long = "x".repeat(100_000);
-        assert!(log_line(&long).len() <= MAX_LOG_BYTES + 16);
         let limit = LogLimit::default();
         let allowed = (0..1000).filter(|_| limit.allow()).count();
         assert_eq!(allowed, LOG_LINES_PER_SECOND as usize);

@@ -24,6 +24,8 @@ mod engine;
 mod host;
 pub mod limits;
 mod plugin;
+pub mod shape;
+pub mod text;
 
 pub use dir::{GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, Tiering, WasmConfig, Watch};
 pub use engine::{

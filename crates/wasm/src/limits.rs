@@ -16,8 +16,9 @@ use wasmtime::ResourceLimiter;
 pub const MAX_MEMORIES: usize = 16;
 /// Tables one instance may define.
 pub const MAX_TABLES: usize = 64;
-/// Core instances one component instance may create.
-pub const MAX_INSTANCES: usize = 256;
+/// Core instances one component instance may create (checked before the
+/// component is compiled; see [`crate::shape`]).
+pub use crate::shape::MAX_INSTANCES;
 /// Elements of all tables of one instance together (each costs the host a
 /// pointer; an interpreter's function table holds tens of thousands).
 pub const MAX_TABLE_ELEMENTS: usize = 1 << 20;
@@ -136,6 +137,17 @@ impl Limiter {
             budget,
             reserved: 0,
             exceeded: None,
+        }
+    }
+
+    /// Draws `bytes` the instance takes before any growth (its core
+    /// instances' contexts, [`crate::shape`]) from the budget; refused when
+    /// the budget cannot hold them.
+    pub fn reserve_fixed(&mut self, bytes: usize) -> Result<(), LimitExceeded> {
+        if self.grant(bytes) {
+            Ok(())
+        } else {
+            Err(LimitExceeded::Budget(self.budget.limit() >> 20))
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde::Deserialize;
 use wasmsched_core::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
-use wasmsched_core::framework::{Code, CycleState, Points, Status, truncate_message};
+use wasmsched_core::framework::{Code, CycleState, Points, Status};
 use wasmsched_core::{NodeInfo, Plugin, PodInfo, Snapshot};
 use wasmtime::{Store, Trap};
 
@@ -15,6 +15,7 @@ use crate::engine::{Compiled, EPOCH_TICK};
 use crate::host::exports::wasmsched::plugin::plugin as guest;
 use crate::host::{Bindings, DeadlineExceeded, HostState};
 use crate::limits::{HOSTCALL_FUEL, LimitExceeded};
+use crate::text::{MAX_ERROR_BYTES, MAX_REASON_BYTES, guest_text};
 
 /// What happens when a plugin call fails (error, trap, timeout, out of memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -123,12 +124,14 @@ pub enum CallError {
     },
 }
 
-/// Longest reason of a plugin's verdict kept (it goes into events and the
-/// pod's condition).
-pub const MAX_REASON_BYTES: usize = 256;
-
+/// A verdict's reason as it may reach a pod's condition ([`crate::text`]).
 fn truncate_reason(r: String) -> String {
-    truncate_message(r, MAX_REASON_BYTES)
+    guest_text(&r, MAX_REASON_BYTES)
+}
+
+/// A plugin's error as it may reach a log and a pod's condition.
+fn plugin_error(m: String) -> CallError {
+    CallError::Plugin(guest_text(&m, MAX_ERROR_BYTES))
 }
 
 /// Most nodes in one Filter or Score call: a call's deadline bounds the work
@@ -140,20 +143,32 @@ struct Instance {
     bindings: Bindings,
 }
 
-/// Consecutive failures (traps, timeouts, limits) of a plugin version and
-/// the back-off they earned: from the third in a row, the plugin is not
-/// called for 1 s, doubling to 60 s, and its failure policy applies at once.
+/// Failures (errors, traps, timeouts, limits) of a plugin version and the
+/// back-off they earned: from the third in a row, or the third among its
+/// last [`RECENT_CALLS`] calls (a plugin that fails every other call), the
+/// plugin is not called for 1 s, doubling to 60 s while it keeps failing,
+/// and its failure policy applies at once.
 #[derive(Debug, Default)]
 struct Failures {
     consecutive: u32,
+    /// The outcomes of the last calls, one bit each (1: failed), newest lowest.
+    recent: u16,
+    /// Back-offs since the plugin last went [`RECENT_CALLS`] calls without
+    /// failing.
+    backoffs: u32,
     until: Option<std::time::Instant>,
     last: String,
 }
 
+/// Calls whose failures count toward a back-off.
+pub const RECENT_CALLS: u32 = 10;
+
 /// Instances kept ready per plugin version: as many as calls that may run
-/// at once (one per scheduling worker), at most 4.
+/// at once (one per scheduling worker, a worker per core), at most 16. The
+/// pool never holds more: an instance made on the scheduling path while
+/// every pooled one was busy is dropped after its call.
 pub fn warm_instances() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4)
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16)
 }
 
 /// Failures in a row before a plugin backs off.
@@ -210,6 +225,28 @@ impl std::fmt::Debug for Loaded {
 }
 
 /// A guest's event registration, in the engine's terms.
+/// A plugin's registrations, folded to the few that differ: duplicates
+/// dropped, and one whose actions another of the same resource covers. A
+/// plugin's metadata may list a hundred thousand; they are scanned for every
+/// pending pod on every change of the cluster.
+fn fold_events(es: impl Iterator<Item = ClusterEvent>) -> Vec<ClusterEvent> {
+    // Distinct, in the order declared.
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<ClusterEvent> = es.filter(|e| seen.insert((e.resource, e.action))).collect();
+    let mut by_resource: std::collections::HashMap<Resource, Vec<Action>> = std::collections::HashMap::new();
+    for e in &distinct {
+        by_resource.entry(e.resource).or_default().push(e.action);
+    }
+    distinct
+        .into_iter()
+        .filter(|e| {
+            !by_resource[&e.resource]
+                .iter()
+                .any(|&o| o != e.action && o.contains(e.action))
+        })
+        .collect()
+}
+
 fn cluster_event(e: &guest::ClusterEvent) -> ClusterEvent {
     use guest::EventActions as A;
     let resource = match e.resource {
@@ -241,7 +278,7 @@ pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::Plugi
     let within = limits.load_deadline();
     let mut inst = instantiate(compiled, "?".into(), limits, 0, within, Arc::default())
         .map_err(|e| LoadError::Instantiate(e.to_string()))?;
-    set_deadline(&mut inst.store, within);
+    // `metadata` runs within what the start left of `within`.
     let meta = inst
         .bindings
         .metadata(&mut inst.store)
@@ -275,6 +312,13 @@ fn instantiate(
         compiled.epochs.clone(),
     );
     let mut store = Store::new(compiled.pre.engine(), state);
+    // The core instances' contexts are allocated outside the limiter: draw
+    // them from the budget first.
+    store
+        .data_mut()
+        .limits
+        .reserve_fixed(compiled.shape.bytes)
+        .map_err(|e| CallError::Limit(e.to_string()))?;
     store.limiter(|s| &mut s.limits);
     store.set_hostcall_fuel(HOSTCALL_FUEL);
     set_deadline(&mut store, within);
@@ -323,7 +367,13 @@ fn classify(e: wasmtime::Error, limits: &Limits, within: std::time::Duration) ->
     if text.contains("forcing trap when growing memory") || text.contains("forcing a memory growth failure") {
         return CallError::OutOfMemory(limits.memory_bytes >> 20);
     }
-    CallError::Trap(e.downcast_ref::<Trap>().map_or(text, |t| t.to_string()))
+    // What failed, not where: wasmtime's backtrace names up to 20 frames
+    // with names the guest chose.
+    let what = match e.downcast_ref::<Trap>() {
+        Some(t) => t.to_string(),
+        None => e.root_cause().to_string(),
+    };
+    CallError::Trap(guest_text(&what, MAX_ERROR_BYTES))
 }
 
 impl Loaded {
@@ -347,7 +397,7 @@ impl Loaded {
             component_bytes: compiled.len,
             contract: compiled.pre.minor(),
             language: compiled.language.clone(),
-            events: meta.events.as_ref().map(|es| es.iter().map(cluster_event).collect()),
+            events: meta.events.as_ref().map(|es| fold_events(es.iter().map(cluster_event))),
             file,
             points: meta.points,
             compiled,
@@ -439,9 +489,11 @@ impl Loaded {
     fn failed(&self, e: &CallError) {
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         f.consecutive += 1;
+        f.recent = ((f.recent << 1) | 1) & ((1 << RECENT_CALLS) - 1);
         f.last = e.to_string();
-        if f.consecutive >= BACKOFF_AFTER {
-            let exp = (f.consecutive - BACKOFF_AFTER).min(6);
+        if f.consecutive >= BACKOFF_AFTER || f.recent.count_ones() >= BACKOFF_AFTER {
+            let exp = f.backoffs.min(6);
+            f.backoffs += 1;
             let wait = (std::time::Duration::from_secs(1) * 2u32.pow(exp)).min(MAX_BACKOFF);
             f.until = Some(std::time::Instant::now() + wait);
         }
@@ -450,6 +502,10 @@ impl Loaded {
     fn succeeded(&self) {
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         f.consecutive = 0;
+        f.recent = (f.recent << 1) & ((1 << RECENT_CALLS) - 1);
+        if f.recent == 0 {
+            f.backoffs = 0;
+        }
         f.until = None;
     }
 
@@ -488,11 +544,11 @@ impl Loaded {
             within,
             self.stats.clone(),
         )?;
-        set_deadline(&mut inst.store, within);
+        // `configure` runs within what the start left of `within`.
         inst.bindings
             .configure(&mut inst.store, &self.args)
             .map_err(|e| classify(e, &self.limits, within))?
-            .map_err(CallError::Plugin)?;
+            .map_err(plugin_error)?;
         Ok(inst)
     }
 
@@ -511,14 +567,17 @@ impl Loaded {
             return Err(e);
         }
         let popped = self.pool.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let mut inst = match popped {
-            Some(i) => i,
+        let (mut inst, made_now) = match popped {
+            Some(i) => (i, false),
             // Every instance is busy (or the spare is not ready): this one
-            // starts within the call's own deadline.
-            None => self.fresh(self.limits.timeout).inspect_err(|e| {
-                self.needs_spare.store(true, Ordering::Release);
-                self.failed(e);
-            })?,
+            // starts, and the call runs, within the call's own deadline.
+            None => (
+                self.fresh(self.limits.timeout).inspect_err(|e| {
+                    self.needs_spare.store(true, Ordering::Release);
+                    self.failed(e);
+                })?,
+                true,
+            ),
         };
         {
             let data = inst.store.data_mut();
@@ -529,29 +588,49 @@ impl Loaded {
             data.nodes.extend(nodes.iter().map(|n| Arc::clone(n)));
             data.snapshot = snapshot.cloned();
         }
-        set_deadline(&mut inst.store, self.limits.timeout);
+        if !made_now {
+            set_deadline(&mut inst.store, self.limits.timeout);
+        }
         let result = f(&inst.bindings, &mut inst.store);
         // The snapshot goes back to the scheduler unshared (it updates it
         // in place between cycles).
         let data = inst.store.data_mut();
         data.nodes.clear();
         data.snapshot = None;
+        // A call that ended past its deadline without entering the guest
+        // again (a host function's work) failed all the same.
+        let result = match result {
+            Ok(_) if inst.store.data().late() => Err(DeadlineExceeded.into()),
+            r => r,
+        };
         match result {
             Ok(r) => {
                 // Garbage-collected guests (JavaScript, Python) and leaky
                 // allocators only ever grow their memory; an instance near
                 // the cap would fail a later call, so retire it now.
-                self.succeeded();
                 if inst.store.data().limits.memory_bytes > self.limits.memory_bytes / 4 * 3 {
                     self.stats.retired.fetch_add(1, Ordering::Relaxed);
                     self.needs_spare.store(true, Ordering::Release);
                 } else {
-                    self.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
+                    let mut pool = self.pool.lock().unwrap_or_else(|p| p.into_inner());
+                    if pool.len() < warm_instances() {
+                        pool.push(inst);
+                    }
                 }
-                r.map_err(|m| {
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    CallError::Plugin(m)
-                })
+                // An error is a failure like a trap: a plugin whose every
+                // call returns one backs off too.
+                match r {
+                    Ok(v) => {
+                        self.succeeded();
+                        Ok(v)
+                    }
+                    Err(m) => {
+                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        let err = plugin_error(m);
+                        self.failed(&err);
+                        Err(err)
+                    }
+                }
             }
             Err(e) => {
                 let err = classify(e, &self.limits, self.limits.timeout);
@@ -663,7 +742,13 @@ pub struct PluginSlot {
     /// Why no version serves, when none does.
     missing: RwLock<String>,
     pub(crate) stats: Arc<PluginStats>,
+    /// When a failed call was last logged, and failures not logged since.
+    warned: Mutex<Option<std::time::Instant>>,
+    unlogged: AtomicU64,
 }
+
+/// At most one failed call of a plugin is logged per this interval.
+pub const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl std::fmt::Debug for PluginSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -719,6 +804,8 @@ impl PluginSlot {
             current: RwLock::new(initial),
             missing: RwLock::new(String::new()),
             stats,
+            warned: Mutex::new(None),
+            unlogged: AtomicU64::new(0),
         }
     }
 
@@ -763,8 +850,19 @@ impl PluginSlot {
         &self.stats
     }
 
+    /// Logs a failed call: the first, then at most one every
+    /// [`WARN_EVERY`] with how many were not logged (every one is counted in
+    /// the plugin's metrics).
     fn failed(&self, pod: &PodInfo, point: &str, e: &CallError) {
-        tracing::warn!(plugin = %self.name, pod = %pod.key, point, error = %e, policy = ?self.limits.failure_policy, "plugin call failed");
+        let now = std::time::Instant::now();
+        let mut last = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        if last.is_some_and(|t| now.duration_since(t) < WARN_EVERY) {
+            self.unlogged.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        *last = Some(now);
+        let unlogged = self.unlogged.swap(0, Ordering::Relaxed);
+        tracing::warn!(plugin = %self.name, pod = %pod.key, point, error = %e, policy = ?self.limits.failure_policy, unlogged, "plugin call failed");
     }
 
     fn reason(&self, e: &CallError) -> String {

@@ -112,8 +112,17 @@ impl FitError {
 
 impl fmt::Display for FitError {
     /// kube-scheduler's wording: `0/5 nodes are available: 2 Insufficient
-    /// cpu, 3 node(s) had untolerated taint(s).`
+    /// cpu, 3 node(s) had untolerated taint(s).`, cut at
+    /// [`super::MAX_MESSAGE_BYTES`].
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut whole = String::new();
+        self.write_message(&mut whole)?;
+        f.write_str(&super::truncate_message(whole, super::MAX_MESSAGE_BYTES))
+    }
+}
+
+impl FitError {
+    fn write_message(&self, f: &mut impl fmt::Write) -> fmt::Result {
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
             write!(f, " {msg}.")?;

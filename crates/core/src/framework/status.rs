@@ -7,6 +7,13 @@ use std::sync::Arc;
 /// Cuts a message to at most `max` bytes the way kube-scheduler's
 /// `truncateMessage` does: the first `max - 4` bytes (on a character
 /// boundary) and ` ...`. Shorter messages are returned as they are.
+/// Longest message of a failed attempt kept: what goes into the pod's
+/// `PodScheduled` condition and its event (the API server takes event notes
+/// of at most 1024 bytes). kube-scheduler's message is bounded by the number
+/// of distinct reasons; a plugin that gives every node a reason of its own
+/// would make it grow with the cluster, so it is cut here.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
 pub fn truncate_message(mut s: String, max: usize) -> String {
     if s.len() <= max {
         return s;

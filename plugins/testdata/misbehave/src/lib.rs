@@ -18,7 +18,15 @@
 //! - `bad-index`: Filter rejects node index 2^32 - 512;
 //! - `long-reason`: Filter rejects node 0 with a reason of 100 000 bytes;
 //! - `bad-selector`: Filter asks `pod-counts` with an operator Kubernetes
-//!   does not know, and returns the host's answer as its error.
+//!   does not know, and returns the host's answer as its error;
+//! - `trap-every-third`: every third Filter or Score call traps;
+//! - `big-error`: Filter and Score return an error of 1 MiB, different on
+//!   every call, full of newlines, ESC bytes and bidirectional overrides;
+//! - `many-reasons`: Filter rejects every node with a reason of its own
+//!   (256 bytes each);
+//! - `deep-host-error`: Filter recurses 40 calls deep and hands the host a
+//!   string that is not UTF-8 there (an error of the host, not a trap;
+//!   wasmtime's backtrace of it names the guest's functions).
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -45,9 +53,11 @@ fn act(nodes: usize) -> Result<(), String> {
     if *calls <= after {
         return Ok(());
     }
+    let n = *calls;
     drop(m);
     match what.as_str() {
         "trap" => core::arch::wasm32::unreachable(),
+        "trap-every-third" if n % 3 == 0 => core::arch::wasm32::unreachable(),
         "loop" => {
             let mut x: u64 = nodes as u64;
             loop {
@@ -71,6 +81,10 @@ fn act(nodes: usize) -> Result<(), String> {
             }
             log(Level::Info, &"x".repeat(30 << 20));
             Ok(())
+        }
+        "big-error" => {
+            let line = "\n2026-01-01T00:00:00Z INFO forged \u{1b}[31mred\u{202e}desrever";
+            Err(format!("call {n}:{}", line.repeat((1 << 20) / line.len())))
         }
         "leak" => {
             std::mem::forget(core::hint::black_box(vec![1u8; 1 << 20]));
@@ -157,6 +171,19 @@ impl Guest for Misbehave {
                 nodes.pod_counts(&selector)?;
                 return Ok(Vec::new());
             }
+            "many-reasons" => {
+                return Ok((0..nodes.len())
+                    .map(|i| Rejection {
+                        index: i,
+                        code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
+                        reason: format!("node {i:>5} is not wanted: {}", "x".repeat(230)),
+                    })
+                    .collect());
+            }
+            "deep-host-error" => {
+                deep_host_error_frame(40);
+                return Ok(Vec::new());
+            }
             "bad-index" => {
                 return Ok(vec![Rejection {
                     index: u32::MAX - 511,
@@ -186,6 +213,20 @@ impl Guest for Misbehave {
 }
 
 export!(Misbehave);
+
+/// Recurses `depth` calls, then logs a string that is not UTF-8: lifting
+/// it fails in the host, an error carrying wasmtime's backtrace of these
+/// frames.
+#[inline(never)]
+fn deep_host_error_frame(depth: u32) -> u32 {
+    if depth == 0 {
+        // SAFETY: deliberately invalid, for the host to refuse.
+        let bad = unsafe { String::from_utf8_unchecked(vec![0xff, 0xfe, b'\n']) };
+        log(Level::Info, &bad);
+        return 0;
+    }
+    core::hint::black_box(deep_host_error_frame(core::hint::black_box(depth - 1)) + 1)
+}
 
 /// About two seconds of busy work (no clock in the sandbox).
 fn spin_counter() -> u64 {
