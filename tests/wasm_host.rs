@@ -1622,3 +1622,37 @@ fn a_plugin_starting_does_not_block_readers_of_the_host() {
     assert_eq!(report.loaded.len(), 1, "{report:?}");
     assert!(slowest < Duration::from_millis(500), "a reader waited {slowest:?}");
 }
+
+/// Spare instances are made on a thread of lower priority (nice 10) than
+/// the scheduling workers: a plugin whose instances keep being discarded
+/// does not take a core from the cycles.
+#[cfg(target_os = "linux")]
+#[test]
+fn spare_instances_are_made_at_lower_priority() {
+    // slow-start spins about 2 s in `configure`: the spare thread is seen.
+    let (_host, slot) = slot("misbehave", &guest::misbehave(), r#"{"mode": "slow-start"}"#, json!({}));
+    let ns = nodes(&[None]);
+    let p = pod(json!({}));
+    let mut out = [0; 1];
+    // A trap discards the instance; the pool is refilled in the background.
+    let _ = slot.score_nodes(&CycleState::default(), &p, &refs(&ns), &mut out);
+    let nice = |stat: &str| -> Option<i64> {
+        // Fields after the command's closing parenthesis; nice is the 19th
+        // field of the line, the 17th after it.
+        stat.rsplit_once(')')?.1.split_whitespace().nth(16)?.parse().ok()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let spare = std::fs::read_dir("/proc/self/task").unwrap().flatten().find_map(|t| {
+            let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            comm.starts_with("wasm-spare-")
+                .then(|| std::fs::read_to_string(t.path().join("stat")).ok())?
+        });
+        if let Some(stat) = spare {
+            assert_eq!(nice(&stat), Some(10), "{stat}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "no spare thread seen");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -458,9 +458,9 @@ impl Loaded {
         self.pool.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    /// Warms the pool to [`warm_instances`] on a thread of its own at first
-    /// use and after an instance was discarded (trap, retirement), so calls
-    /// do not instantiate on the scheduling path.
+    /// Warms the pool to [`warm_instances`] on a thread of its own (at nice
+    /// 10) at first use and after an instance was discarded (trap,
+    /// retirement), so calls do not instantiate on the scheduling path.
     pub(crate) fn ensure_spare(self: &Arc<Self>) {
         if !self.needs_spare.swap(false, Ordering::AcqRel) || self.refilling.swap(true, Ordering::AcqRel) {
             return;
@@ -469,6 +469,9 @@ impl Loaded {
         let spawned = std::thread::Builder::new()
             .name(format!("wasm-spare-{}", self.name))
             .spawn(move || {
+                // Behind the scheduling workers: a plugin whose instances
+                // keep failing must not take a core from the cycles.
+                let _ = crate::engine::lower_priority();
                 let within = me.limits.load_deadline();
                 while me.pooled() < warm_instances() && me.backing_off().is_none() {
                     match me.fresh(within) {
