@@ -286,10 +286,7 @@ pub trait Plugin: Send + Sync {
         nodes: &[&Arc<NodeInfo>],
         out: &mut [i64],
     ) -> Result<(), Status> {
-        for (o, n) in out.iter_mut().zip(nodes) {
-            *o = self.score(state, pod, n)?;
-        }
-        Ok(())
+        score_each(self, state, pod, nodes, out)
     }
 
     /// NormalizeScore: maps the raw scores of all feasible nodes into 0–100.
@@ -321,6 +318,22 @@ pub trait Plugin: Send + Sync {
 
 /// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest
 /// becomes `MAX_NODE_SCORE`; with `reverse`, the highest becomes 0.
+/// Scores a batch one node at a time ([`Plugin::score`]): the default
+/// [`Plugin::score_nodes`], and the way back for a plugin whose batch is
+/// computed inline only in its common case.
+pub fn score_each<P: Plugin + ?Sized>(
+    plugin: &P,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[&Arc<NodeInfo>],
+    out: &mut [i64],
+) -> Result<(), Status> {
+    for (o, n) in out.iter_mut().zip(nodes) {
+        *o = plugin.score(state, pod, n)?;
+    }
+    Ok(())
+}
+
 pub fn default_normalize_score(scores: &mut [i64], reverse: bool) {
     let max = scores.iter().copied().max().unwrap_or(0);
     if max == 0 {

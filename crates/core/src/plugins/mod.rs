@@ -292,6 +292,29 @@ pub(crate) mod testutil {
         c.snapshot()
     }
 
+    /// Asserts that `plugin` scores a batch as it scores each node alone,
+    /// for each of `pods`, on nodes empty, used, without memory and past
+    /// their CPU.
+    pub fn assert_batch_scores_as_single(plugin: &dyn crate::framework::Plugin, pods: &[PodInfo]) {
+        let st = crate::framework::CycleState::default();
+        let nodes: Vec<Arc<NodeInfo>> = [
+            ("4", "8Gi", "0", "0"),
+            ("4", "8Gi", "3", "1Gi"),
+            ("2", "0", "1", "0"),
+            ("64", "1Ti", "70", "10Gi"),
+        ]
+        .iter()
+        .map(|(c, m, uc, um)| Arc::new(with_pod(node_alloc("n", c, m), &pod_req(uc, um))))
+        .collect();
+        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
+        for pd in pods {
+            let mut out = vec![0; nodes.len()];
+            plugin.score_nodes(&st, pd, &refs, &mut out).unwrap();
+            let each: Vec<i64> = nodes.iter().map(|n| plugin.score(&st, pd, n).unwrap()).collect();
+            assert_eq!(out, each, "{}", pd.name);
+        }
+    }
+
     /// Accounts `pod` on `node` as the cache would.
     pub fn with_pod(mut node: NodeInfo, pod: &PodInfo) -> NodeInfo {
         let u = &mut node.usage;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::node_resources_fit::{ResourceSpec, validate_resources};
 use crate::cache::Snapshot;
-use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
+use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status, score_each};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, is_scalar_resource_name};
@@ -70,6 +70,15 @@ fn balance(fractions: &[f64]) -> i64 {
     ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
+/// The score: the change the pod brings to the node's balance, mapped back
+/// into [50, 100] (both balances are in [50, 100], so the sum is never
+/// negative).
+#[inline]
+fn change_in_balance(with: &[f64], without: &[f64]) -> i64 {
+    let half = MAX_NODE_SCORE / 2;
+    half + (half + balance(with) - balance(without)) / 2
+}
+
 impl Plugin for BalancedAllocation {
     fn name(&self) -> &str {
         super::names::NODE_RESOURCES_BALANCED_ALLOCATION
@@ -98,29 +107,23 @@ impl Plugin for BalancedAllocation {
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.resources != [ResourceKey::Cpu, ResourceKey::Memory] {
-            for (o, n) in out.iter_mut().zip(nodes) {
-                *o = self.score(state, pod, n)?;
-            }
-            return Ok(());
+            return score_each(self, state, pod, nodes, out);
         }
         let (cpu, mem) = (pod.requests.requests.milli_cpu, pod.requests.requests.memory);
-        let half = MAX_NODE_SCORE / 2;
         for (o, n) in out.iter_mut().zip(nodes) {
             let (alloc, used) = (&n.node.allocatable, &n.usage.requested);
-            let (with, without) = match (alloc.milli_cpu, alloc.memory) {
-                // One fraction or none: no deviation.
-                (0, _) | (_, 0) => (MAX_NODE_SCORE, MAX_NODE_SCORE),
+            *o = match (alloc.milli_cpu, alloc.memory) {
+                // One fraction or none: no deviation, with the pod or without.
+                (0, _) | (_, 0) => change_in_balance(&[], &[]),
                 (ac, am) => {
                     let (ac, am) = (ac as f64, am as f64);
                     let f = |u: i64, a: f64| (u as f64 / a).min(1.0);
-                    let two = |c: f64, m: f64| ((1.0 - ((c - m) / 2.0).abs()) * MAX_NODE_SCORE as f64) as i64;
-                    (
-                        two(f(used.milli_cpu + cpu, ac), f(used.memory + mem, am)),
-                        two(f(used.milli_cpu, ac), f(used.memory, am)),
+                    change_in_balance(
+                        &[f(used.milli_cpu + cpu, ac), f(used.memory + mem, am)],
+                        &[f(used.milli_cpu, ac), f(used.memory, am)],
                     )
                 }
             };
-            *o = half + (half + with - without) / 2;
         }
         Ok(())
     }
@@ -143,9 +146,7 @@ impl Plugin for BalancedAllocation {
             without[n] = (used as f64 / alloc as f64).min(1.0);
             n += 1;
         }
-        let half = MAX_NODE_SCORE / 2;
-        // Both balances are in [50, 100], so the sum is never negative.
-        Ok(half + (half + balance(&with[..n]) - balance(&without[..n])) / 2)
+        Ok(change_in_balance(&with[..n], &without[..n]))
     }
 }
 
@@ -164,7 +165,7 @@ pub(crate) fn scored(key: &ResourceKey, pod_request: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testutil::{node, node_alloc, pod, pod_req, with_pod};
+    use crate::plugins::testutil::{assert_batch_scores_as_single, node, node_alloc, pod, pod_req, with_pod};
     use serde_json::{Value, json};
 
     #[test]
@@ -317,24 +318,8 @@ mod tests {
     /// The batch gives what each node's score gives.
     #[test]
     fn batches_score_as_single_nodes() {
-        let st = CycleState::default();
         let p = BalancedAllocation::new(BalancedAllocationArgs::default()).unwrap();
-        let nodes: Vec<Arc<NodeInfo>> = [
-            ("4", "8Gi", "0", "0"),
-            ("4", "8Gi", "3", "1Gi"),
-            ("2", "0", "1", "0"),
-            ("64", "1Ti", "60", "10Gi"),
-        ]
-        .iter()
-        .map(|(c, m, uc, um)| Arc::new(with_pod(sized("n", c, m, None), &pod_req(uc, um))))
-        .collect();
-        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
-        for pd in [pod_req("1", "2Gi"), pod_req("100m", "0"), pod_req("3", "7Gi")] {
-            let mut out = vec![0; nodes.len()];
-            p.score_nodes(&st, &pd, &refs, &mut out).unwrap();
-            let each: Vec<i64> = nodes.iter().map(|n| p.score(&st, &pd, n).unwrap()).collect();
-            assert_eq!(out, each);
-        }
+        assert_batch_scores_as_single(&p, &[pod_req("1", "2Gi"), pod_req("100m", "0"), pod_req("3", "7Gi")]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::node_resources_balanced_allocation::scored;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
-use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status};
+use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status, score_each};
 use crate::node::{NodeData, NodeInfo};
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, Resources, is_extended_resource_name};
@@ -291,19 +291,6 @@ impl NodeResourcesFit {
         Some((req, node.node.allocatable.get_key(key)))
     }
 
-    fn score_each(
-        &self,
-        state: &CycleState,
-        pod: &PodInfo,
-        nodes: &[&Arc<NodeInfo>],
-        out: &mut [i64],
-    ) -> Result<(), Status> {
-        for (o, n) in out.iter_mut().zip(nodes) {
-            *o = self.score(state, pod, n)?;
-        }
-        Ok(())
-    }
-
     fn shape_score(&self, utilization: i64) -> i64 {
         let s = &self.shape;
         for i in 0..s.len() {
@@ -440,10 +427,10 @@ impl Plugin for NodeResourcesFit {
             StrategyType::LeastAllocated | StrategyType::MostAllocated
         );
         let [(ResourceKey::Cpu, wc), (ResourceKey::Memory, wm)] = self.resources.as_slice() else {
-            return self.score_each(state, pod, nodes, out);
+            return score_each(self, state, pod, nodes, out);
         };
         if !plain {
-            return self.score_each(state, pod, nodes, out);
+            return score_each(self, state, pod, nodes, out);
         }
         let (cpu, mem) = (pod.requests.fit_milli_cpu, pod.requests.fit_memory);
         let one = match self.strategy {
@@ -503,7 +490,7 @@ impl Plugin for NodeResourcesFit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testutil::{node, node_alloc, pod, pod_req, with_pod};
+    use crate::plugins::testutil::{assert_batch_scores_as_single, node, node_alloc, pod, pod_req, with_pod};
     use serde_json::json;
 
     fn fit(args: serde_json::Value) -> NodeResourcesFit {
@@ -610,33 +597,19 @@ mod tests {
     /// The batch gives what each node's score gives, for every strategy.
     #[test]
     fn batches_score_as_single_nodes() {
-        let st = CycleState::default();
-        let nodes: Vec<Arc<NodeInfo>> = [
-            ("4", "8Gi", "0", "0"),
-            ("4", "8Gi", "3", "1Gi"),
-            ("2", "0", "1", "0"),
-            ("64", "1Ti", "70", "10Gi"),
-        ]
-        .iter()
-        .map(|(c, m, uc, um)| Arc::new(with_pod(node_alloc("n", c, m), &pod_req(uc, um))))
-        .collect();
-        let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
         for args in [
             json!({}),
             json!({"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory"}]}}),
             json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}),
         ] {
-            let p = fit(args);
-            for pd in [
-                pod_req("1", "2Gi"),
-                pod(json!({"containers": [{"name": "c"}]})),
-                pod_req("3", "7Gi"),
-            ] {
-                let mut out = vec![0; nodes.len()];
-                p.score_nodes(&st, &pd, &refs, &mut out).unwrap();
-                let each: Vec<i64> = nodes.iter().map(|n| p.score(&st, &pd, n).unwrap()).collect();
-                assert_eq!(out, each);
-            }
+            assert_batch_scores_as_single(
+                &fit(args),
+                &[
+                    pod_req("1", "2Gi"),
+                    pod(json!({"containers": [{"name": "c"}]})),
+                    pod_req("3", "7Gi"),
+                ],
+            );
         }
     }
 
