@@ -26,13 +26,17 @@ fn unsafe_char(c: char) -> bool {
         )
 }
 
+/// What marks a cut text, as kube-scheduler marks a truncated message.
+const CUT: &str = " ...";
+
 /// `s` with every unsafe character escaped (`\n`, `\t`, `\u{1b}`) and cut
-/// to at most `limit` bytes on a character boundary (` ...` marks a cut,
-/// as kube-scheduler marks a truncated message).
+/// to at most `limit` bytes between two characters as written (an escape is
+/// never split), [`CUT`] marking a cut.
 pub fn guest_text(s: &str, limit: usize) -> String {
     let mut out = String::with_capacity(s.len().min(limit));
+    // The longest prefix that leaves room for the mark, should a cut come.
+    let mut fits = 0;
     for c in s.chars() {
-        let before = out.len();
         match c {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
@@ -44,23 +48,15 @@ pub fn guest_text(s: &str, limit: usize) -> String {
             c => out.push(c),
         }
         if out.len() > limit {
-            out.truncate(before);
-            return cut(out, limit);
+            out.truncate(fits);
+            out.push_str(CUT);
+            return out;
+        }
+        if out.len() + CUT.len() <= limit {
+            fits = out.len();
         }
     }
     out
-}
-
-/// Ends `s` (at most `limit` bytes, on a boundary) with ` ...` within
-/// `limit`.
-fn cut(mut s: String, limit: usize) -> String {
-    let mut end = s.len().min(limit.saturating_sub(4));
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    s.push_str(" ...");
-    s
 }
 
 #[cfg(test)]
@@ -92,6 +88,15 @@ mod tests {
         let t = guest_text(&"\n".repeat(1 << 20), 64);
         assert!(t.len() <= 64);
         assert!(t.trim_end_matches(" ...").split("\\n").all(str::is_empty), "{t}");
+        // Nor a longer one, wherever the limit falls.
+        for limit in 20..40 {
+            let t = guest_text(&"\u{1b}".repeat(100), limit);
+            assert!(t.len() <= limit, "{limit}: {t}");
+            assert!(
+                t.trim_end_matches(" ...").split("\\u{1b}").all(str::is_empty),
+                "{limit}: {t}"
+            );
+        }
         assert_eq!(
             guest_text(&"a".repeat(10), 10),
             "a".repeat(10),
