@@ -1127,10 +1127,22 @@ fn read_in(dir: &Path, path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
     read_regular(path, &target, max)
 }
 
+/// Why a file could not be opened as a regular file ([`open_regular`]).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OpenError {
+    #[error("{0}")]
+    Io(std::io::Error),
+    #[error("it changed into a link while it was read")]
+    Link,
+    #[error("it is not a regular file")]
+    NotRegular,
+}
+
 /// Opens `target` for reading without following a link and without
-/// waiting (a FIFO swapped in would block the scan), and checks what was
-/// opened, not what the path named a moment before.
-fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Metadata), LoadError> {
+/// waiting (a FIFO swapped in would block the reader), and checks what was
+/// opened, not what the path named a moment before: the plugin directory's
+/// files and the compiled cache's are read through it.
+pub(crate) fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -1140,12 +1152,12 @@ fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Metadata), Loa
     }
     let file = options.open(target).map_err(|e| match e.raw_os_error() {
         #[cfg(unix)]
-        Some(libc::ELOOP) => LoadError::Refused("it changed into a link while it was read".into()),
-        _ => LoadError::Io(e.to_string()),
+        Some(libc::ELOOP) => OpenError::Link,
+        _ => OpenError::Io(e),
     })?;
-    let meta = file.metadata().map_err(|e| LoadError::Io(e.to_string()))?;
+    let meta = file.metadata().map_err(OpenError::Io)?;
     if !meta.is_file() {
-        return Err(LoadError::Refused("it is not a regular file".into()));
+        return Err(OpenError::NotRegular);
     }
     Ok((file, meta))
 }
@@ -1154,7 +1166,10 @@ fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Metadata), Loa
 /// decompressed).
 fn read_regular(path: &Path, target: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
     use std::io::Read as _;
-    let (file, meta) = open_regular(target)?;
+    let (file, meta) = open_regular(target).map_err(|e| match e {
+        OpenError::Io(e) => LoadError::Io(e.to_string()),
+        refused => LoadError::Refused(refused.to_string()),
+    })?;
     let too_big = |n: u64| {
         LoadError::Refused(format!(
             "it is {:.1} MiB, more than wasmPlugins.maxFileMib ({} MiB)",

@@ -674,6 +674,7 @@ fn digest_path(path: &Path) -> PathBuf {
 fn read_cached(path: &Path) -> std::io::Result<(Vec<u8>, String)> {
     #[cfg(target_os = "linux")]
     {
+        use crate::dir::{OpenError, open_regular};
         use std::io::Read as _;
         use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
         use std::os::unix::io::AsRawFd as _;
@@ -692,13 +693,11 @@ fn read_cached(path: &Path) -> std::io::Result<(Vec<u8>, String)> {
         // The open directory itself, whatever its name now leads to.
         let inside = |n: &std::ffi::OsStr| -> std::io::Result<Vec<u8>> {
             let p = Path::new("/proc/self/fd").join(d.as_raw_fd().to_string()).join(n);
-            let mut f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-                .open(p)?;
-            if !f.metadata()?.is_file() {
-                return Err(refuse("holds something that is not a file"));
-            }
+            let (mut f, _) = open_regular(&p).map_err(|e| match e {
+                OpenError::Io(e) => e,
+                OpenError::NotRegular => refuse("holds something that is not a file"),
+                link => std::io::Error::other(link.to_string()),
+            })?;
             let mut v = Vec::new();
             f.read_to_end(&mut v)?;
             Ok(v)
