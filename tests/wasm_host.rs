@@ -688,7 +688,7 @@ fn limited_store(engine: &WasmEngine, cap_mib: usize) -> wasmtime::Store<wasmsch
     let budget = Arc::new(wasmsched_wasm::limits::Budget::new(256 << 20));
     let mut store = wasmtime::Store::new(
         engine.engine(),
-        wasmsched_wasm::limits::Limiter::new(cap_mib << 20, budget),
+        wasmsched_wasm::limits::Limiter::new(cap_mib << 20, budget, Arc::default()),
     );
     store.limiter(|l| l);
     store.set_epoch_deadline(10_000);
@@ -732,26 +732,41 @@ fn table_bombs_and_many_memories_are_refused_with_bounded_memory() {
     assert_eq!(store.data().memory_bytes, 63 << 20);
     // The host's budget caps the total across stores.
     let budget = Arc::new(wasmsched_wasm::limits::Budget::new(100 << 20));
-    let mut stores = Vec::new();
-    let mut refused = 0;
-    for _ in 0..4 {
-        let mut s = wasmtime::Store::new(
-            engine.engine(),
-            wasmsched_wasm::limits::Limiter::new(64 << 20, budget.clone()),
-        );
-        s.limiter(|l| l);
-        match wasmtime::Instance::new(&mut s, &m, &[]) {
-            Ok(_) => stores.push(s),
-            Err(e) => {
-                assert!(format!("{e:#}").contains("plugin memory budget (100 MiB)"), "{e:#}");
-                refused += 1;
+    let instances = |share: &Arc<wasmsched_wasm::limits::Share>, n: usize, want: &str| {
+        let mut stores = Vec::new();
+        for _ in 0..n {
+            let mut s = wasmtime::Store::new(
+                engine.engine(),
+                wasmsched_wasm::limits::Limiter::new(64 << 20, budget.clone(), share.clone()),
+            );
+            s.limiter(|l| l);
+            match wasmtime::Instance::new(&mut s, &m, &[]) {
+                Ok(_) => stores.push(s),
+                Err(e) => assert!(format!("{e:#}").contains(want), "{e:#}"),
             }
         }
-    }
-    assert_eq!((stores.len(), refused), (1, 3));
+        stores
+    };
+    let stores = instances(&Arc::default(), 4, "plugin memory budget (100 MiB)");
+    assert_eq!(stores.len(), 1);
     assert_eq!(budget.used(), 63 << 20);
     drop(stores);
     assert_eq!(budget.used(), 0, "released with the store");
+    // Shared among plugins: one whose instances take all they can stops at
+    // its share, and another still gets its own.
+    budget.set_limit(200 << 20);
+    budget.set_plugins(2);
+    let (greedy, other) = (Arc::default(), Arc::default());
+    let g = instances(
+        &greedy,
+        3,
+        "share of the host's plugin memory budget is used up (100 MiB: 200 MiB among 2 plugins)",
+    );
+    assert_eq!((g.len(), greedy.used()), (1, 63 << 20));
+    let o = instances(&other, 1, "none");
+    assert_eq!((o.len(), other.used(), budget.used()), (1, 63 << 20, 126 << 20));
+    drop((g, o));
+    assert_eq!((greedy.used(), other.used(), budget.used()), (0, 0, 0));
     let grew = peak_rss_mib().saturating_sub(before);
     assert!(grew < 200, "peak RSS grew {grew} MiB");
 }
@@ -869,6 +884,14 @@ fn renaming_a_plugin_file_keeps_it_loaded() {
     std::fs::remove_file(dir.join("price-v2.wasm")).unwrap();
     host.scan();
     assert_eq!(slot.current().unwrap().file, "copy.wasm");
+    // The memory budget is divided among plugins, not files.
+    assert_eq!(host.budget().plugins(), 1);
+    std::fs::copy(guest::label_gate(), dir.join("label-gate.wasm")).unwrap();
+    host.scan();
+    assert_eq!(host.budget().plugins(), 2);
+    std::fs::remove_file(dir.join("copy.wasm")).unwrap();
+    host.scan();
+    assert_eq!(host.budget().plugins(), 1);
 }
 
 /// A plugin the profile enables but that is not loaded: with `fail` every

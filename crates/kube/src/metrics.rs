@@ -590,6 +590,25 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         "The plugin version serving, by content sha256, and the compiler of its code",
         info,
     );
+    let held = Family::<PluginLabel, Gauge>::default();
+    for s in &slots {
+        use wasmsched_core::Plugin as _;
+        let bytes = s.stats().share.used();
+        held.get_or_create(&PluginLabel {
+            plugin: s.name().to_owned(),
+        })
+        .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+    }
+    r.register(
+        "wasmsched_plugin_instance_memory_bytes",
+        "The memory a plugin's instances hold now, of its share of the budget",
+        held,
+    );
+    r.register(
+        "wasmsched_plugin_memory_share_bytes",
+        "Each plugin's share of the memory budget (the budget divided among the plugins loaded)",
+        gauge(host.budget().share_limit() as u64),
+    );
     r
 }
 

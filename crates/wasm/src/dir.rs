@@ -816,6 +816,12 @@ impl PluginHost {
             changed.push((path, sha, keep, outcome));
         }
         let mut inner = self.lock();
+        // The budget is shared among the plugins about to serve before any
+        // of them is instantiated, and again once the scan has settled.
+        let coming = changed
+            .iter()
+            .filter_map(|(_, _, _, o)| o.as_ref().ok().map(|(_, m)| m.name.clone()));
+        self.share_budget(&inner, coming);
         let mut to_optimize = Vec::new();
         for (path, sha, bytes, outcome) in changed {
             match outcome {
@@ -914,11 +920,23 @@ impl PluginHost {
                 }
             }
         }
+        self.share_budget(&inner, std::iter::empty());
         drop(inner);
         for (path, sha, bytes) in to_optimize {
             self.optimize_later(path, sha, bytes);
         }
         report
+    }
+
+    /// Divides the memory budget among the plugins loaded and `coming`.
+    fn share_budget(&self, inner: &Inner, coming: impl Iterator<Item = String>) {
+        let mut names: std::collections::BTreeSet<String> = inner
+            .files
+            .values()
+            .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
+            .collect();
+        names.extend(coming);
+        self.budget().set_plugins(names.len());
     }
 
     /// Records that the content `sha` of `path` was refused, keeping the

@@ -387,7 +387,7 @@ impl HostState {
         epochs: Arc<std::sync::atomic::AtomicU64>,
     ) -> Self {
         Self {
-            limits: Limiter::new(memory_cap, budget),
+            limits: Limiter::new(memory_cap, budget, stats.share.clone()),
             plugin,
             seed,
             pod: None,

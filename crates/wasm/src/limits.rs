@@ -3,8 +3,8 @@
 //! every instance gets a [`Limiter`] that caps, all memories together, the
 //! plugin's linear memory; the number of memories, tables and core
 //! instances; the elements of all tables together; and draws every byte it
-//! grants from the host's [`Budget`], the total every plugin instance of the
-//! process may hold.
+//! grants from the plugin's [`Share`] of the host's [`Budget`], the total
+//! every plugin instance of the process may hold.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,6 +41,18 @@ pub enum LimitExceeded {
     /// The host's total budget for plugin memory.
     #[error("the host's plugin memory budget ({0} MiB) is used up")]
     Budget(usize),
+    /// The plugin's share of the budget (its instances together).
+    #[error(
+        "the plugin's share of the host's plugin memory budget is used up ({share} MiB: {budget} MiB among {plugins} plugins)"
+    )]
+    Share {
+        /// The share, in MiB.
+        share: usize,
+        /// The budget, in MiB.
+        budget: usize,
+        /// Plugins the budget is divided among.
+        plugins: usize,
+    },
 }
 
 /// The host's total budget of guest memory (linear memory and tables of
@@ -49,15 +61,36 @@ pub enum LimitExceeded {
 pub struct Budget {
     limit: AtomicUsize,
     used: AtomicUsize,
+    plugins: AtomicUsize,
 }
 
 impl Budget {
-    /// A budget of `limit` bytes.
+    /// A budget of `limit` bytes, all of it one plugin's share until
+    /// [`Budget::set_plugins`] divides it.
     pub fn new(limit: usize) -> Self {
         Self {
             limit: AtomicUsize::new(limit),
             used: AtomicUsize::new(0),
+            plugins: AtomicUsize::new(1),
         }
+    }
+
+    /// Divides the budget into equal shares among `n` plugins (the plugin
+    /// directory sets it to the plugins it has loaded). A share that a
+    /// plugin holds more of than a smaller new share allows is not taken
+    /// back: the plugin cannot grow until its instances are replaced.
+    pub fn set_plugins(&self, n: usize) {
+        self.plugins.store(n.max(1), Ordering::Relaxed);
+    }
+
+    /// Plugins the budget is divided among.
+    pub fn plugins(&self) -> usize {
+        self.plugins.load(Ordering::Relaxed)
+    }
+
+    /// One plugin's share, in bytes.
+    pub fn share_limit(&self) -> usize {
+        self.limit() / self.plugins()
     }
 
     /// The budget derived from the container's memory limit when there is
@@ -96,6 +129,34 @@ impl Budget {
     }
 }
 
+/// What every instance of one plugin (all its versions) holds of the
+/// budget. Capped at [`Budget::share_limit`], so a plugin whose instances
+/// grow without end runs out on its own, and never makes another plugin
+/// fail mid-call because the budget is used up.
+#[derive(Debug, Default)]
+pub struct Share {
+    used: AtomicUsize,
+}
+
+impl Share {
+    /// Bytes the plugin's instances hold now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn reserve(&self, n: usize, limit: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
+                u.checked_add(n).filter(|t| *t <= limit)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
 /// cgroup v2's `memory.max` (or v1's limit) of this process, if set.
 pub(crate) fn container_memory_limit() -> Option<usize> {
     for path in [
@@ -122,19 +183,22 @@ pub struct Limiter {
     /// Elements of all its tables.
     pub table_elements: usize,
     budget: Arc<Budget>,
+    share: Arc<Share>,
     reserved: usize,
     /// The limit that stopped the last growth, if any.
     pub(crate) exceeded: Option<LimitExceeded>,
 }
 
 impl Limiter {
-    /// An instance's accounting: `memory_cap` bytes of linear memory, drawn from `budget`.
-    pub fn new(memory_cap: usize, budget: Arc<Budget>) -> Self {
+    /// An instance's accounting: `memory_cap` bytes of linear memory, drawn
+    /// from the plugin's `share` of `budget`.
+    pub fn new(memory_cap: usize, budget: Arc<Budget>, share: Arc<Share>) -> Self {
         Self {
             memory_cap,
             memory_bytes: 0,
             table_elements: 0,
             budget,
+            share,
             reserved: 0,
             exceeded: None,
         }
@@ -144,11 +208,7 @@ impl Limiter {
     /// instances' contexts, [`crate::shape`]) from the budget; refused when
     /// the budget cannot hold them.
     pub fn reserve_fixed(&mut self, bytes: usize) -> Result<(), LimitExceeded> {
-        if self.grant(bytes) {
-            Ok(())
-        } else {
-            Err(LimitExceeded::Budget(self.budget.limit() >> 20))
-        }
+        self.grant(bytes)
     }
 
     fn refuse(&mut self, e: LimitExceeded) -> wasmtime::Result<bool> {
@@ -156,18 +216,29 @@ impl Limiter {
         Err(e.into())
     }
 
-    fn grant(&mut self, bytes: usize) -> bool {
-        if self.budget.reserve(bytes) {
-            self.reserved += bytes;
-            true
-        } else {
-            false
+    /// Draws `bytes` from the plugin's share, then from the budget.
+    fn grant(&mut self, bytes: usize) -> Result<(), LimitExceeded> {
+        // With one plugin its share is the whole budget, which says so.
+        let (share, plugins) = (self.budget.share_limit(), self.budget.plugins());
+        if !self.share.reserve(bytes, if plugins > 1 { share } else { usize::MAX }) {
+            return Err(LimitExceeded::Share {
+                share: share >> 20,
+                budget: self.budget.limit() >> 20,
+                plugins,
+            });
         }
+        if !self.budget.reserve(bytes) {
+            self.share.release(bytes);
+            return Err(LimitExceeded::Budget(self.budget.limit() >> 20));
+        }
+        self.reserved += bytes;
+        Ok(())
     }
 }
 
 impl Drop for Limiter {
     fn drop(&mut self) {
+        self.share.release(self.reserved);
         self.budget.release(self.reserved);
     }
 }
@@ -179,8 +250,8 @@ impl ResourceLimiter for Limiter {
         if total > self.memory_cap {
             return self.refuse(LimitExceeded::Memory(self.memory_cap >> 20));
         }
-        if !self.grant(delta) {
-            return self.refuse(LimitExceeded::Budget(self.budget.limit() >> 20));
+        if let Err(e) = self.grant(delta) {
+            return self.refuse(e);
         }
         self.memory_bytes = total;
         Ok(true)
@@ -192,8 +263,8 @@ impl ResourceLimiter for Limiter {
         if total > MAX_TABLE_ELEMENTS {
             return self.refuse(LimitExceeded::TableElements(MAX_TABLE_ELEMENTS));
         }
-        if !self.grant(delta.saturating_mul(TABLE_ELEMENT_BYTES)) {
-            return self.refuse(LimitExceeded::Budget(self.budget.limit() >> 20));
+        if let Err(e) = self.grant(delta.saturating_mul(TABLE_ELEMENT_BYTES)) {
+            return self.refuse(e);
         }
         self.table_elements = total;
         Ok(true)

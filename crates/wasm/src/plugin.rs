@@ -91,6 +91,8 @@ pub struct PluginStats {
     /// grown past three quarters of the cap (a fresh one serves the next
     /// call, so a guest whose heap only grows never runs out mid-call).
     pub retired: AtomicU64,
+    /// What its instances hold of the host's memory budget.
+    pub share: Arc<crate::limits::Share>,
 }
 
 /// Why a call failed.
