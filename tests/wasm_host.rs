@@ -169,6 +169,28 @@ fn limits_hold(tier: Tier) {
     assert_eq!(bad, LoadError::Configure("mode bad-config: refusing to start".into()));
 }
 
+/// Calls that find every pooled instance busy make instances of their own;
+/// the pool keeps no more than [`warm_instances`] of them afterwards.
+#[test]
+fn the_pool_keeps_at_most_the_warm_instances() {
+    let host = host_for(None, json!({"defaults": {"timeoutMs": 5000}}));
+    let l = host.load_file(&guest::misbehave(), r#"{"mode": "busy"}"#).unwrap();
+    let ns = nodes(&[None]);
+    let p = pod(json!({}));
+    let start = std::sync::Barrier::new(24);
+    std::thread::scope(|s| {
+        for _ in 0..24 {
+            s.spawn(|| {
+                start.wait();
+                l.score(&p, &refs(&ns), None).unwrap();
+            });
+        }
+    });
+    let warm = wasmsched_wasm::warm_instances();
+    assert!(l.pooled() <= warm, "{} pooled, {warm} warm", l.pooled());
+    assert!(l.pooled() >= 1);
+}
+
 #[test]
 fn a_trapped_instance_is_replaced() {
     let host = host_for(None, json!({}));
@@ -955,6 +977,55 @@ fn an_idle_directory_is_not_rescanned() {
     assert_eq!(host.scans(), settled, "scans while nothing changed");
     std::fs::copy(guest::label_gate(), dir.join("label-gate.wasm")).unwrap();
     wait_for("the new file's scan", || host.scans() > settled);
+}
+
+/// Bytes this thread has read through system calls.
+#[cfg(target_os = "linux")]
+fn thread_read_bytes() -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("rchar: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// A rescan does not read a file whose device, inode, size and times are
+/// what they were; it reads one that was written again.
+#[cfg(target_os = "linux")]
+#[test]
+fn unchanged_files_are_not_read_again() {
+    let dir = temp_dir("stamp");
+    let mut bytes = std::fs::read(guest::node_price()).unwrap();
+    // A custom section of 8 MiB, so that reading the file shows.
+    let (name, payload) = (b"padding", vec![0u8; 8 << 20]);
+    let mut body = vec![name.len() as u8];
+    body.extend_from_slice(name);
+    body.extend_from_slice(&payload);
+    bytes.push(0);
+    let mut n = body.len();
+    while n >= 0x80 {
+        bytes.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    bytes.push(n as u8);
+    bytes.extend_from_slice(&body);
+    let file = dir.join("node-price.wasm");
+    std::fs::write(&file, &bytes).unwrap();
+    let host = host_dir(&dir, json!({}));
+    let report = host.scan();
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    let before = thread_read_bytes();
+    assert_eq!(host.scan(), Default::default());
+    let read = thread_read_bytes() - before;
+    assert!(read < 1 << 20, "an unchanged file was read again ({read} bytes)");
+    // Written again with the same bytes: read, and found unchanged.
+    std::fs::write(&file, &bytes).unwrap();
+    let before = thread_read_bytes();
+    assert_eq!(host.scan(), Default::default());
+    let read = thread_read_bytes() - before;
+    assert!(read >= 8 << 20, "a rewritten file was not read ({read} bytes)");
 }
 
 /// Only regular files inside the directory are read: a link out of it, a

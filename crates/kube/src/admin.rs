@@ -35,9 +35,16 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
             get({
                 let s = status.clone();
                 move || async move {
-                    let missing = s.missing_plugins();
+                    // The plugin host's state is behind std mutexes: read
+                    // off the async workers.
+                    let (ready, missing) = {
+                        let s = s.clone();
+                        tokio::task::spawn_blocking(move || (s.ready(), s.missing_plugins()))
+                            .await
+                            .unwrap_or_default()
+                    };
                     let lines: String = missing.iter().map(|(why, _)| format!("{why}\n")).collect();
-                    if !s.ready() {
+                    if !ready {
                         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
                     } else if missing.iter().any(|(_, fail)| *fail) {
                         // Pods of the profiles that enable them cannot be placed.
@@ -53,12 +60,16 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
             get({
                 let s = status.clone();
                 move || async move {
+                    let s = s.clone();
+                    let text = tokio::task::spawn_blocking(move || s.metrics_text())
+                        .await
+                        .unwrap_or_default();
                     (
                         [(
                             header::CONTENT_TYPE,
                             "application/openmetrics-text; version=1.0.0; charset=utf-8",
                         )],
-                        s.metrics_text(),
+                        text,
                     )
                 }
             }),

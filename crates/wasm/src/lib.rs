@@ -35,7 +35,7 @@ pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
 };
 pub use host::unix_ms;
-pub use plugin::{CallError, FailurePolicy, Limits, Loaded, PluginSlot, PluginStats};
+pub use plugin::{CallError, FailurePolicy, Limits, Loaded, PluginSlot, PluginStats, warm_instances};
 
 /// Why a plugin file was rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

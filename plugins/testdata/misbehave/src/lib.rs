@@ -4,6 +4,7 @@
 //! - `ok`: filters nothing out, scores every node 50;
 //! - `trap`: Filter and Score trap (`unreachable`);
 //! - `loop`: Filter and Score never return;
+//! - `busy`: Filter and Score spin for tens of milliseconds, then behave;
 //! - `oom`: Filter and Score allocate until memory runs out;
 //! - `error`: Filter and Score return an error;
 //! - `leak`: Filter and Score behave but never free 1 MiB each (a guest
@@ -63,6 +64,13 @@ fn act(nodes: usize) -> Result<(), String> {
             loop {
                 x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
+        }
+        "busy" => {
+            let mut x: u64 = nodes as u64;
+            for _ in 0..20_000_000 {
+                x = core::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            Ok(())
         }
         "oom" => {
             let mut hog: Vec<Vec<u8>> = Vec::new();
