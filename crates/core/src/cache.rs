@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use crate::node::{Labels, NodeData, NodeInfo, Usage};
+use crate::node::{ImageIndex, Labels, NodeData, NodeInfo, Usage};
 use crate::pod::{PodInfo, PodKey};
 use crate::shapes::{ShapeEntry, ShapeTable, count_on_node};
 
@@ -36,8 +36,8 @@ pub struct Cache {
     /// Usage of pods bound to nodes the cache does not know (yet).
     orphan_usage: HashMap<String, Usage>,
     pods: HashMap<PodKey, CachedPod>,
-    /// Image name → number of nodes holding it.
-    image_nodes: Arc<HashMap<String, usize>>,
+    /// Image name → its size on each node holding it.
+    image_nodes: Arc<ImageIndex>,
     /// Namespace name → its labels (for namespace selectors).
     namespaces: Arc<FxHashMap<String, Labels>>,
     /// The accounted pods by shape.
@@ -71,8 +71,8 @@ pub struct Cache {
 pub struct Snapshot {
     /// Nodes in sampling order.
     pub nodes: Vec<Arc<NodeInfo>>,
-    /// Image name → number of nodes holding it.
-    pub image_nodes: Arc<HashMap<String, usize>>,
+    /// Image name → its size on each node holding it.
+    pub image_nodes: Arc<ImageIndex>,
     /// Namespace name → labels.
     pub namespaces: Arc<FxHashMap<String, Labels>>,
     /// Pods on these nodes with pod (anti-)affinity terms.
@@ -364,17 +364,17 @@ impl Cache {
         }
     }
 
-    fn count_images(&mut self, data: &NodeData, add: bool) {
+    fn index_images(&mut self, data: &NodeData, add: bool) {
         if data.images.is_empty() {
             return;
         }
         let map = Arc::make_mut(&mut self.image_nodes);
-        for name in data.images.keys() {
+        for (name, &size) in &data.images {
             if add {
-                *map.entry(name.clone()).or_insert(0) += 1;
-            } else if let Some(c) = map.get_mut(name) {
-                *c -= 1;
-                if *c == 0 {
+                Arc::make_mut(map.entry(name.clone()).or_default()).insert(data.id, size);
+            } else if let Some(on) = map.get_mut(name) {
+                Arc::make_mut(on).remove(&data.id);
+                if on.is_empty() {
                     map.remove(name);
                 }
             }
@@ -393,8 +393,12 @@ impl Cache {
         let data = Arc::new(data);
         if let Some(&i) = self.index.get(&data.name) {
             let old = self.nodes[i].node.clone();
-            self.count_images(&old, false);
-            self.count_images(&data, true);
+            // A node's status is written every few seconds; its images
+            // seldom change.
+            if old.images != data.images {
+                self.index_images(&old, false);
+                self.index_images(&data, true);
+            }
             if old.zone != data.zone {
                 self.structure_generation += 1;
             }
@@ -404,7 +408,7 @@ impl Cache {
             Arc::make_mut(&mut self.nodes[i]).node = data;
             self.mark_dirty(i);
         } else {
-            self.count_images(&data, true);
+            self.index_images(&data, true);
             let usage = self.orphan_usage.remove(&data.name).unwrap_or_default();
             for &(id, c) in &usage.shapes {
                 self.shapes.place(id, self.nodes.len(), i64::from(c));
@@ -434,7 +438,7 @@ impl Cache {
                 self.shapes.move_node(id, from, i);
             }
         }
-        self.count_images(&info.node, false);
+        self.index_images(&info.node, false);
         if info.usage.pods != 0 {
             self.orphan_usage.insert(name.to_owned(), info.usage.clone());
         }
@@ -957,11 +961,11 @@ mod tests {
         let snap = c.snapshot();
         let names: Vec<_> = snap.nodes.iter().map(|n| n.name().to_owned()).collect();
         assert_eq!(names, ["a1", "b1", "c1", "a2", "a3"]);
-        assert_eq!(snap.image_nodes.get("img:1"), Some(&5));
+        assert_eq!(snap.image_nodes.get("img:1").map(|on| on.len()), Some(5));
         c.remove_node("a2");
         let snap = c.snapshot();
         assert_eq!(snap.len(), 4);
-        assert_eq!(snap.image_nodes.get("img:1"), Some(&4));
+        assert_eq!(snap.image_nodes.get("img:1").map(|on| on.len()), Some(4));
     }
 
     #[test]

@@ -89,8 +89,8 @@ pub struct CycleState {
     data: HashMap<String, Box<dyn Any + Send + Sync>>,
     /// Number of nodes in the snapshot.
     pub total_nodes: usize,
-    /// Image name → number of nodes holding it, from the snapshot.
-    pub image_nodes: Arc<HashMap<String, usize>>,
+    /// Image name → its size on each node holding it, from the snapshot.
+    pub image_nodes: Arc<crate::node::ImageIndex>,
     skip_filter: Vec<bool>,
     skip_score: Vec<bool>,
     /// PreFilter node subsets so far: the plugins that narrowed, and the

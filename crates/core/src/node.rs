@@ -82,33 +82,43 @@ pub fn labels_of(labels: Option<&std::collections::BTreeMap<String, String>>) ->
         .collect()
 }
 
+/// Image name → its size on each node that holds it, by node id
+/// ([`NodeData::id`]): one table per image that ImageLocality reads for
+/// every node it scores, instead of a table of each node.
+pub type ImageIndex = std::collections::HashMap<String, Arc<FxHashMap<u32, i64>>>;
+
 /// The taint the node controller puts on cordoned nodes.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 
 /// The parsed, immutable part of a node: what changes only when the Node
 /// object changes. Shared (`Arc`) between the cache and snapshots.
+///
+/// Laid out for the scheduling cycle, which reads every node's data for
+/// every pod: what the default plugins read of every node (allocatable,
+/// cordoned, its id, taints) comes first.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct NodeData {
-    /// `metadata.name`.
-    pub name: String,
+    /// `status.allocatable` (or `status.capacity` when allocatable is absent).
+    pub allocatable: Resources,
+    /// `spec.unschedulable` (cordoned).
+    pub unschedulable: bool,
+    /// A small id the cache gives the node for its life there (0: not
+    /// from a cache): per-node tables index by it.
+    pub id: u32,
+    /// `spec.taints` with a known effect.
+    pub taints: Vec<Taint>,
+    /// Image sizes by every name in `status.images[].names`.
+    pub images: FxHashMap<String, i64>,
     /// `metadata.labels` (a fast hash map: label lookups are the hottest
     /// operation of node affinity).
     pub labels: Labels,
-    /// `spec.unschedulable` (cordoned).
-    pub unschedulable: bool,
-    /// `spec.taints` with a known effect.
-    pub taints: Vec<Taint>,
-    /// `status.allocatable` (or `status.capacity` when allocatable is absent).
-    pub allocatable: Resources,
-    /// Image sizes by every name in `status.images[].names`.
-    pub images: FxHashMap<String, i64>,
+    /// `metadata.name`.
+    pub name: String,
     /// The zone (`topology.kubernetes.io/zone`), used to spread sampling.
     pub zone: String,
     /// The object as received.
     pub object: Arc<Node>,
-    /// A small id the cache gives the node for its life there (0: not
-    /// from a cache): per-node tables index by it.
-    pub id: u32,
 }
 
 impl NodeData {
@@ -169,17 +179,19 @@ impl NodeData {
     }
 }
 
-/// What the pods on a node use.
+/// What the pods on a node use. The amounts every Filter and Score of
+/// resources reads come first (see [`NodeInfo`]).
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct Usage {
-    /// Sum of the pods' requests.
-    pub requested: Resources,
+    /// Number of pods.
+    pub pods: i64,
     /// Sum of the pods' non-zero CPU requests (for scoring).
     pub non_zero_milli_cpu: i64,
     /// Sum of the pods' non-zero memory requests (for scoring).
     pub non_zero_memory: i64,
-    /// Number of pods.
-    pub pods: i64,
+    /// Sum of the pods' requests.
+    pub requested: Resources,
     /// Host ports in use.
     pub ports: Vec<HostPort>,
     /// (shape id, pods of that shape here): see [`crate::shapes`].
@@ -192,7 +204,11 @@ pub struct Usage {
 }
 
 /// A node and the usage of its pods, as one scheduling cycle sees it.
+///
+/// A cycle reads this for every node it examines: the node, its pod count
+/// and the amounts its pods request come first, to share a cache line.
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct NodeInfo {
     /// The parsed node.
     pub node: Arc<NodeData>,

@@ -182,6 +182,13 @@ pub fn normalized_image_name(name: &str) -> String {
 impl PodInfo {
     /// Parses a Pod. A malformed field is an error naming the pod and field.
     pub fn from_pod(pod: &Pod) -> Result<Self, ModelError> {
+        Self::from_shared(Arc::new(pod.clone()))
+    }
+
+    /// [`PodInfo::from_pod`] keeping `object` itself: a watcher's pod is
+    /// moved in, not copied.
+    pub fn from_shared(shared: Arc<Pod>) -> Result<Self, ModelError> {
+        let pod = &*shared;
         let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         if name.is_empty() {
@@ -354,7 +361,7 @@ impl PodInfo {
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec, &volumes),
             volumes: volumes.unwrap_or_default(),
-            object: Arc::new(pod.clone()),
+            object: shared.clone(),
         })
     }
 }

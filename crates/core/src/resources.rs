@@ -20,6 +20,7 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// pod count, and the scalar resources (hugepages, extended resources such as
 /// `nvidia.com/gpu`) by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)] // the amounts first, in this order: see `NodeInfo`
 pub struct Resources {
     /// CPU in millicores.
     pub milli_cpu: i64,

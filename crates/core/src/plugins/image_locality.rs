@@ -6,6 +6,7 @@
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::NodeInfo;
 use crate::pod::PodInfo;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 const MB: i64 = 1024 * 1024;
@@ -50,23 +51,43 @@ impl Plugin for ImageLocality {
 /// each (computed once per batch, not per node). Image volumes add to the
 /// sum, not to the container count the thresholds scale with, as in
 /// kube-scheduler.
-fn spreads<'p>(state: &CycleState, pod: &'p PodInfo) -> Vec<(&'p str, f64)> {
+/// Each of the pod's images some node holds: its table of sizes by node,
+/// and the fraction of nodes that hold it.
+type Spread<'s> = (&'s str, &'s FxHashMap<u32, i64>, f64);
+
+fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
     let total = state.total_nodes.max(1) as f64;
     pod.images
         .iter()
         .chain(&pod.volume_images)
-        .filter_map(|img| state.image_nodes.get(img).map(|&n| (img.as_str(), n as f64 / total)))
+        .filter_map(|img| {
+            state
+                .image_nodes
+                .get(img)
+                .map(|on| (img.as_str(), &**on, on.len() as f64 / total))
+        })
         .collect()
 }
 
-fn node_score(spreads: &[(&str, f64)], containers: usize, node: &NodeInfo) -> i64 {
+fn node_score(spreads: &[Spread], containers: usize, node: &NodeInfo) -> i64 {
     let max = MAX_CONTAINER_THRESHOLD * containers as i64;
     if spreads.is_empty() || max <= MIN_THRESHOLD {
         return 0;
     }
+    // A node of the cache is found in each image's table (small, read for
+    // every node, so in the processor's cache); one made elsewhere (id 0)
+    // by its own images.
+    let id = node.node.id;
     let sum: i64 = spreads
         .iter()
-        .filter_map(|(img, spread)| node.node.images.get(*img).map(|&size| (size as f64 * spread) as i64))
+        .filter_map(|(img, on, spread)| {
+            let size = if id != 0 {
+                on.get(&id)
+            } else {
+                node.node.images.get(*img)
+            };
+            size.map(|&size| (size as f64 * spread) as i64)
+        })
         .sum();
     MAX_NODE_SCORE * (sum.clamp(MIN_THRESHOLD, max) - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
 }
@@ -93,8 +114,11 @@ mod tests {
         let p = pod(json!({"containers": [{"name": "a", "image": "app:1"}, {"name": "b", "image": "sidecar"}]}));
         let mut st = CycleState::default();
         st.total_nodes = 4;
+        // Held by 2 and 4 of the cluster's nodes (these test nodes, id 0,
+        // are read by their own images).
+        let on = |n: u32| Arc::new((1..=n).map(|id| (id, MB)).collect());
         st.image_nodes = Arc::new(
-            [("app:1".to_owned(), 2), ("sidecar:latest".to_owned(), 4)]
+            [("app:1".to_owned(), on(2)), ("sidecar:latest".to_owned(), on(4))]
                 .into_iter()
                 .collect(),
         );
