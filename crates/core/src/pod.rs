@@ -114,9 +114,10 @@ pub struct PodInfo {
     /// `status.nominatedNodeName`: the node a preemption made room on,
     /// which the pod waits for.
     pub nominated_node: Option<String>,
-    /// `status.startTime` in nanoseconds since the epoch, if it started
-    /// (preemption spares pods that have run longer).
-    pub start_time: Option<i128>,
+    /// `status.startTime` in nanoseconds since the epoch (from 1677 to
+    /// 2262, clamped), if it started (preemption spares pods that have run
+    /// longer).
+    pub start_time: Option<i64>,
     /// Whether a scheduler's preemption marked it (the `DisruptionTarget`
     /// condition with reason `PreemptionByScheduler`).
     pub preempted: bool,
@@ -154,7 +155,7 @@ pub struct PodInfo {
     pub spread_constraints: Vec<SpreadConstraint>,
     /// Its controller (`apiVersion`, `kind`, `name` of the owner reference
     /// with `controller: true`), for PodTopologySpread's default selector.
-    pub controller: Option<(String, String, String)>,
+    pub controller: Option<Box<(String, String, String)>>,
     /// `spec.schedulingGates`, by name: while any remains the pod is not
     /// scheduled.
     pub scheduling_gates: Vec<String>,
@@ -315,11 +316,10 @@ impl PodInfo {
                 .as_ref()
                 .and_then(|s| s.nominated_node_name.clone())
                 .filter(|n| !n.is_empty()),
-            start_time: pod
-                .status
-                .as_ref()
-                .and_then(|s| s.start_time.as_ref())
-                .map(|t| t.0.as_nanosecond()),
+            start_time: pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| {
+                let ns = t.0.as_nanosecond();
+                i64::try_from(ns).unwrap_or(if ns < 0 { i64::MIN } else { i64::MAX })
+            }),
             preempted: pod
                 .status
                 .as_ref()
@@ -357,7 +357,7 @@ impl PodInfo {
                 .iter()
                 .flatten()
                 .find(|o| o.controller == Some(true))
-                .map(|o| (o.api_version.clone(), o.kind.clone(), o.name.clone())),
+                .map(|o| Box::new((o.api_version.clone(), o.kind.clone(), o.name.clone()))),
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec, &volumes),
             volumes: volumes.unwrap_or_default(),

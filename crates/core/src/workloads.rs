@@ -242,7 +242,7 @@ impl Workloads {
             }
         }
         let mut extra: Vec<Requirement> = Vec::new();
-        if let Some((api_version, kind, name)) = &pod.controller
+        if let Some((api_version, kind, name)) = pod.controller.as_deref()
             && let Some(k) = WorkloadKind::of(api_version, kind)
             && k != WorkloadKind::Service
         {

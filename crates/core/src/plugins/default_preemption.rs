@@ -106,8 +106,8 @@ fn more_important(a: &PodInfo, b: &PodInfo) -> Ordering {
     b.priority.cmp(&a.priority).then_with(|| start(a).cmp(&start(b)))
 }
 
-fn start(p: &PodInfo) -> i128 {
-    p.start_time.unwrap_or(i128::MAX)
+fn start(p: &PodInfo) -> i64 {
+    p.start_time.unwrap_or(i64::MAX)
 }
 
 /// What preempting on one node would take (victims, budget violations), or
@@ -250,7 +250,7 @@ fn pick(candidates: &[Candidate]) -> usize {
                 .filter(|v| v.priority == top)
                 .map(|v| start(v))
                 .min()
-                .unwrap_or(i128::MAX)
+                .map_or(i128::MAX, i128::from)
         },
     ];
     let mut left: Vec<usize> = (0..candidates.len()).collect();
