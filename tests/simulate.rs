@@ -1008,3 +1008,96 @@ fn plugin_test_names_points_in_the_plugins_language() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `plugin diff`: a version of `zone-gate` that rejects one zone moves
+/// exactly the pods the old version put there (or leaves them
+/// unschedulable), says why on each node, and fails CI with
+/// `--fail-on-change`; a version against itself changes nothing.
+#[test]
+fn plugin_diff_shows_the_pods_a_new_version_places_differently() {
+    let (v1, v2) = (guest::zone_gate(None), guest::zone_gate(Some("eu-west-1a")));
+    let (v1, v2) = (v1.to_str().unwrap(), v2.to_str().unwrap());
+    let cluster = example_cluster();
+    let zone_of: HashMap<String, String> = cluster["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "Node")
+        .map(|n| {
+            (
+                n["metadata"]["name"].as_str().unwrap().to_owned(),
+                n["metadata"]["labels"]["topology.kubernetes.io/zone"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let d = stdout_json(&["plugin", "diff", v1, v2, "-o", "json"]);
+    assert_eq!(
+        (
+            d["plugin"].as_str(),
+            d["old"]["version"].as_str(),
+            d["new"]["version"].as_str()
+        ),
+        (Some("zone-gate"), Some("1.0.0"), Some("2.0.0"))
+    );
+    let changed = d["changed"].as_array().unwrap();
+    // What the old version placed in the zone.
+    let old = stdout_json(&["simulate", "--plugins", &dir_of(v1), "-o", "json"]);
+    let in_zone: Vec<&str> = old["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["node"].as_str().is_some_and(|n| zone_of[n] == "eu-west-1a"))
+        .map(|p| p["pod"].as_str().unwrap())
+        .collect();
+    assert!(!in_zone.is_empty());
+    for pod in &in_zone {
+        let c = changed
+            .iter()
+            .find(|c| c["pod"] == *pod)
+            .unwrap_or_else(|| panic!("{pod} is not in the diff: {d:#}"));
+        assert!(c["change"] == "moved" || c["change"] == "unschedulable", "{c}");
+        let old_node = c["old"]["node"].as_str().unwrap();
+        let on_old = c["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == old_node)
+            .unwrap();
+        assert_eq!(on_old["new"]["rejected"], "node(s) were in zone eu-west-1a", "{c}");
+        assert_eq!(c["pluginVerdictsDiffer"], true, "{c}");
+        assert!(on_old["old"].get("rejected").is_none(), "{c}");
+    }
+    // Nothing lands in the zone with the new version.
+    for c in changed {
+        if let Some(n) = c["new"]["node"].as_str() {
+            assert_ne!(zone_of[n], "eu-west-1a", "{c}");
+        }
+    }
+    // The table says the same, and CI fails on it.
+    let out = wasmsched(&["plugin", "diff", v1, v2, "--fail-on-change"]);
+    assert!(!out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("zone-gate 1.0.0") && table.contains("-> 2.0.0"),
+        "{table}"
+    );
+    assert!(
+        table.contains("new rejects: node(s) were in zone eu-west-1a"),
+        "{table}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("placed differently (--fail-on-change)"));
+    // A version against itself: no change, success.
+    let same = stdout_json(&["plugin", "diff", v1, v1, "-o", "json", "--fail-on-change"]);
+    assert_eq!(same["changed"], serde_json::json!([]));
+}
+
+/// A directory holding only `file` (for `simulate --plugins`).
+fn dir_of(file: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("wasmsched-dir-of-{}-{}", std::process::id(), file.len()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(file, dir.join("plugin.wasm")).unwrap();
+    dir.to_str().unwrap().to_owned()
+}

@@ -17,10 +17,17 @@ fn repo() -> PathBuf {
 /// The component built from `plugins/<dir>` (for Rust, with `target`:
 /// `None` for the default wasm32-unknown-unknown).
 pub fn build(dir: &str, target: Option<&str>) -> PathBuf {
+    build_with(dir, target, &[])
+}
+
+/// [`build`] with `env` set for the compiler (a crate's `option_env!`):
+/// another component from the same source.
+pub fn build_with(dir: &str, target: Option<&str>, env: &[(&str, &str)]) -> PathBuf {
     type Built = HashMap<(String, Option<String>), PathBuf>;
     static BUILT: OnceLock<Mutex<Built>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
-    let key = (dir.to_owned(), target.map(str::to_owned));
+    let tag: String = env.iter().map(|(k, v)| format!("-{k}={v}")).collect();
+    let key = (format!("{dir}{tag}"), target.map(str::to_owned));
     if let Some(p) = built.get(&key) {
         return p.clone();
     }
@@ -28,7 +35,7 @@ pub fn build(dir: &str, target: Option<&str>) -> PathBuf {
     let out_dir = std::env::temp_dir().join(format!("wasmsched-test-plugins-{}", std::process::id()));
     let out = out_dir.join(format!(
         "{}-{}.wasm",
-        dir.replace('/', "_"),
+        key.0.replace(['/', '='], "_"),
         target.unwrap_or("default")
     ));
     let mut cmd = Command::new(repo.join("plugins/build.sh"));
@@ -36,6 +43,7 @@ pub fn build(dir: &str, target: Option<&str>) -> PathBuf {
     if let Some(t) = target {
         cmd.env("RUST_TARGET", t);
     }
+    cmd.envs(env.iter().copied());
     let out_put = cmd.output().expect("run plugins/build.sh");
     assert!(
         out_put.status.success(),
@@ -48,6 +56,15 @@ pub fn build(dir: &str, target: Option<&str>) -> PathBuf {
 
 pub fn node_price() -> PathBuf {
     build("examples/node-price/rust", None)
+}
+
+/// `zone-gate` 1.0.0 (accepts every node) and 2.0.0 (rejects the nodes
+/// of `zone`).
+pub fn zone_gate(reject: Option<&str>) -> PathBuf {
+    match reject {
+        None => build("testdata/zone-gate", None),
+        Some(z) => build_with("testdata/zone-gate", None, &[("ZONE_GATE_REJECT", z)]),
+    }
 }
 
 pub fn label_gate() -> PathBuf {

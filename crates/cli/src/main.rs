@@ -11,6 +11,7 @@ mod bench_first_load;
 mod demo;
 mod extender;
 mod plugin;
+mod plugin_diff;
 mod run;
 mod simulate;
 

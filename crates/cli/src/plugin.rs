@@ -79,6 +79,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Place a cluster's pending pods with two versions of a plugin and print
+    /// the pods placed differently, with each version's verdict on the nodes.
+    Diff(crate::plugin_diff::Args),
 }
 
 /// Where compiled plugins are cached when the configuration names no place.
@@ -243,6 +246,7 @@ pub fn run(cmd: Command) -> anyhow::Result<()> {
             let metrics = metrics.as_deref().map(crate::read_metrics).transpose()?;
             test(&file, &pod, &nodes, &args, seed, metrics.as_ref(), json)
         }
+        Command::Diff(args) => crate::plugin_diff::run(args),
     }
 }
 

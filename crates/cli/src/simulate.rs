@@ -15,6 +15,26 @@ use wasmsched_core::framework::{Explanation, PreemptionTry, ScheduleError};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 
+/// The cluster snapshot of `--cluster` (default: the bundled example) and
+/// the pods of `--pods`.
+pub(crate) fn read_cluster(cluster: Option<&std::path::Path>, pods: &[PathBuf]) -> anyhow::Result<Objects> {
+    let mut objs = match cluster {
+        Some(p) => {
+            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?
+        }
+        None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
+    };
+    for p in pods {
+        let more: Objects =
+            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
+        objs.extend(more);
+    }
+    for i in &objs.ignored {
+        tracing::warn!(object = %i, "ignoring an object of a kind the scheduler does not read");
+    }
+    Ok(objs)
+}
+
 /// The bundled example cluster.
 pub const EXAMPLE_CLUSTER: &str = include_str!("../data/example-cluster.yaml");
 
@@ -71,20 +91,20 @@ fn parse_weight(s: &str) -> Result<(String, i64), String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Output {
+pub(crate) enum Output {
     Table,
     Json,
 }
 
 /// One pod's outcome.
-struct Row {
-    pod: String,
-    node: Option<String>,
-    reason: String,
+pub(crate) struct Row {
+    pub(crate) pod: String,
+    pub(crate) node: Option<String>,
+    pub(crate) reason: String,
     score: Option<i64>,
     feasible: usize,
     evaluated: usize,
-    explanation: Option<Explanation>,
+    pub(crate) explanation: Option<Explanation>,
     /// Not attempted: waiting for its scheduling gates.
     gated: bool,
     /// The pods its preemption evicted, and the node they were on.
@@ -114,20 +134,7 @@ impl Row {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut objs = match &args.cluster {
-        Some(p) => {
-            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?
-        }
-        None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
-    };
-    for p in &args.pods {
-        let more: Objects =
-            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
-        objs.extend(more);
-    }
-    for i in &objs.ignored {
-        tracing::warn!(object = %i, "ignoring an object of a kind the scheduler does not read");
-    }
+    let objs = read_cluster(args.cluster.as_deref(), &args.pods)?;
     if args.print_cluster {
         return print_cluster(&mut std::io::stdout().lock(), &objs);
     }
@@ -293,7 +300,9 @@ fn score_weights(config: &Config, registry: &Registry) -> anyhow::Result<String>
     ))
 }
 
-fn simulate(
+/// Places the pending pods of `objs` (every pod of `explain` explained):
+/// one row per pod, in the order of their last attempt.
+pub(crate) fn simulate(
     config: &Config,
     registry: &Registry,
     config_name: &str,

@@ -386,6 +386,18 @@ impl PluginHost {
         names
     }
 
+    /// `(file, plugin, version)` of every file loaded now.
+    pub fn versions(&self) -> Vec<(String, String, String)> {
+        self.lock()
+            .files
+            .iter()
+            .filter_map(|(path, f)| {
+                let (_, m) = f.plugin.as_ref()?;
+                Some((file_name(path), m.name.clone(), m.version.clone()))
+            })
+            .collect()
+    }
+
     /// The slots created so far (one per profile that enables a plugin).
     pub fn slots(&self) -> Vec<Arc<PluginSlot>> {
         self.lock().slots.clone()

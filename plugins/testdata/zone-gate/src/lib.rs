@@ -1,0 +1,37 @@
+//! `zone-gate`, a test plugin in two versions built from this one source:
+//! built plainly it is version 1.0.0 and accepts every node; built with
+//! `ZONE_GATE_REJECT=ZONE` in the environment it is version 2.0.0 and
+//! rejects the nodes of that zone (`topology.kubernetes.io/zone`). The pair
+//! is what `wasmsched plugin diff` and shadow mode compare.
+
+use wasmsched_plugin::{Nodes, Plugin, Pod, Points, Rejection, reject, serde_json::Value};
+
+const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+const REJECT: Option<&str> = option_env!("ZONE_GATE_REJECT");
+
+struct ZoneGate;
+
+impl Plugin for ZoneGate {
+    const NAME: &'static str = "zone-gate";
+    const VERSION: &'static str = if REJECT.is_some() { "2.0.0" } else { "1.0.0" };
+    fn points() -> Points {
+        Points::FILTER
+    }
+
+    fn configure(_args: &Value) -> Result<Self, String> {
+        Ok(ZoneGate)
+    }
+
+    fn filter(&self, _pod: &Pod, nodes: &Nodes) -> Result<Vec<Rejection>, String> {
+        let Some(zone) = REJECT else { return Ok(Vec::new()) };
+        Ok(nodes
+            .label_values(ZONE_LABEL)
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.as_deref() == Some(zone))
+            .map(|(i, _)| reject(i as u32, format!("node(s) were in zone {zone}")))
+            .collect())
+    }
+}
+
+wasmsched_plugin::export!(ZoneGate);
