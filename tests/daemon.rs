@@ -1797,10 +1797,22 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
     let fallback = place(&s, "stale", 12).await;
     let spread: std::collections::BTreeSet<&String> = fallback.iter().collect();
     assert!(spread.len() >= 2, "stale values must not keep steering: {fallback:?}");
+    // Going stale is said: in the log, a gauge, and /readyz (still ready).
+    let stale = "wasmsched_metric_source_stale{source=\"latency\"}";
+    assert_eq!(admin_metric(&admin, stale).await, Some(1.0));
+    assert_eq!(admin_metric(&admin, matched).await, Some(0.0));
+    let ready = http_get(&admin, "/readyz").await;
     assert!(
-        http_get(&admin, "/readyz").await.contains("200 OK"),
-        "ready without Prometheus"
+        ready.contains("200 OK") && ready.contains("no values for staleAfter (3s)"),
+        "{ready}"
     );
+    let log = std::fs::read_to_string(dir.join("daemon.log")).unwrap_or_default();
+    assert!(
+        log.contains("metric source latency: no values for staleAfter (3s)"),
+        "{log}"
+    );
+    // No false alarm before the nodes were known.
+    assert!(!log.contains("no node matches"), "{log}");
 
     // Restarted (with node-000 now the fastest), values come back.
     gauges.lock().unwrap().insert("node-000".into(), 0.0001);
@@ -1819,6 +1831,8 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
         i += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    assert_eq!(admin_metric(&admin, stale).await, Some(0.0));
+    assert!(!http_get(&admin, "/readyz").await.contains("staleAfter"));
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&prom_dir);
 }
@@ -1827,7 +1841,36 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
 /// content type, body), or none to hang.
 type FakeAnswer = Option<(&'static str, &'static str, &'static str)>;
 
-const BAD_ANSWERS: [(FakeAnswer, &str); 6] = [
+const BAD_ANSWERS: [(FakeAnswer, &str); 10] = [
+    // First a good answer, while the node list is still being read.
+    (
+        Some((
+            "200 OK",
+            "application/json",
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":"node-000"},"value":[1,"0.1"]},{"metric":{"node":"node-001"},"value":[1,"0.2"]},{"metric":{"node":"node-002"},"value":[1,"0.3"]}]}}"#,
+        )),
+        "",
+    ),
+    (
+        Some((
+            "200 OK",
+            "application/json",
+            r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#,
+        )),
+        "the query answers with no series (a misspelt metric name",
+    ),
+    (
+        Some(("404 Not Found", "text/plain", "404 page not found")),
+        "404 page not found (GET http://",
+    ),
+    (
+        Some((
+            "200 OK",
+            "application/json",
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":"10.9.9.9:9100"},"value":[1,"0.1"]}]}}"#,
+        )),
+        "no node matches 10.9.9.9:9100 (values of node are matched to node names and to the nodes' addresses",
+    ),
     (
         Some(("500 Internal Server Error", "text/plain", "internal error")),
         "HTTP 500 Internal Server Error, not Prometheus' JSON",
@@ -1910,7 +1953,17 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
         "profiles:\n- plugins:\n    score:\n      enabled: [{{name: fastest-node}}]\n\
          metrics:\n  sources:\n  - name: latency\n    prometheus:\n      url: {url}\n      query: probe_duration_seconds\n      nodeLabel: node\n      interval: 1s\n      timeout: 1s\n"
     );
-    let (_d, _admin, _plugins, dir) = daemon_with_plugins(
+    // The node list is slow to come: the first answer arrives before it.
+    s.faults().slow(
+        wasmsched_apiserver_sim::Match {
+            method: Some("GET".into()),
+            path_contains: Some("/api/v1/nodes".into()),
+            skip_watches: true,
+            ..Default::default()
+        },
+        Duration::from_secs(2),
+    );
+    let (_d, admin, _plugins, dir) = daemon_with_plugins(
         &s,
         "bad-metrics",
         &config,
@@ -1919,6 +1972,18 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
     let log = dir.join("daemon.log");
     for (i, (_, message)) in BAD_ANSWERS.iter().enumerate() {
         which.store(i, std::sync::atomic::Ordering::Relaxed);
+        if message.is_empty() {
+            // Matched once the nodes are known, and no false alarm before.
+            let matched = "wasmsched_metric_source_nodes_matched{source=\"latency\"}";
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while admin_metric(&admin, matched).await != Some(3.0) {
+                assert!(Instant::now() < deadline, "{}", http_get(&admin, "/metrics").await);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            assert!(!text.contains("no node matches"), "{text}");
+            continue;
+        }
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -1927,6 +1992,18 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
             }
             assert!(Instant::now() < deadline, "no log line {message:?}:\n{text}");
             tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if message.contains("no series") {
+            // Counted, said by /readyz (still ready), and not a success.
+            let empty = "wasmsched_metric_source_empty_answers_total{source=\"latency\"}";
+            assert!(admin_metric(&admin, empty).await.unwrap_or(0.0) >= 1.0);
+            let ready = http_get(&admin, "/readyz").await;
+            assert!(
+                ready.contains("200 OK") && ready.contains("answers with no series"),
+                "{ready}"
+            );
+            let series = "wasmsched_metric_source_series{source=\"latency\"}";
+            assert_eq!(admin_metric(&admin, series).await, Some(0.0));
         }
         place(&s, &format!("during-{i}"), 2).await;
     }

@@ -43,7 +43,15 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                             .await
                             .unwrap_or_default()
                     };
-                    let lines: String = missing.iter().map(|(why, _)| format!("{why}\n")).collect();
+                    // A metric source that answers nothing, or went stale,
+                    // is shown, not failed: plugins fall back and pods are
+                    // still placed.
+                    let lines: String = missing
+                        .iter()
+                        .map(|(why, _)| why.clone())
+                        .chain(s.metrics.metric_notes())
+                        .map(|l| format!("{l}\n"))
+                        .collect();
                     if !ready {
                         (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
                     } else if missing.iter().any(|(_, fail)| *fail) {

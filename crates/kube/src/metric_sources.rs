@@ -48,10 +48,27 @@ pub(crate) fn spawn(
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last_error: Option<String> = None;
             let mut last_dropped = String::new();
+            // When the source last answered with values, whether it has
+            // answered with none since, and whether its values went stale.
+            let mut values_at: Option<tokio::time::Instant> = None;
+            let mut empty = false;
+            let mut stale = false;
             loop {
+                let stale_at = values_at.filter(|_| !stale).map(|t| t + p.times.stale_after);
                 tokio::select! {
                     _ = ticker.tick() => {}
                     _ = stop.changed() => return,
+                    _ = sleep_until_some(stale_at) => {
+                        stale = true;
+                        status.metrics.metric_stale(&name, true);
+                        let why = format!(
+                            "metric source {name}: no values for staleAfter ({:?}); plugins see none and fall back until it answers again",
+                            p.times.stale_after
+                        );
+                        tracing::warn!(source = %name, "{why}");
+                        status.metrics.metric_note(&name, Some(why));
+                        continue;
+                    }
                 }
                 let answer = match tokio::time::timeout(p.times.timeout, query(&client, &p)).await {
                     Ok(r) => r,
@@ -63,13 +80,39 @@ pub(crate) fn spawn(
                         if last_error.take().is_some() {
                             tracing::info!(source = %name, series = series.len(), "metric source answers again");
                         }
+                        if series.is_empty() && dropped.is_empty() {
+                            status.metrics.metric_empty(&name);
+                            if !empty {
+                                empty = true;
+                                let why = format!(
+                                    "metric source {name}: the query answers with no series (a misspelt metric name, or labels no series has): plugins see no values"
+                                );
+                                tracing::warn!(source = %name, query = %p.query, "{why}");
+                                status.metrics.metric_note(&name, Some(why));
+                            }
+                        } else if !series.is_empty() {
+                            values_at = Some(tokio::time::Instant::now());
+                            if std::mem::take(&mut empty) {
+                                tracing::info!(source = %name, series = series.len(), "metric source answers with series again");
+                            }
+                            if std::mem::take(&mut stale) {
+                                status.metrics.metric_stale(&name, false);
+                                tracing::info!(source = %name, series = series.len(), "metric source has fresh values again");
+                            }
+                            status.metrics.metric_note(&name, None);
+                        }
                         if dropped != last_dropped {
                             if !dropped.is_empty() {
                                 tracing::warn!(source = %name, "metric source: series dropped: {dropped}");
                             }
                             last_dropped = dropped;
                         }
-                        if tx.send(Msg::Metrics { source: name.clone(), series }).await.is_err() {
+                        let msg = Msg::Metrics {
+                            source: name.clone(),
+                            series,
+                            node_label: p.node_label.clone(),
+                        };
+                        if tx.send(msg).await.is_err() {
                             return;
                         }
                     }
@@ -90,6 +133,14 @@ pub(crate) fn spawn(
         }));
     }
     Ok(tasks)
+}
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The HTTP(S) client of one source: system roots, or `caFile`, or no
@@ -168,7 +219,14 @@ async fn query(client: &HttpClient, p: &PrometheusSource) -> Result<Answer, Stri
         .await
         .map_err(|e| format!("reading the answer: {e}"))?
         .to_bytes();
-    parse_answer(status, html, &body, &p.node_label, wasmsched_wasm::unix_ms())
+    // An error page says what was asked (a wrong path is the usual cause).
+    parse_answer(status, html, &body, &p.node_label, wasmsched_wasm::unix_ms()).map_err(|e| {
+        if status.is_success() {
+            e
+        } else {
+            format!("{e} (GET {url})")
+        }
+    })
 }
 
 /// An error with its causes (hyper's own message is only "client error").
@@ -300,12 +358,22 @@ fn first_few(v: &[String]) -> String {
 
 /// What an answer's series did not give a node, for the log (empty:
 /// every series matched one node).
-pub(crate) fn unmatched(r: &wasmsched_core::metrics::InstallReport) -> String {
+pub(crate) fn unmatched(r: &wasmsched_core::metrics::InstallReport, node_label: &str) -> String {
     let mut out = Vec::new();
     if !r.unmatched.is_empty() {
         let mut names = r.unmatched.clone();
         names.sort_unstable();
-        out.push(format!("no node matches {}", first_few(&names)));
+        let mut line = format!("no node matches {}", first_few(&names));
+        // `host:port` values: an exporter's address, not the node's.
+        if names.iter().any(|n| {
+            n.rsplit_once(':')
+                .is_some_and(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        }) {
+            line.push_str(&format!(
+                " (values of {node_label} are matched to node names and to the nodes' addresses, the port dropped: when the exporter does not run on the node, set the source's nodeLabel to a label holding the node's name or IP)"
+            ));
+        }
+        out.push(line);
     }
     for (node, n) in &r.ambiguous {
         out.push(format!(

@@ -3,7 +3,7 @@
 //! escaped, histograms and counters as the format defines them). The
 //! plugins' own counters are read from the plugin host when scraped.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -136,6 +136,10 @@ pub struct Metrics {
     source_errors: Family<SourceLabel, Counter>,
     source_series: Family<SourceLabel, Gauge>,
     source_nodes: Family<SourceLabel, Gauge>,
+    source_empty: Family<SourceLabel, Counter>,
+    source_stale: Family<SourceLabel, Gauge>,
+    /// What is wrong with each metric source now, for `/readyz`.
+    source_notes: Mutex<BTreeMap<String, String>>,
     /// What each source's last answer did not match (logged when it changes).
     source_unmatched: Mutex<HashMap<String, String>>,
     /// Attempts that ran preemption and decided (nominated, or found that
@@ -210,6 +214,9 @@ impl Default for Metrics {
             source_errors: Family::default(),
             source_series: Family::default(),
             source_nodes: Family::default(),
+            source_empty: Family::default(),
+            source_stale: Family::default(),
+            source_notes: Mutex::default(),
             source_unmatched: Mutex::default(),
             preemption_attempts: Counter::default(),
             leader: Gauge::default(),
@@ -327,8 +334,18 @@ impl Default for Metrics {
         );
         r.register(
             "wasmsched_metric_source_nodes_matched",
-            "Nodes that got a value from a metric source's last answer",
+            "Nodes that got a value from a metric source's last answer (0 once its values are stale)",
             m.source_nodes.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_empty_answers",
+            "Metric source queries answered with no series at all (a query that matches nothing)",
+            m.source_empty.clone(),
+        );
+        r.register(
+            "wasmsched_metric_source_stale",
+            "Whether a metric source's values are older than its staleAfter (1: plugins see none)",
+            m.source_stale.clone(),
         );
         // Every queue shows from the start, empty.
         m.set_pending(0, 0, 0, 0);
@@ -407,18 +424,60 @@ impl Metrics {
         let _ = self.source_errors.get_or_create(&l);
         let _ = self.source_series.get_or_create(&l);
         let _ = self.source_nodes.get_or_create(&l);
+        let _ = self.source_empty.get_or_create(&l);
+        let _ = self.source_stale.get_or_create(&l);
     }
 
-    /// A metric source answered with `series` usable series.
+    /// A metric source answered with `series` usable series (none: the
+    /// last success stays when it was).
     pub fn metric_success(&self, source: &str, series: usize) {
         let l = SourceLabel {
             source: source.to_owned(),
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        self.source_success.get_or_create(&l).set(now);
+        if series > 0 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            self.source_success.get_or_create(&l).set(now);
+        }
         self.source_series.get_or_create(&l).set(series as i64);
+    }
+
+    /// A metric source answered with no series at all.
+    pub fn metric_empty(&self, source: &str) {
+        self.source_empty
+            .get_or_create(&SourceLabel {
+                source: source.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A metric source's values went stale (or are fresh again): a stale
+    /// source gives no series and no node.
+    pub fn metric_stale(&self, source: &str, stale: bool) {
+        let l = SourceLabel {
+            source: source.to_owned(),
+        };
+        self.source_stale.get_or_create(&l).set(i64::from(stale));
+        if stale {
+            self.source_series.get_or_create(&l).set(0);
+            self.source_nodes.get_or_create(&l).set(0);
+        }
+    }
+
+    /// What is wrong with a metric source now (none: nothing).
+    pub fn metric_note(&self, source: &str, note: Option<String>) {
+        let mut notes = self.source_notes.lock().unwrap_or_else(|p| p.into_inner());
+        match note {
+            Some(n) => notes.insert(source.to_owned(), n),
+            None => notes.remove(source),
+        };
+    }
+
+    /// The metric sources' notes, one line each.
+    pub fn metric_notes(&self) -> Vec<String> {
+        let notes = self.source_notes.lock().unwrap_or_else(|p| p.into_inner());
+        notes.values().cloned().collect()
     }
 
     /// A metric source's query failed.
@@ -521,11 +580,11 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
     }
     type Stat = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
     let counters: [(&str, &str, Stat); 10] = [
-        ("wasmsched_plugin_loads", "Plugin versions loaded.", |s| &s.loads),
-        ("wasmsched_plugin_load_errors", "Plugin versions rejected.", |s| {
+        ("wasmsched_plugin_loads", "Plugin versions loaded", |s| &s.loads),
+        ("wasmsched_plugin_load_errors", "Plugin versions rejected", |s| {
             &s.load_errors
         }),
-        ("wasmsched_plugin_traps", "Plugin calls that trapped.", |s| &s.traps),
+        ("wasmsched_plugin_traps", "Plugin calls that trapped", |s| &s.traps),
         (
             "wasmsched_plugin_timeouts",
             "Plugin calls that ran past their deadline",
@@ -536,7 +595,7 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
             "Plugin calls that hit the memory cap",
             |s| &s.out_of_memory,
         ),
-        ("wasmsched_plugin_errors", "Plugin calls that returned an error.", |s| {
+        ("wasmsched_plugin_errors", "Plugin calls that returned an error", |s| {
             &s.errors
         }),
         (

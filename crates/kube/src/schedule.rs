@@ -59,6 +59,8 @@ pub(crate) enum Msg {
     Metrics {
         source: String,
         series: Vec<wasmsched_core::metrics::Series>,
+        /// The label of a series that names its node (for the log's hint).
+        node_label: String,
     },
     /// Leadership changed (wakes the thread; the flag itself is read from
     /// [`Leadership`]).
@@ -534,11 +536,19 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             }
         }
         Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
-        Msg::Metrics { source, series } => {
+        Msg::Metrics {
+            source,
+            series,
+            node_label,
+        } => {
             let r = sched.on_metrics(&source, &series, now);
-            let unmatched = crate::metric_sources::unmatched(&r);
-            if metrics.metric_matched(&source, r.matched, unmatched.clone()) && !unmatched.is_empty() {
-                tracing::warn!(source = %source, nodes = r.matched, "metric source: {unmatched}");
+            // Before the node list is read, nothing matches: that says
+            // nothing about the source.
+            if synced.lists.0 {
+                let unmatched = crate::metric_sources::unmatched(&r, &node_label);
+                if metrics.metric_matched(&source, r.matched, unmatched.clone()) && !unmatched.is_empty() {
+                    tracing::warn!(source = %source, nodes = r.matched, "metric source: {unmatched}");
+                }
             }
         }
         Msg::NamespacesSynced(names) => {

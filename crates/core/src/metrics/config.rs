@@ -161,6 +161,20 @@ impl PrometheusSource {
                 ));
             }
         }
+        // The API's path is the client's to add: a URL that already ends
+        // in it would be asked for `.../api/v1/query/api/v1/query`.
+        if let Some(base) = ["/api/v1/query", "/api/v1/query/", "/api/v1", "/api/v1/"]
+            .iter()
+            .find_map(|suffix| self.url.strip_suffix(suffix))
+        {
+            return Err(ConfigError::new(
+                field("url"),
+                format!(
+                    "{:?} ends in Prometheus' API path: give the server's base URL ({base:?}); the query API's path is added to it",
+                    self.url
+                ),
+            ));
+        }
         if self.query.trim().is_empty() {
             return Err(ConfigError::new(field("query"), "is required"));
         }
@@ -267,6 +281,10 @@ mod tests {
             (
                 "metrics: {sources: [{name: a, prometheus: {url: 'p:9090', query: q}}]}",
                 "metrics.sources[0].prometheus.url: \"p:9090\" is not an http:// or https:// URL",
+            ),
+            (
+                "metrics: {sources: [{name: a, prometheus: {url: 'http://p:9090/api/v1/query', query: q}}]}",
+                "metrics.sources[0].prometheus.url: \"http://p:9090/api/v1/query\" ends in Prometheus' API path: give the server's base URL (\"http://p:9090\"); the query API's path is added to it",
             ),
             (
                 "metrics: {sources: [{name: a, prometheus: {url: 'http://p', query: ' '}}]}",
