@@ -1734,6 +1734,11 @@ async fn metrics_from_a_real_prometheus_steer_a_plugin_and_go_stale_when_it_stop
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(place(&s, "first", 3).await, ["node-001"; 3]);
+    let exposition = http_get(&admin, "/metrics").await;
+    assert!(
+        !exposition.lines().any(|l| l.starts_with("# HELP") && l.ends_with("..")),
+        "{exposition}"
+    );
     // And Prometheus reads the daemon's exposition: the attempts are there.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
