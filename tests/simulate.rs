@@ -845,8 +845,8 @@ fn per_node(v: &Value) -> HashMap<String, usize> {
 
 /// 100 pods arrive between two refreshes of a latency source. With the
 /// correction for what was placed since the sample (fastest-node's
-/// `penaltyPerPod`), they spread over the fast nodes in proportion to
-/// their speed; without it, every pod goes to the one fastest node. Only
+/// `penaltyPerPod`), they fill the fast nodes to one corrected latency (a
+/// water level); without it, every pod goes to the one fastest node. Only
 /// the plugin scores, so the difference is the correction's.
 #[test]
 fn pods_placed_between_refreshes_do_not_herd_onto_one_node() {

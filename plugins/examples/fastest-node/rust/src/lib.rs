@@ -4,9 +4,12 @@
 //!
 //! Between two refreshes of the source every pod would see the same
 //! "fastest" node; each pod placed there since the value was taken adds
-//! `penaltyPerPod` of the measured latency, so pods spread over the fast
-//! nodes in proportion to their speed. A node without a value (the
-//! monitoring system is down, the node is new) gets a neutral score.
+//! `penaltyPerPod` of the measured latency. Each pod goes to the node whose
+//! corrected latency is lowest, so the fastest node fills until its
+//! corrected latency reaches the next node's, then both fill together (a
+//! water level, not a share in proportion to speed: see plugins/README.md).
+//! A node without a value (the monitoring system is down, the node is new)
+//! gets a neutral score.
 //!
 //! Args: `{"source": "latency", "penaltyPerPod": 0.1}` (the defaults;
 //! `penaltyPerPod: 0` turns the correction off).
