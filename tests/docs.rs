@@ -1,5 +1,7 @@
-//! Every command the user docs show (the ```sh blocks of README.md and
-//! plugins/README.md), run in order, as written, on the example cluster:
+//! Every command the user docs show (the ```sh blocks of README.md,
+//! plugins/README.md and docs/live-metrics.md), run in order, as written,
+//! on the example cluster (a command ending in `&` runs in the background
+//! until the end, as in a shell):
 //! the docs are the one place the commands live, so they cannot drift from
 //! what the tools do. Usage synopses with placeholders are ```text blocks.
 //!
@@ -84,7 +86,7 @@ fn skipped(cmd: &str) -> Option<&'static str> {
         ),
         (
             "wasmsched run",
-            "serves until stopped; tests/daemon.rs runs it against the API server double",
+            "serves until stopped; tests/daemon.rs runs it against the API server double (in the background, `... &`, it runs here)",
         ),
         ("wasmsched extender", "serves until stopped; tests/extender.rs runs it"),
         (
@@ -92,6 +94,9 @@ fn skipped(cmd: &str) -> Option<&'static str> {
             "serves until stopped; it is already serving here as the commands' cluster",
         ),
     ];
+    if cmd.ends_with('&') && !cmd.ends_with("&&") {
+        return None;
+    }
     SKIPS.iter().find(|(p, _)| cmd.starts_with(p)).map(|(_, why)| *why)
 }
 
@@ -173,7 +178,11 @@ fn every_command_of_the_docs_runs() {
     let _ = std::fs::remove_dir_all(&scaffold);
     let mut ran = Vec::new();
     let mut skips = Vec::new();
-    for doc in ["README.md", "plugins/README.md"] {
+    // What runs in the background (an exporter, Prometheus, the scheduler):
+    // stopped at the end.
+    let mut background: Vec<Server> = Vec::new();
+    let _ = std::fs::remove_dir_all("/tmp/wasmsched-walkthrough-tsdb");
+    for doc in ["README.md", "plugins/README.md", "docs/live-metrics.md"] {
         let text = std::fs::read_to_string(repo.join(doc)).unwrap();
         for cmd in commands(&text) {
             if let Some(why) = skipped(&cmd) {
@@ -184,6 +193,23 @@ fn every_command_of_the_docs_runs() {
                 .replace("cargo run --release --", "wasmsched")
                 .replace("127.0.0.1:8001", &format!("127.0.0.1:{port}"))
                 .replace("localhost:8001", &format!("127.0.0.1:{port}"));
+            if let Some(cmd) = line.strip_suffix('&') {
+                let log = std::fs::File::create(work.join(format!("background-{}.log", background.len()))).unwrap();
+                let child = Command::new("bash")
+                    .args(["-c", &format!("exec {cmd}")])
+                    .current_dir(&work)
+                    .env("PATH", &path)
+                    .env("KUBECONFIG", &kubeconfig)
+                    .env("WASMSCHED_LOG", "warn")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(log)
+                    .spawn()
+                    .unwrap();
+                background.push(Server(child));
+                ran.push(format!("{doc}: `{cmd}` (in the background)"));
+                continue;
+            }
             let started = Instant::now();
             let out = Command::new("bash")
                 .args(["-c", &format!("set -o pipefail; {line}")])
@@ -194,16 +220,27 @@ fn every_command_of_the_docs_runs() {
                 .stdin(Stdio::null())
                 .output()
                 .unwrap();
-            assert!(
-                out.status.success(),
-                "{doc}: `{cmd}` failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            if !out.status.success() {
+                // What the background processes said, to see why.
+                let logs: String = (0..background.len())
+                    .map(|i| {
+                        let text =
+                            std::fs::read_to_string(work.join(format!("background-{i}.log"))).unwrap_or_default();
+                        format!("--- background {i}:\n{text}\n")
+                    })
+                    .collect();
+                panic!(
+                    "{doc}: `{cmd}` failed ({}):\n{}{}\n{logs}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
             ran.push(format!("{doc}: `{cmd}` ({:.1} s)", started.elapsed().as_secs_f64()));
         }
     }
+    drop(background);
+    let _ = std::fs::remove_dir_all("/tmp/wasmsched-walkthrough-tsdb");
     eprintln!("ran:\n  {}\nskipped:\n  {}", ran.join("\n  "), skips.join("\n  "));
     assert!(ran.len() >= 15, "{ran:?}");
     let _ = std::fs::remove_dir_all(&scaffold);
