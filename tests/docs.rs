@@ -193,15 +193,20 @@ fn every_command_of_the_docs_runs() {
                 .replace("cargo run --release --", "wasmsched")
                 .replace("127.0.0.1:8001", &format!("127.0.0.1:{port}"))
                 .replace("localhost:8001", &format!("127.0.0.1:{port}"));
-            if let Some(cmd) = line.strip_suffix('&') {
-                let log = std::fs::File::create(work.join(format!("background-{}.log", background.len()))).unwrap();
-                let child = Command::new("bash")
-                    .args(["-c", &format!("exec {cmd}")])
+            // A shell as the user's: in the checkout, with the cluster.
+            let shell = |script: String| {
+                let mut c = Command::new("bash");
+                c.args(["-c", &script])
                     .current_dir(&work)
                     .env("PATH", &path)
                     .env("KUBECONFIG", &kubeconfig)
                     .env("WASMSCHED_LOG", "warn")
-                    .stdin(Stdio::null())
+                    .stdin(Stdio::null());
+                c
+            };
+            if let Some(cmd) = line.strip_suffix('&') {
+                let log = std::fs::File::create(work.join(format!("background-{}.log", background.len()))).unwrap();
+                let child = shell(format!("exec {cmd}"))
                     .stdout(Stdio::null())
                     .stderr(log)
                     .spawn()
@@ -211,15 +216,7 @@ fn every_command_of_the_docs_runs() {
                 continue;
             }
             let started = Instant::now();
-            let out = Command::new("bash")
-                .args(["-c", &format!("set -o pipefail; {line}")])
-                .current_dir(&work)
-                .env("PATH", &path)
-                .env("KUBECONFIG", &kubeconfig)
-                .env("WASMSCHED_LOG", "warn")
-                .stdin(Stdio::null())
-                .output()
-                .unwrap();
+            let out = shell(format!("set -o pipefail; {line}")).output().unwrap();
             if !out.status.success() {
                 // What the background processes said, to see why.
                 let logs: String = (0..background.len())

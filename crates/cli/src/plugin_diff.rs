@@ -18,12 +18,8 @@ pub struct Args {
     old: PathBuf,
     /// The version to compare with it: the same plugin (the same name).
     new: PathBuf,
-    /// Nodes and pods, as for `simulate` (default: the bundled example cluster).
-    #[arg(long)]
-    cluster: Option<PathBuf>,
-    /// More pods to place (repeatable).
-    #[arg(long)]
-    pods: Vec<PathBuf>,
+    #[command(flatten)]
+    cluster: crate::simulate::ClusterArgs,
     /// Scheduler configuration; a profile that does not mention the plugin
     /// runs it at weight 1 where it scores.
     #[arg(long)]
@@ -75,7 +71,7 @@ impl Change {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let objs = crate::simulate::read_cluster(args.cluster.as_deref(), &args.pods)?;
+    let objs = args.cluster.read()?;
     let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
     // Every pending pod explained: the verdicts on the nodes that differ.
     let explain = objs

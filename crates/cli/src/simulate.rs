@@ -15,31 +15,12 @@ use wasmsched_core::framework::{Explanation, PreemptionTry, ScheduleError};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
 
-/// The cluster snapshot of `--cluster` (default: the bundled example) and
-/// the pods of `--pods`.
-pub(crate) fn read_cluster(cluster: Option<&std::path::Path>, pods: &[PathBuf]) -> anyhow::Result<Objects> {
-    let mut objs = match cluster {
-        Some(p) => {
-            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?
-        }
-        None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
-    };
-    for p in pods {
-        let more: Objects =
-            parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
-        objs.extend(more);
-    }
-    for i in &objs.ignored {
-        tracing::warn!(object = %i, "ignoring an object of a kind the scheduler does not read");
-    }
-    Ok(objs)
-}
-
 /// The bundled example cluster.
 pub const EXAMPLE_CLUSTER: &str = include_str!("../data/example-cluster.yaml");
 
+/// The cluster a command places pods in: a snapshot, and more pods.
 #[derive(Debug, clap::Args)]
-pub struct Args {
+pub(crate) struct ClusterArgs {
     /// Nodes and pods (YAML or JSON, multi-document or a List, as `kubectl get
     /// nodes,pods -o yaml` prints). Bound pods count as usage; unbound pods are
     /// placed. Default: the bundled example cluster.
@@ -48,6 +29,34 @@ pub struct Args {
     /// More pods to place (repeatable).
     #[arg(long)]
     pods: Vec<PathBuf>,
+}
+
+impl ClusterArgs {
+    /// The snapshot's objects (default: the bundled example) and the pods
+    /// of `--pods`.
+    pub(crate) fn read(&self) -> anyhow::Result<Objects> {
+        let mut objs = match &self.cluster {
+            Some(p) => {
+                parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read cluster {}", p.display()))?
+            }
+            None => parse_objects(EXAMPLE_CLUSTER).context("the bundled example cluster is invalid")?,
+        };
+        for p in &self.pods {
+            let more: Objects =
+                parse_objects(&crate::read_file(p)?).with_context(|| format!("cannot read pods {}", p.display()))?;
+            objs.extend(more);
+        }
+        for i in &objs.ignored {
+            tracing::warn!(object = %i, "ignoring an object of a kind the scheduler does not read");
+        }
+        Ok(objs)
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// Scheduler configuration (KubeSchedulerConfiguration YAML).
     #[arg(long)]
     config: Option<PathBuf>,
@@ -134,7 +143,7 @@ impl Row {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let objs = read_cluster(args.cluster.as_deref(), &args.pods)?;
+    let objs = args.cluster.read()?;
     if args.print_cluster {
         return print_cluster(&mut std::io::stdout().lock(), &objs);
     }

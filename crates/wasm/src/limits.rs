@@ -116,17 +116,20 @@ impl Budget {
     }
 
     fn reserve(&self, n: usize) -> bool {
-        let limit = self.limit();
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
-                u.checked_add(n).filter(|t| *t <= limit)
-            })
-            .is_ok()
+        reserve_within(&self.used, n, self.limit())
     }
 
     fn release(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
+}
+
+/// Adds `n` to `used` unless that would pass `limit`.
+fn reserve_within(used: &AtomicUsize, n: usize, limit: usize) -> bool {
+    used.fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
+        u.checked_add(n).filter(|t| *t <= limit)
+    })
+    .is_ok()
 }
 
 /// What every instance of one plugin (all its versions) holds of the
@@ -145,11 +148,7 @@ impl Share {
     }
 
     fn reserve(&self, n: usize, limit: usize) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Relaxed, |u| {
-                u.checked_add(n).filter(|t| *t <= limit)
-            })
-            .is_ok()
+        reserve_within(&self.used, n, limit)
     }
 
     fn release(&self, n: usize) {
