@@ -101,3 +101,29 @@ fn the_preemption_workload_preempts_for_every_pod() {
     assert_eq!(v["preemptions"], 50, "{text}");
     assert!(text.contains("50 preemptions"), "{text}");
 }
+
+/// `bench --e2e` runs the daemon against the API server double and counts
+/// every pod bound and every `Scheduled` event; `--null` does the same
+/// with no scheduling cycle (the API server's limit for this client).
+#[test]
+fn end_to_end_bench_with_and_without_scheduling() {
+    for null in [false, true] {
+        let mut args = vec!["bench", "--e2e", "--nodes", "20", "--pods", "200", "--json"];
+        if null {
+            args.push("--null");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(v["mode"], if null { "e2e-null" } else { "e2e" }, "{text}");
+        assert_eq!(
+            (v["bound"].as_u64(), v["events_after_stop"].as_u64()),
+            (Some(200), Some(200)),
+            "{text}"
+        );
+    }
+}

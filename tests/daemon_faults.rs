@@ -79,6 +79,7 @@ fn options(config: Config, registry: Registry) -> Options {
         events_client: None,
         drain_timeout: std::time::Duration::from_secs(10),
         stall_timeout: std::time::Duration::from_secs(30),
+        null_placement: false,
     }
 }
 

@@ -46,6 +46,12 @@ pub struct Args {
     /// With --e2e: pods created per second (0: all at once).
     #[arg(long, default_value_t = 0)]
     rate: u32,
+    /// With --e2e: bind each pod to the next node in turn, without a
+    /// scheduling cycle, everything else as usual (the same client,
+    /// watchers, events and conditions): the API server's limit for this
+    /// client, to read a real run as a fraction of.
+    #[arg(long, requires = "e2e")]
+    null: bool,
     /// Directory of WebAssembly plugins to add to the run (enabled in the
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
@@ -135,6 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             rate: args.rate,
             seed: args.seed,
             json: args.json,
+            null: args.null,
         });
     }
     let mut config = crate::load_config(args.config.as_deref())?;

@@ -20,6 +20,8 @@ pub struct E2e {
     pub rate: u32,
     pub seed: u64,
     pub json: bool,
+    /// Bind pods to nodes in turn, without scheduling (`--null`).
+    pub null: bool,
 }
 
 pub fn run(e: E2e) -> anyhow::Result<()> {
@@ -36,6 +38,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             .args(["run", "--master", &server.url(), "--identity", "bench", "--admin-address", "127.0.0.1:0"])
             .arg("--config")
             .arg(&config)
+            .args(e.null.then_some("--null-placement"))
             .env("WASMSCHED_LOG", "warn")
             .stdout(Stdio::null())
             .spawn()
@@ -123,7 +126,8 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         let span = last_bound.saturating_duration_since(start).as_secs_f64().max(1e-9);
         let per_sec = bound_at.len() as f64 / span;
         println!(
-            "end to end: {} nodes, {} pods created in {:.2} s ({}), {} bound in {:.2} s: {:.0} pods/s; create→bound p50 {:.1} ms, p99 {:.1} ms; daemon peak RSS {:.0} MiB",
+            "end to end{}: {} nodes, {} pods created in {:.2} s ({}), {} bound in {:.2} s: {:.0} pods/s; create→bound p50 {:.1} ms, p99 {:.1} ms; daemon peak RSS {:.0} MiB",
+            if e.null { " (null placement: no scheduling cycle)" } else { "" },
             e.nodes,
             e.pods,
             created_in.as_secs_f64(),
@@ -144,7 +148,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             println!(
                 "{}",
                 json!({
-                    "mode": "e2e", "nodes": e.nodes, "pods": e.pods, "rate": e.rate, "bound": bound_at.len(),
+                    "mode": if e.null { "e2e-null" } else { "e2e" }, "nodes": e.nodes, "pods": e.pods, "rate": e.rate, "bound": bound_at.len(),
                     "pods_per_sec": (per_sec * 10.0).round() / 10.0,
                     "p50_ms": (pct(0.5) * 10.0).round() / 10.0, "p99_ms": (pct(0.99) * 10.0).round() / 10.0,
                     "daemon_peak_rss_mb": rss.map(f64::round),

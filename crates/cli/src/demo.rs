@@ -76,6 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             events_client: None,
             drain_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(30),
+            null_placement: false,
         };
         let daemon = tokio::spawn(wasmsched_kube::run(client.clone(), opts, async move {
             let _ = stop_rx.await;

@@ -49,6 +49,11 @@ pub struct Args {
     /// seconds (it turns at least every half second when idle).
     #[arg(long, default_value_t = 30)]
     stall_timeout: u64,
+    /// Bind each pod to the next node in turn, without scheduling (no
+    /// filter, no score): what `bench --e2e --null` measures the API
+    /// server's limit with. Never for a cluster.
+    #[arg(long, hide = true)]
+    null_placement: bool,
 }
 
 /// `leaderElection` of the configuration (kube-scheduler's field names).
@@ -241,7 +246,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             events_client: Some(events_client),
             drain_timeout: Duration::from_secs(args.drain_timeout),
             stall_timeout: Duration::from_secs(args.stall_timeout.max(1)),
+            null_placement: args.null_placement,
         };
+        if args.null_placement {
+            tracing::warn!("--null-placement: pods are bound to nodes in turn, without scheduling");
+        }
         tracing::info!(identity = %opts.identity, "starting");
         wasmsched_kube::run(client, opts, shutdown_signal()).await?;
         tracing::info!("stopped");

@@ -105,6 +105,25 @@ pub struct Scheduler {
     /// Pods nominated to nodes by preemption, and victims being evicted;
     /// shared with each cycle, unique again between cycles.
     nominator: Arc<Nominator>,
+    /// No scheduling cycle: each pod goes to the next node in turn (see
+    /// [`Scheduler::set_null_placement`]).
+    null_placement: bool,
+}
+
+/// The next node in turn, for [`Scheduler::set_null_placement`].
+fn null_place(snapshot: &Snapshot, next: &mut usize) -> Result<crate::framework::ScheduleResult, ScheduleError> {
+    if snapshot.nodes.is_empty() {
+        return Err(ScheduleError::Error("no nodes".into()));
+    }
+    let i = *next % snapshot.nodes.len();
+    *next = i + 1;
+    Ok(crate::framework::ScheduleResult {
+        node: snapshot.nodes[i].name().to_owned(),
+        evaluated_nodes: 1,
+        feasible_nodes: 1,
+        explanation: None,
+        volumes: None,
+    })
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -158,7 +177,17 @@ impl Scheduler {
             responsibility,
             gated: Default::default(),
             nominator: Arc::default(),
+            null_placement: false,
         })
+    }
+
+    /// Places each pod on the next node in turn, without a scheduling cycle
+    /// (no filter, no score: a node may be overcommitted). Everything
+    /// around the cycle stays (the queue, assuming, binding, events): what
+    /// a client that did no scheduling would cost the API server, for
+    /// `bench --e2e --null`. Not for a cluster.
+    pub fn set_null_placement(&mut self, on: bool) {
+        self.null_placement = on;
     }
 
     /// Runs `f` on the filter/score worker pool, so the parallel sections of
@@ -568,9 +597,13 @@ impl Scheduler {
                 state.sample_plugin_timings();
             }
             let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);
+            let null = self.null_placement;
             // A panic in a plugin (or in the engine) fails this attempt, not
             // the scheduler: the pod is retried after backoff.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                if null {
+                    return null_place(snapshot, next_start);
+                }
                 let mut result = fw.schedule(&mut state, &qp.pod, snapshot, next_start, rng, explain);
                 if let Ok(r) = &mut result {
                     let st = fw.run_reserve(&mut state, &qp.pod, &r.node);

@@ -71,6 +71,9 @@ pub struct Options {
     /// `/healthz` fails when the scheduling loop has not turned for this
     /// long (it turns at least every half second when idle).
     pub stall_timeout: Duration,
+    /// Bind each pod to the next node in turn, without a scheduling cycle
+    /// (`bench --e2e --null`: the API server's limit for this client).
+    pub null_placement: bool,
 }
 
 /// How long bindings in flight may finish once the daemon stops.
@@ -299,7 +302,8 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<Arc<Status>> {
     let status = Arc::new(Status::new(opts.plugins.clone()));
-    let sched = Scheduler::new(&opts.config, &opts.registry, opts.seed, Responsibility::OwnProfiles)?;
+    let mut sched = Scheduler::new(&opts.config, &opts.registry, opts.seed, Responsibility::OwnProfiles)?;
+    sched.set_null_placement(opts.null_placement);
     let leadership = Arc::new(Leadership::default());
     let (tx, msgs) = mpsc::channel::<Msg>(MSG_CAPACITY);
     let (outcome_tx, outcomes) = mpsc::unbounded_channel();
