@@ -6,6 +6,19 @@ mod guest;
 
 use std::process::Command;
 
+/// What `wasmsched ARGS` (a bench with `--json`), which must succeed,
+/// printed: all of it, and its last line's JSON.
+fn bench_json<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (String, serde_json::Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v = serde_json::from_str(text.lines().last().unwrap()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (text, v)
+}
+
 #[test]
 fn json_summary_on_last_line() {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
@@ -41,23 +54,18 @@ fn json_summary_on_last_line() {
 #[test]
 fn extender_bench_reports_both_modes() {
     let dir = guest::prebuilt_dir("bench-extender", &["node-price"]);
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args([
-            "bench",
-            "--extender",
-            "--nodes",
-            "300",
-            "--pods",
-            "20",
-            "--json",
-            "--wasm",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let dir = dir.to_str().unwrap();
+    let (_, v) = bench_json(&[
+        "bench",
+        "--extender",
+        "--nodes",
+        "300",
+        "--pods",
+        "20",
+        "--json",
+        "--wasm",
+        dir,
+    ]);
     // kube-scheduler sends 50% - 300/125 % = 48% of 300 nodes.
     assert_eq!(v["nodes_per_request"], 144);
     for mode in ["names", "nodes"] {
@@ -79,24 +87,18 @@ fn extender_bench_reports_both_modes() {
 /// measured pod preempts and is then bound; the count is reported.
 #[test]
 fn the_preemption_workload_preempts_for_every_pod() {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args([
-            "bench",
-            "--workload",
-            "preemption",
-            "--nodes",
-            "50",
-            "--init-pods",
-            "200",
-            "--pods",
-            "50",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let (text, v) = bench_json(&[
+        "bench",
+        "--workload",
+        "preemption",
+        "--nodes",
+        "50",
+        "--init-pods",
+        "200",
+        "--pods",
+        "50",
+        "--json",
+    ]);
     assert_eq!(v["scheduled"], 50, "{text}");
     assert_eq!(v["preemptions"], 50, "{text}");
     assert!(text.contains("50 preemptions"), "{text}");
@@ -112,13 +114,7 @@ fn end_to_end_bench_with_and_without_scheduling() {
         if null {
             args.push("--null");
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let text = String::from_utf8(out.stdout).unwrap();
-        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        let (text, v) = bench_json(&args);
         assert_eq!(v["mode"], if null { "e2e-null" } else { "e2e" }, "{text}");
         assert_eq!(
             (v["bound"].as_u64(), v["events_after_stop"].as_u64()),
