@@ -116,6 +116,7 @@ fn end_to_end_bench_with_and_without_scheduling() {
         }
         let (text, v) = bench_json(&args);
         assert_eq!(v["mode"], if null { "e2e-null" } else { "e2e" }, "{text}");
+        assert!(v["daemon_cpu_ms_per_pod"].as_f64().unwrap() > 0.0, "{text}");
         assert_eq!(
             (v["bound"].as_u64(), v["events_after_stop"].as_u64()),
             (Some(200), Some(200)),

@@ -60,6 +60,10 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             .watch(resources::PODS, Filter::default(), WatchFrom::Version(rv), false, false)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut created: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
+        // CPU of the daemon, and of this process (the API server double,
+        // creating the pods, watching them), over the measured part.
+        let daemon_cpu_before = crate::bench::cpu_seconds_of(&child.id().to_string());
+        let own_cpu_before = crate::bench::own_cpu_seconds();
         let start = Instant::now();
         let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
         let drain = |rx: &mut tokio::sync::mpsc::Receiver<WatchMsg>, bound_at: &mut HashMap<String, Instant>| {
@@ -111,6 +115,11 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         };
         let events_at_last_bind = scheduled_events();
         let rss = crate::bench::peak_rss_mb_of(&child.id().to_string());
+        let per_pod_ms = |before: Option<f64>, after: Option<f64>| {
+            Some((after? - before?) * 1000.0 / bound_at.len().max(1) as f64)
+        };
+        let daemon_cpu = per_pod_ms(daemon_cpu_before, crate::bench::cpu_seconds_of(&child.id().to_string()));
+        let server_cpu = per_pod_ms(own_cpu_before, crate::bench::own_cpu_seconds());
         let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
         let _ = child.wait();
         let _ = std::fs::remove_file(&config);
@@ -144,6 +153,11 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             share(events_at_last_bind),
             share(events_after_stop)
         );
+        println!(
+            "CPU per pod bound: daemon {:.2} ms, API server double and bench {:.2} ms",
+            daemon_cpu.unwrap_or(0.0),
+            server_cpu.unwrap_or(0.0)
+        );
         if e.json {
             println!(
                 "{}",
@@ -153,6 +167,8 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
                     "p50_ms": (pct(0.5) * 10.0).round() / 10.0, "p99_ms": (pct(0.99) * 10.0).round() / 10.0,
                     "daemon_peak_rss_mb": rss.map(f64::round),
                     "events_at_last_bind": events_at_last_bind, "events_after_stop": events_after_stop,
+                    "daemon_cpu_ms_per_pod": daemon_cpu.map(|v| (v * 1000.0).round() / 1000.0),
+                    "server_cpu_ms_per_pod": server_cpu.map(|v| (v * 1000.0).round() / 1000.0),
                 })
             );
         }
