@@ -103,8 +103,9 @@ pub fn peak_rss_mb_of(pid: &str) -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// CPU time the threads of process `pid` have used, in seconds (the sum of
-/// each live thread's time on a CPU, from `/proc/PID/task/*/schedstat`).
+/// CPU time the threads of process `pid` (or `self`) have used, in seconds
+/// (the sum of each live thread's time on a CPU, from
+/// `/proc/PID/task/*/schedstat`).
 pub fn cpu_seconds_of(pid: &str) -> Option<f64> {
     let mut ns = 0u64;
     for t in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
@@ -116,11 +117,6 @@ pub fn cpu_seconds_of(pid: &str) -> Option<f64> {
             .unwrap_or(0);
     }
     Some(ns as f64 / 1e9)
-}
-
-/// [`cpu_seconds_of`] this process.
-pub fn own_cpu_seconds() -> Option<f64> {
-    cpu_seconds_of(&std::process::id().to_string())
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {

@@ -63,7 +63,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         // CPU of the daemon, and of this process (the API server double,
         // creating the pods, watching them), over the measured part.
         let daemon_cpu_before = crate::bench::cpu_seconds_of(&child.id().to_string());
-        let own_cpu_before = crate::bench::own_cpu_seconds();
+        let own_cpu_before = crate::bench::cpu_seconds_of("self");
         let start = Instant::now();
         let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
         let drain = |rx: &mut tokio::sync::mpsc::Receiver<WatchMsg>, bound_at: &mut HashMap<String, Instant>| {
@@ -119,7 +119,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             Some((after? - before?) * 1000.0 / bound_at.len().max(1) as f64)
         };
         let daemon_cpu = per_pod_ms(daemon_cpu_before, crate::bench::cpu_seconds_of(&child.id().to_string()));
-        let server_cpu = per_pod_ms(own_cpu_before, crate::bench::own_cpu_seconds());
+        let server_cpu = per_pod_ms(own_cpu_before, crate::bench::cpu_seconds_of("self"));
         let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
         let _ = child.wait();
         let _ = std::fs::remove_file(&config);

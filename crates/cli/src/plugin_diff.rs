@@ -74,24 +74,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let objs = args.cluster.read()?;
     let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
     // Every pending pod explained: the verdicts on the nodes that differ.
-    let explain = objs
-        .pods
-        .iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none())
-        .map(|p| {
-            format!(
-                "{}/{}",
-                p.metadata.namespace.as_deref().unwrap_or("default"),
-                p.metadata.name.as_deref().unwrap_or_default()
-            )
-        })
-        .collect();
-    let mut runs = Vec::new();
-    for file in [&args.old, &args.new] {
-        runs.push(place_with(file, &args, &objs, metrics.as_ref(), &explain)?);
-    }
-    let new = runs.pop().expect("two runs");
-    let old = runs.pop().expect("two runs");
+    let explain = crate::simulate::pending_pods(&objs).into_iter().collect();
+    let old = place_with(&args.old, &args, &objs, metrics.as_ref(), &explain)?;
+    let new = place_with(&args.new, &args, &objs, metrics.as_ref(), &explain)?;
     if old.name != new.name {
         bail!(
             "{} is plugin {} and {} is plugin {}: diff compares two versions of one plugin",

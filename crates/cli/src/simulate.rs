@@ -214,19 +214,27 @@ const SHOWN_LABELS: &[&str] = &[
 ];
 
 /// `--print-cluster`: one line per node, then the pending pods.
-fn print_cluster(out: &mut impl Write, objs: &Objects) -> anyhow::Result<()> {
-    let mut bound: std::collections::HashMap<&str, usize> = Default::default();
-    let mut pending = Vec::new();
-    for p in &objs.pods {
-        match p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-            Some(n) => *bound.entry(n).or_default() += 1,
-            None => pending.push(format!(
+/// `NAMESPACE/NAME` of every pod of `objs` not bound to a node.
+pub(crate) fn pending_pods(objs: &Objects) -> Vec<String> {
+    objs.pods
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none())
+        .map(|p| {
+            format!(
                 "{}/{}",
                 p.metadata.namespace.as_deref().unwrap_or("default"),
                 p.metadata.name.as_deref().unwrap_or_default()
-            )),
-        }
+            )
+        })
+        .collect()
+}
+
+fn print_cluster(out: &mut impl Write, objs: &Objects) -> anyhow::Result<()> {
+    let mut bound: std::collections::HashMap<&str, usize> = Default::default();
+    for n in objs.pods.iter().filter_map(|p| p.spec.as_ref()?.node_name.as_deref()) {
+        *bound.entry(n).or_default() += 1;
     }
+    let pending = pending_pods(objs);
     let mut lines = vec![["NODE", "ZONE", "CPU", "MEMORY", "PODS", "TAINTS", "LABELS"].map(str::to_owned)];
     for n in &objs.nodes {
         let name = n.metadata.name.clone().unwrap_or_default();

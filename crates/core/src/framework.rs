@@ -316,8 +316,6 @@ pub trait Plugin: Send + Sync {
     }
 }
 
-/// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest
-/// becomes `MAX_NODE_SCORE`; with `reverse`, the highest becomes 0.
 /// Scores a batch one node at a time ([`Plugin::score`]): the default
 /// [`Plugin::score_nodes`], and the way back for a plugin whose batch is
 /// computed inline only in its common case.
@@ -334,6 +332,8 @@ pub fn score_each<P: Plugin + ?Sized>(
     Ok(())
 }
 
+/// kube-scheduler's `DefaultNormalizeScore`: scales scores so the highest
+/// becomes `MAX_NODE_SCORE`; with `reverse`, the highest becomes 0.
 pub fn default_normalize_score(scores: &mut [i64], reverse: bool) {
     let max = scores.iter().copied().max().unwrap_or(0);
     if max == 0 {

@@ -47,14 +47,14 @@ impl Plugin for ImageLocality {
     }
 }
 
-/// The pod's images that some node holds, with the share of nodes holding
-/// each (computed once per batch, not per node). Image volumes add to the
-/// sum, not to the container count the thresholds scale with, as in
-/// kube-scheduler.
 /// Each of the pod's images some node holds: its table of sizes by node,
 /// and the fraction of nodes that hold it.
 type Spread<'s> = (&'s str, &'s FxHashMap<u32, i64>, f64);
 
+/// The pod's images that some node holds, with the share of nodes holding
+/// each (computed once per batch, not per node). Image volumes add to the
+/// sum, not to the container count the thresholds scale with, as in
+/// kube-scheduler.
 fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
     let total = state.total_nodes.max(1) as f64;
     pod.images
