@@ -7,7 +7,7 @@
 //! UID and binder), no node overcommitted, never two replicas binding at
 //! the same time.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -93,8 +93,9 @@ fn run_daemon(
 }
 
 /// A daemon with its own configuration (`FAST_LEASE` followed by `more`,
-/// where `{CACHE}` names a fresh compile cache) and a plugin directory
-/// holding `files` (name, source) from the start, in a fresh directory
+/// where `{CACHE}` names a fresh compile cache and `{PLUGINS}` the plugin
+/// directory) and a plugin directory holding `files` (name, which may be
+/// in a subdirectory, and source) from the start, in a fresh directory
 /// tagged `tag` (whose `daemon.log` gets its warnings); returns it, its
 /// admin address, the plugin directory and the directory to remove.
 fn daemon_with_plugins(
@@ -108,10 +109,14 @@ fn daemon_with_plugins(
     let plugins = dir.join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     for (name, src) in files {
-        std::fs::copy(src, plugins.join(name)).unwrap();
+        let to = plugins.join(name);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(src, to).unwrap();
     }
     let config = dir.join("config.yaml");
-    let more = more.replace("{CACHE}", &dir.join("cache").display().to_string());
+    let more = more
+        .replace("{CACHE}", &dir.join("cache").display().to_string())
+        .replace("{PLUGINS}", &plugins.display().to_string());
     std::fs::write(&config, format!("{FAST_LEASE}{more}")).unwrap();
     let admin = free_port();
     let d = run_daemon(
@@ -283,14 +288,18 @@ async fn binds_500_pods_on_50_nodes_with_events_and_metrics() {
 }
 
 async fn http_get(addr: &str, path: &str) -> String {
+    try_http_get(addr, path).await.unwrap()
+}
+
+/// The response to `GET path`, headers included, or why there is none.
+async fn try_http_get(addr: &str, path: &str) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut c = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut c = tokio::net::TcpStream::connect(addr).await?;
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
+        .await?;
     let mut out = String::new();
-    c.read_to_string(&mut out).await.unwrap();
-    out
+    c.read_to_string(&mut out).await?;
+    Ok(out)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2014,4 +2023,312 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
     }
     assert_no_overcommit(&s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where each pod of ours is bound (pods left pending are absent).
+fn placements(s: &ApiServer) -> BTreeMap<String, String> {
+    s.list::<Pod>()
+        .into_iter()
+        .filter(|p| ours(p) && bound(p))
+        .map(|p| {
+            let node = p.spec.as_ref().unwrap().node_name.clone().unwrap();
+            (
+                format!("{}/{}", p.metadata.namespace.unwrap(), p.metadata.name.unwrap()),
+                node,
+            )
+        })
+        .collect()
+}
+
+/// Waits until every pod of ours is bound or was found unschedulable
+/// (or is gated), a plugin it waits for loaded.
+async fn wait_settled(s: &ApiServer, within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let pending: Vec<String> = s
+            .list::<Pod>()
+            .into_iter()
+            .filter(|p| ours(p) && !bound(p))
+            .filter(|p| {
+                p.spec
+                    .as_ref()
+                    .unwrap()
+                    .scheduling_gates
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
+            })
+            .filter(|p| {
+                !p.status
+                    .as_ref()
+                    .and_then(|st| st.conditions.as_ref())
+                    .is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c.type_ == "PodScheduled"
+                                && c.status == "False"
+                                && !c.message.as_deref().unwrap_or_default().contains("is not loaded")
+                        })
+                    })
+            })
+            .map(|p| p.metadata.name.unwrap())
+            .collect();
+        if pending.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not settled in {within:?}: {pending:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Shadow mode on the bundled example cluster: `zone-gate` 1.0.0 serves
+/// and 2.0.0, which rejects zone eu-west-1a, shadows every cycle. The
+/// shadow's disagreements are exactly the pods serving placed in that
+/// zone, which are the pods `plugin diff` finds 2.0.0 rejecting where
+/// 1.0.0 put them; `/debug/shadow` shows both verdicts on both nodes and
+/// `/metrics` the counts. A hostile shadow (its calls trap, loop and flood
+/// the log) is contained. Every placement, with either shadow, is the
+/// serving-only run's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_version_is_compared_on_live_cycles_and_places_nothing() {
+    let (v1, v2, hostile) = (
+        guest::zone_gate(None),
+        guest::zone_gate(Some("eu-west-1a")),
+        guest::zone_gate_hostile(),
+    );
+    // The bundled example cluster without the pending pod another
+    // scheduler owns (`plugin diff`, like `simulate`, places every pending
+    // pod; the daemon only its own).
+    let mut cluster: serde_json::Value = serde_norway::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/example-cluster.yaml")).unwrap(),
+    )
+    .unwrap();
+    cluster["items"].as_array_mut().unwrap().retain(|o| {
+        o["spec"]["nodeName"].is_string() || o["kind"] != "Pod" || o["spec"]["schedulerName"] == "wasm-scheduler"
+    });
+    // In the API server's order (namespace, name), which is the order the
+    // daemon lists them in and the order `plugin diff` places them in.
+    cluster["items"].as_array_mut().unwrap().sort_by_key(|o| {
+        let pending = o["kind"] == "Pod" && !o["spec"]["nodeName"].is_string();
+        let key = format!(
+            "{}/{}",
+            o["metadata"]["namespace"].as_str().unwrap_or(""),
+            o["metadata"]["name"].as_str().unwrap_or("")
+        );
+        (pending, if pending { key } else { String::new() })
+    });
+    let cluster_file = std::env::temp_dir().join(format!("wasmsched-shadow-cluster-{}.json", std::process::id()));
+    std::fs::write(&cluster_file, cluster.to_string()).unwrap();
+    let cluster = cluster.to_string();
+    let profile = r#"
+profiles:
+- schedulerName: wasm-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: zone-gate
+"#;
+    let shadowed = format!(
+        "{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n  shadow:\n    directory: {{PLUGINS}}/shadow\n    samplePercent: 100\n"
+    );
+    // The shadow is deployed first; the serving version follows, as a
+    // hot reload, once the shadow is ready to compare every cycle (until
+    // then the pods wait for their plugin).
+    let mut runs = Vec::new();
+    for (tag, shadow) in [
+        ("shadow-none", None),
+        ("shadow-v2", Some(&v2)),
+        ("shadow-hostile", Some(&hostile)),
+    ] {
+        let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+            .await
+            .unwrap();
+        s.load_text(&cluster).unwrap();
+        let (files, more) = match shadow {
+            Some(f) => (vec![("shadow/zone-gate.wasm", f.clone())], shadowed.clone()),
+            None => (
+                Vec::new(),
+                format!("{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n"),
+            ),
+        };
+        let (d, admin, plugins, dir) = daemon_with_plugins(&s, tag, &more, &files);
+        runs.push((s, d, admin, dir, plugins, shadow.is_some()));
+    }
+    for (_, _, admin, _, plugins, shadowed) in &runs {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while *shadowed
+            && !try_http_get(admin, "/debug/shadow")
+                .await
+                .unwrap_or_default()
+                .contains("\"shadowedProfiles\": [\n    \"wasm-scheduler\"")
+        {
+            assert!(Instant::now() < deadline, "the shadow did not load");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        std::fs::copy(&v1, plugins.join("zone-gate.wasm.tmp")).unwrap();
+        std::fs::rename(plugins.join("zone-gate.wasm.tmp"), plugins.join("zone-gate.wasm")).unwrap();
+    }
+    for (s, ..) in &runs {
+        wait_settled(s, Duration::from_secs(60)).await;
+    }
+    let serving_only = placements(&runs[0].0);
+    assert!(serving_only.len() >= 15, "{serving_only:?}");
+
+    // The shadow has compared every sampled cycle.
+    let shadow_report = |admin: String| async move {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let text = http_get(&admin, "/debug/shadow").await;
+            let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+            let r: serde_json::Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {text}"));
+            let p = &r["profiles"]["wasm-scheduler"];
+            let done: u64 = p["results"]
+                .as_object()
+                .map_or(0, |m| m.values().map(|v| v.as_u64().unwrap()).sum());
+            if done > 0 && done + r["dropped"].as_u64().unwrap() == r["sampled"].as_u64().unwrap() {
+                return r;
+            }
+            assert!(Instant::now() < deadline, "the shadow did not catch up: {r:#}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let zone_of: HashMap<String, String> = runs[0]
+        .0
+        .list::<Node>()
+        .into_iter()
+        .map(|n| {
+            let zone = n.metadata.labels.unwrap_or_default()["topology.kubernetes.io/zone"].clone();
+            (n.metadata.name.unwrap(), zone)
+        })
+        .collect();
+
+    // 2.0.0: disagrees on exactly the pods serving placed in the zone.
+    let r = shadow_report(runs[1].2.clone()).await;
+    assert_eq!(placements(&runs[1].0), serving_only, "a shadow changed a placement");
+    assert_eq!(r["dropped"], 0, "{r:#}");
+    assert_eq!(r["versions"][0]["version"], "2.0.0", "{r:#}");
+    let in_zone: BTreeSet<&String> = serving_only
+        .iter()
+        .filter(|(_, n)| zone_of[*n] == "eu-west-1a")
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!in_zone.is_empty());
+    let disagreements = r["disagreements"].as_array().unwrap();
+    let disagreeing: BTreeSet<&str> = disagreements.iter().map(|d| d["pod"].as_str().unwrap()).collect();
+    assert_eq!(
+        disagreeing,
+        in_zone.iter().map(|p| p.as_str()).collect::<BTreeSet<_>>(),
+        "{r:#}"
+    );
+    for d in disagreements {
+        let node = d["serving"]["node"].as_str().unwrap();
+        let on = d["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == node)
+            .unwrap();
+        assert_eq!(on["serving"]["feasible"], true, "{d:#}");
+        assert_eq!(on["shadow"]["rejected"], "node(s) were in zone eu-west-1a", "{d:#}");
+        assert_eq!(on["shadow"]["plugin"], "zone-gate", "{d:#}");
+        if let Some(other) = d["shadow"]["node"].as_str() {
+            assert_ne!(zone_of[other], "eu-west-1a", "{d:#}");
+        } else {
+            assert!(
+                d["shadow"]["unschedulable"]
+                    .as_str()
+                    .unwrap()
+                    .contains("node(s) were in zone eu-west-1a")
+            );
+        }
+    }
+    let p = &r["profiles"]["wasm-scheduler"];
+    assert_eq!(
+        p["results"]["other_node"].as_u64().unwrap() + p["results"]["unschedulable"].as_u64().unwrap(),
+        in_zone.len() as u64,
+        "{r:#}"
+    );
+    assert!(p["results"]["same_node"].as_u64().unwrap() > 0, "{r:#}");
+    if let Some(rho) = p["rankCorrelation"].as_f64() {
+        // A filter changes which nodes are feasible, not their scores.
+        assert!(rho > 0.99, "{r:#}");
+    }
+    // `plugin diff` on the same cluster predicts the same pods.
+    let diff = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "plugin",
+            "diff",
+            v1.to_str().unwrap(),
+            v2.to_str().unwrap(),
+            "-o",
+            "json",
+            "--cluster",
+        ])
+        .arg(&cluster_file)
+        .output()
+        .unwrap();
+    assert!(diff.status.success(), "{}", String::from_utf8_lossy(&diff.stderr));
+    let diff: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let predicted: BTreeSet<&str> = diff["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| {
+            let old = c["old"]["node"].as_str();
+            c["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|n| Some(n["node"].as_str().unwrap()) == old && n["new"]["rejected"].is_string())
+        })
+        .map(|c| c["pod"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        predicted,
+        in_zone.iter().map(|s| s.as_str()).collect::<BTreeSet<_>>(),
+        "plugin diff predicts other pods: {diff:#}"
+    );
+    let metrics = http_get(&runs[1].2, "/metrics").await;
+    assert!(
+        metrics.contains(&format!(
+            "wasmsched_shadow_cycles_total{{profile=\"wasm-scheduler\",result=\"same_node\"}} {}",
+            p["results"]["same_node"]
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("wasmsched_shadow_plugin_info{plugin=\"zone-gate\",version=\"2.0.0\""),
+        "{metrics}"
+    );
+
+    // The hostile shadow: its failures are counted as its own.
+    let r = shadow_report(runs[2].2.clone()).await;
+    assert_eq!(
+        placements(&runs[2].0),
+        serving_only,
+        "a hostile shadow changed a placement"
+    );
+    let v = &r["versions"][0];
+    assert_eq!(v["version"], "3.0.0-hostile", "{r:#}");
+    assert!(
+        v["traps"].as_u64().unwrap() + v["timeouts"].as_u64().unwrap() > 0,
+        "{r:#}"
+    );
+    assert!(
+        r["profiles"]["wasm-scheduler"]["results"]["shadow_error"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{r:#}"
+    );
+    assert!(http_get(&runs[2].2, "/healthz").await.ends_with("\r\n\r\nok"));
+    // No shadow configured: said so.
+    assert!(
+        http_get(&runs[0].2, "/debug/shadow")
+            .await
+            .contains("no shadow is configured")
+    );
+    for (_, d, _, dir, ..) in runs {
+        drop(d);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let _ = std::fs::remove_file(cluster_file);
 }

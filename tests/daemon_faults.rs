@@ -80,6 +80,7 @@ fn options(config: Config, registry: Registry) -> Options {
         drain_timeout: std::time::Duration::from_secs(10),
         stall_timeout: std::time::Duration::from_secs(30),
         null_placement: false,
+        shadow: None,
     }
 }
 

@@ -67,6 +67,12 @@ pub fn zone_gate(reject: Option<&str>) -> PathBuf {
     }
 }
 
+/// `zone-gate` 3.0.0-hostile: its filter calls trap, loop and flood the
+/// log in turn.
+pub fn zone_gate_hostile() -> PathBuf {
+    build_with("testdata/zone-gate", None, &[("ZONE_GATE_HOSTILE", "1")])
+}
+
 pub fn label_gate() -> PathBuf {
     build("examples/label-gate/rust", None)
 }

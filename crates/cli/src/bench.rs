@@ -61,6 +61,14 @@ pub struct Args {
     /// is being compiled.
     #[arg(long, requires = "wasm")]
     baseline_code: bool,
+    /// Directory of shadow versions of plugins of --wasm (as
+    /// `wasmPlugins.shadow.directory`): each decides a sample of the cycles
+    /// again on its own thread, compared with serving's decision.
+    #[arg(long, value_name = "DIR", requires = "wasm")]
+    shadow: Option<PathBuf>,
+    /// Percent of the cycles the shadow decides again (with --shadow).
+    #[arg(long, value_name = "PERCENT", requires = "shadow")]
+    shadow_percent: Option<u32>,
     /// Live metric sources with a value per node (seeded, uniform in
     /// 0..1), for plugins of --wasm that read them (NAME, repeatable or
     /// comma-separated, e.g. `latency` or `cpu,memory`).
@@ -173,6 +181,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         config.parallelism = Some(p as i64);
     }
     let profile = config.profiles[0].scheduler_name.clone();
+    if let Some(dir) = &args.shadow {
+        let wasm = config.wasm_plugins.get_or_insert_with(|| json!({}));
+        anyhow::ensure!(wasm.is_object(), "wasmPlugins: must be a mapping");
+        wasm["shadow"] = json!({
+            "directory": dir,
+            "samplePercent": args.shadow_percent.unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
+        });
+    }
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.wasm.as_deref(),
@@ -187,6 +203,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
     let mut sched =
         Scheduler::new(&config, &registry, args.seed, Responsibility::OwnProfiles).context("invalid configuration")?;
+    let shadow = match plugins.as_ref().map(|h| (h, h.config().shadow.clone())) {
+        Some((h, Some(settings))) => {
+            let host = crate::plugin::shadow_host(h, args.seed, wasmsched_wasm::Tiering::Off)?
+                .context("wasmPlugins.shadow has no host")?;
+            for (file, why) in host.scan().rejected {
+                eprintln!("warning: shadow plugin {file} rejected: {why}");
+            }
+            let opts = wasmsched_kube::shadow::ShadowOptions {
+                host,
+                sample_percent: settings.sample_percent(),
+            };
+            Some(wasmsched_kube::shadow::Shadow::start(
+                opts,
+                registry.clone(),
+                config.clone(),
+                &mut sched,
+            )?)
+        }
+        _ => None,
+    };
 
     let setup = Instant::now();
     let now = Instant::now();
@@ -273,6 +309,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     });
     let elapsed = start.elapsed();
+    // What the shadow compared, once it has taken what it was handed.
+    let shadow = shadow.map(|sh| {
+        drop(sched.set_shadow_off());
+        sh.wait_idle(std::time::Duration::from_secs(60));
+        sh.json()
+    });
     let over = sched.cache.overcommitted_nodes();
     anyhow::ensure!(over.is_empty(), "nodes overcommitted: {over:?}");
     latencies.sort_unstable();
@@ -315,6 +357,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     println!("{pods_per_sec:.0} pods/s, per-pod latency p50 {p50:.3} ms, p99 {p99:.3} ms, peak RSS {rss:.0} MiB");
+    if let Some(sh) = &shadow {
+        let p = &sh["profiles"][&profile];
+        println!(
+            "shadow at {}%: {} cycles handed over, {} dropped (the shadow was behind), {} compared, agreement {}",
+            sh["samplePercent"],
+            sh["sampled"],
+            sh["dropped"],
+            p["compared"],
+            p["agreement"].as_f64().map_or("-".to_owned(), |a| format!("{:.3}", a))
+        );
+    }
     let preemptions_per_sec = preemptions as f64 / elapsed.as_secs_f64();
     if preemptions > 0 {
         println!(
@@ -342,6 +395,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "metric_sources": args.synthetic_metrics,
                 "preemptions": preemptions,
                 "preemptions_per_sec": (preemptions_per_sec * 10.0).round() / 10.0,
+                "shadow": shadow.as_ref().map(|sh| json!({
+                    "sample_percent": sh["samplePercent"],
+                    "sampled": sh["sampled"],
+                    "dropped": sh["dropped"],
+                    "compared": sh["profiles"][&profile]["compared"],
+                    "agreement": sh["profiles"][&profile]["agreement"],
+                })),
             })
         );
     }

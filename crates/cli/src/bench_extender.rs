@@ -112,6 +112,7 @@ impl Verb {
 
 pub fn run(b: ExtenderBench) -> anyhow::Result<()> {
     let mut config = crate::load_config(b.config.as_deref())?;
+    crate::plugin::refuse_shadow(&config, "bench --extender")?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         Some(&b.wasm),

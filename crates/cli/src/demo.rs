@@ -42,6 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let objs = parse_objects(&text).context("cannot read the cluster")?;
     let mut config = crate::load_config(args.config.as_deref())?;
+    crate::plugin::refuse_shadow(&config, "demo")?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.plugins.as_deref(),
@@ -77,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             drain_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(30),
             null_placement: false,
+            shadow: None,
         };
         let daemon = tokio::spawn(wasmsched_kube::run(client.clone(), opts, async move {
             let _ = stop_rx.await;

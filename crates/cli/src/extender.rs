@@ -63,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     // Every plugin is compiled before the first answer: an extender that
     // answered without one would let kube-scheduler place pods the plugin
     // would have refused.
+    crate::plugin::refuse_shadow(&config, "extender")?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.plugins.as_deref(),

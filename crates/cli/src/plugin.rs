@@ -174,6 +174,11 @@ pub fn registry(
         wasm.directory = Some(d.to_owned());
     }
     if wasm.directory.is_none() {
+        if wasm.shadow.is_some() {
+            bail!(
+                "wasmPlugins.shadow: shadows a plugin directory, and none is configured (wasmPlugins.directory or --plugins)"
+            );
+        }
         return Ok((registry, None));
     }
     let host = PluginHost::new(engine(&wasm)?, wasm, seed);
@@ -210,6 +215,36 @@ pub fn registry(
         }
     }
     Ok((registry, Some(host)))
+}
+
+/// Refuses `wasmPlugins.shadow` in a command that does not run shadows
+/// (only `run` and `bench` do; `plugin diff` compares two versions
+/// offline).
+pub fn refuse_shadow(config: &Config, command: &str) -> anyhow::Result<()> {
+    let wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).map_err(anyhow::Error::msg)?;
+    if wasm.shadow.is_some() {
+        bail!(
+            "wasmPlugins.shadow: `wasmsched {command}` does not run shadow versions (`wasmsched run` does; `wasmsched plugin diff OLD NEW` compares two versions offline)"
+        );
+    }
+    Ok(())
+}
+
+/// The host of `wasmPlugins.shadow.directory`, when the serving host's
+/// configuration has one: it shares the serving engine (its cache and its
+/// memory budget, in which each shadow plugin has a share of its own).
+/// Not scanned yet.
+pub fn shadow_host(serving: &PluginHost, seed: u64, tiering: Tiering) -> anyhow::Result<Option<Arc<PluginHost>>> {
+    let Some(config) = serving.config().shadow_host_config() else {
+        return Ok(None);
+    };
+    let dir = config.directory.clone().unwrap_or_default();
+    if !dir.is_dir() {
+        bail!("wasmPlugins.shadow.directory: {} is not a directory", dir.display());
+    }
+    let host = PluginHost::new(serving.engine().clone(), config, seed);
+    host.set_tiering(tiering);
+    Ok(Some(host))
 }
 
 /// Whether `dir` holds no component file (`.wasm`, `.wasm.gz`).

@@ -124,6 +124,7 @@ fn place_with(
     let dir = TempDir::new()?;
     std::fs::copy(file, dir.0.join(&base)).with_context(|| format!("cannot copy {}", file.display()))?;
     let mut config = crate::load_config(args.config.as_deref())?;
+    crate::plugin::refuse_shadow(&config, "plugin diff")?;
     let (registry, host) = crate::plugin::registry(
         &mut config,
         Some(&dir.0),

@@ -188,16 +188,31 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         crate::plugin::FirstScan::Later,
         wasmsched_wasm::Tiering::BaselineFirst,
     )?;
+    let shadow = match &plugins {
+        Some(h) => crate::plugin::shadow_host(h, args.seed, wasmsched_wasm::Tiering::BaselineFirst)?,
+        None => None,
+    };
+    let sample_percent = plugins
+        .as_ref()
+        .and_then(|h| h.config().shadow.as_ref())
+        .map_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT, |s| s.sample_percent());
     // The directory is compiled in the background: scheduling starts at
     // once, and the pods of profiles whose plugins are not compiled yet
     // wait (`plugin X is not loaded: the plugin directory is still being
     // compiled`) and are retried when they load.
     if let Some(h) = &plugins {
         let h = h.clone();
+        let shadow = shadow.clone();
         std::thread::Builder::new()
             .name("wasm-plugin-first-scan".into())
             .spawn(move || {
                 let report = h.scan();
+                // Shadows after serving: they wait for nothing.
+                if let Some(sh) = &shadow {
+                    for (file, why) in &sh.scan().rejected {
+                        tracing::warn!(file = %file, reason = %why, "shadow plugin rejected");
+                    }
+                }
                 for (file, why) in &report.rejected {
                     tracing::warn!(file = %file, reason = %why, "plugin rejected");
                 }
@@ -233,6 +248,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
             _ => None,
         };
+        let _shadow_watch = match &shadow {
+            Some(h) if h.config().watch.unwrap_or(true) => Some(
+                h.watch(Duration::from_millis(300), Duration::from_secs(30))
+                    .map_err(anyhow::Error::msg)?,
+            ),
+            _ => None,
+        };
+        let shadow = shadow.map(|host| wasmsched_kube::shadow::ShadowOptions { host, sample_percent });
         let opts = Options {
             config,
             registry,
@@ -247,6 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             drain_timeout: Duration::from_secs(args.drain_timeout),
             stall_timeout: Duration::from_secs(args.stall_timeout.max(1)),
             null_placement: args.null_placement,
+            shadow,
         };
         if args.null_placement {
             tracing::warn!("--null-placement: pods are bound to nodes in turn, without scheduling");

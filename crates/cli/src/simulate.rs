@@ -153,6 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .config
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
+    crate::plugin::refuse_shadow(&config, "simulate")?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.plugins.as_deref(),

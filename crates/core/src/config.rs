@@ -471,6 +471,23 @@ impl Config {
         out
     }
 
+    /// Builds the framework of the profile at `index` alone, running on the
+    /// calling thread (no worker pool): a shadow's.
+    pub fn build_framework(&self, index: usize, registry: &Registry) -> Result<Framework, ConfigError> {
+        let p = self
+            .profiles
+            .get(index)
+            .ok_or_else(|| ConfigError::new("profiles", format!("no profile {index}")))?;
+        let pct = p
+            .percentage_of_nodes_to_score
+            .or(self.percentage_of_nodes_to_score)
+            .unwrap_or(0);
+        build_profile(p, index, registry).map(|mut fw| {
+            fw.percentage_of_nodes_to_score = pct as u32;
+            fw
+        })
+    }
+
     /// Builds one framework per profile, instantiating plugins from `registry`.
     pub fn build_frameworks(&self, registry: &Registry) -> Result<Vec<Framework>, ConfigError> {
         let parallelism = self.parallelism();

@@ -8,7 +8,10 @@ mod extender;
 mod post_filter;
 mod status;
 
-pub use cycle::{Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError, ScheduleResult};
+pub use cycle::{
+    CycleOutcome, CycleRecord, Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError,
+    ScheduleResult,
+};
 pub use extender::ExtenderVerdicts;
 pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResult, PreemptionTry};
 pub use status::{Code, MAX_MESSAGE_BYTES, Reason, Status, truncate_message};
@@ -104,6 +107,8 @@ pub struct CycleState {
     snapshot: Option<Arc<crate::cache::Snapshot>>,
     /// The pods nominated to nodes (their room is held).
     nominator: Option<Arc<crate::nominator::Nominator>>,
+    /// What the cycle found, when kept ([`CycleState::keep_record`]).
+    record: Option<CycleRecord>,
 }
 
 /// How long one plugin took at one extension point in a sampled cycle (for
@@ -125,6 +130,22 @@ impl CycleState {
     /// Records per-plugin timings for this cycle.
     pub fn sample_plugin_timings(&mut self) {
         self.timings = Some(std::sync::Mutex::new(Vec::new()));
+    }
+
+    /// Keeps what the cycle finds node by node ([`CycleRecord`]), at a
+    /// small cost: what a shadow's cycle is compared with.
+    pub fn keep_record(&mut self) {
+        self.record = Some(CycleRecord::default());
+    }
+
+    /// What the cycle found, if kept.
+    pub fn take_record(&mut self) -> Option<CycleRecord> {
+        self.record.take()
+    }
+
+    /// The record being kept, if any.
+    pub(crate) fn record_mut(&mut self) -> Option<&mut CycleRecord> {
+        self.record.as_mut()
     }
 
     /// The timings recorded, if the cycle was sampled.

@@ -77,6 +77,52 @@ impl Attempt {
 /// One cycle in this many records per-plugin timings.
 pub const PLUGIN_TIMING_SAMPLE: u64 = 10;
 
+/// A scheduling cycle handed to a shadow ([`Scheduler::set_shadow`]):
+/// everything the serving cycle started from, and what it found. The
+/// snapshot and nominations are shared, not copied (the next cycle copies
+/// the snapshot once if the shadow still holds it).
+#[derive(Debug)]
+pub struct ShadowCase {
+    /// Index of the profile ([`Scheduler::frameworks`]).
+    pub profile: usize,
+    /// The pod.
+    pub pod: Arc<PodInfo>,
+    /// The snapshot the cycle ran on.
+    pub snapshot: Arc<Snapshot>,
+    /// The nominations the cycle saw.
+    pub nominator: Arc<Nominator>,
+    /// Where the cycle started sampling nodes.
+    pub next_start: usize,
+    /// The tie-breaker as the cycle found it.
+    pub rng: Rng,
+    /// What the serving cycle decided.
+    pub serving: crate::framework::CycleOutcome,
+    /// What it found node by node.
+    pub record: crate::framework::CycleRecord,
+    /// How long the serving cycle took (Reserve included).
+    pub took: std::time::Duration,
+}
+
+/// Where sampled cycles go: a shadow compares its own decision with the
+/// serving one, off the scheduling thread. Both calls are made on the
+/// scheduling thread and must not wait.
+pub trait ShadowTap: Send {
+    /// Whether the cycles of profile `profile` have a shadow now.
+    fn wants(&self, profile: usize) -> bool;
+    /// Takes a sampled cycle (a shadow that is behind drops it, counted).
+    fn take(&mut self, case: ShadowCase);
+}
+
+/// A shadow and its sampling.
+struct Shadow {
+    tap: Box<dyn ShadowTap>,
+    percent: u32,
+    /// Percent points owed: a cycle is sampled each time it reaches 100,
+    /// so 10 % is every tenth cycle of a shadowed profile (no randomness
+    /// taken from the tie-breaker).
+    owed: u32,
+}
+
 /// What one plugin of a profile registered, for queueing hints.
 struct Registration {
     plugin: Arc<dyn crate::framework::Plugin>,
@@ -108,6 +154,8 @@ pub struct Scheduler {
     /// No scheduling cycle: each pod goes to the next node in turn (see
     /// [`Scheduler::set_null_placement`]).
     null_placement: bool,
+    /// Where sampled cycles go ([`Scheduler::set_shadow`]).
+    shadow: Option<Shadow>,
 }
 
 /// The next node in turn, for [`Scheduler::set_null_placement`].
@@ -178,6 +226,7 @@ impl Scheduler {
             gated: Default::default(),
             nominator: Arc::default(),
             null_placement: false,
+            shadow: None,
         })
     }
 
@@ -188,6 +237,24 @@ impl Scheduler {
     /// `bench --e2e --null`. Not for a cluster.
     pub fn set_null_placement(&mut self, on: bool) {
         self.null_placement = on;
+    }
+
+    /// Hands `percent` of the cycles of each profile `tap` wants to `tap`
+    /// (1 to 100), after they ran: a shadow decides them again its own way
+    /// and compares. Nothing the tap does changes a placement: it gets the
+    /// cycle's inputs, the tie-breaker and node sampling as they were.
+    pub fn set_shadow(&mut self, tap: Box<dyn ShadowTap>, percent: u32) {
+        self.shadow = Some(Shadow {
+            tap,
+            percent: percent.clamp(1, 100),
+            owed: 0,
+        });
+    }
+
+    /// Stops handing cycles to the shadow; returns its tap (dropping it lets
+    /// the shadow finish what it was handed and stop).
+    pub fn set_shadow_off(&mut self) -> Option<Box<dyn ShadowTap>> {
+        self.shadow.take().map(|sh| sh.tap)
     }
 
     /// Runs `f` on the filter/score worker pool, so the parallel sections of
@@ -596,8 +663,24 @@ impl Scheduler {
             if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
                 state.sample_plugin_timings();
             }
-            let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);
             let null = self.null_placement;
+            let sampled = !null
+                && self.shadow.as_mut().is_some_and(|sh| {
+                    if !sh.tap.wants(fi) {
+                        return false;
+                    }
+                    sh.owed += sh.percent;
+                    let due = sh.owed >= 100;
+                    if due {
+                        sh.owed -= 100;
+                    }
+                    due
+                });
+            let before = sampled.then(|| {
+                state.keep_record();
+                (self.next_start, self.rng.clone(), Instant::now())
+            });
+            let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);
             // A panic in a plugin (or in the engine) fails this attempt, not
             // the scheduler: the pod is retried after backoff.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -628,6 +711,19 @@ impl Scheduler {
                     panic_message(&*panic)
                 )))
             });
+            if let (Some((next_start, rng, t0)), Some(sh)) = (before, self.shadow.as_mut()) {
+                sh.tap.take(ShadowCase {
+                    profile: fi,
+                    pod: qp.pod.clone(),
+                    snapshot: self.snapshot.clone(),
+                    nominator: self.nominator.clone(),
+                    next_start,
+                    rng,
+                    serving: crate::framework::CycleOutcome::of(&result),
+                    record: state.take_record().unwrap_or_default(),
+                    took: t0.elapsed(),
+                });
+            }
             // The cycle's state shares the snapshot and the nominations:
             // dropped here, both are unique again for the updates below.
             let plugin_timings = state.take_plugin_timings();

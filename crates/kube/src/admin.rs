@@ -1,6 +1,7 @@
 //! The admin port: `/healthz` (the scheduling loop turns, no task it
 //! depends on died), `/readyz` (caches synced, plugins loaded),
-//! `/metrics` (Prometheus text).
+//! `/metrics` (Prometheus text), `/debug/shadow` (how the shadow versions'
+//! decisions compare with serving's, as JSON).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -59,6 +60,29 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                         (StatusCode::SERVICE_UNAVAILABLE, lines).into_response()
                     } else {
                         (StatusCode::OK, format!("ok\n{lines}")).into_response()
+                    }
+                }
+            }),
+        )
+        .route(
+            "/debug/shadow",
+            get({
+                let s = status.clone();
+                move || async move {
+                    let s = s.clone();
+                    // The shadow host's state is behind std mutexes.
+                    let body = tokio::task::spawn_blocking(move || s.shadow().map(|sh| sh.json()))
+                        .await
+                        .unwrap_or_default();
+                    match body {
+                        Some(v) => (
+                            [(header::CONTENT_TYPE, "application/json")],
+                            serde_json::to_string_pretty(&v).unwrap_or_default(),
+                        )
+                            .into_response(),
+                        None => {
+                            (StatusCode::NOT_FOUND, "no shadow is configured (wasmPlugins.shadow)\n").into_response()
+                        }
                     }
                 }
             }),

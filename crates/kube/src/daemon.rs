@@ -74,6 +74,9 @@ pub struct Options {
     /// Bind each pod to the next node in turn, without a scheduling cycle
     /// (`bench --e2e --null`: the API server's limit for this client).
     pub null_placement: bool,
+    /// New plugin versions compared with the serving ones on a sample of
+    /// live cycles (`wasmPlugins.shadow`).
+    pub shadow: Option<crate::shadow::ShadowOptions>,
 }
 
 /// How long bindings in flight may finish once the daemon stops.
@@ -105,6 +108,8 @@ pub struct Status {
     dead: Mutex<Vec<String>>,
     /// Woken when a task dies.
     pub(crate) death: tokio::sync::Notify,
+    /// The shadow, when one is configured.
+    shadow: std::sync::OnceLock<Arc<crate::shadow::Shadow>>,
 }
 
 impl Status {
@@ -124,6 +129,7 @@ impl Status {
             stopping: AtomicBool::new(false),
             dead: Mutex::new(Vec::new()),
             death: tokio::sync::Notify::new(),
+            shadow: std::sync::OnceLock::new(),
         }
     }
 
@@ -224,7 +230,12 @@ impl Status {
 
     /// The metrics text.
     pub fn metrics_text(&self) -> String {
-        self.metrics.render(self.plugins.as_deref())
+        self.metrics.render(self.plugins.as_deref(), self.shadow())
+    }
+
+    /// The shadow, when one is configured.
+    pub fn shadow(&self) -> Option<&crate::shadow::Shadow> {
+        self.shadow.get().map(|s| &**s)
     }
 }
 
@@ -304,6 +315,10 @@ pub async fn run(
     let status = Arc::new(Status::new(opts.plugins.clone()));
     let mut sched = Scheduler::new(&opts.config, &opts.registry, opts.seed, Responsibility::OwnProfiles)?;
     sched.set_null_placement(opts.null_placement);
+    if let Some(sh) = opts.shadow {
+        let shadow = crate::shadow::Shadow::start(sh, opts.registry.clone(), opts.config.clone(), &mut sched)?;
+        let _ = status.shadow.set(shadow);
+    }
     let leadership = Arc::new(Leadership::default());
     let (tx, msgs) = mpsc::channel::<Msg>(MSG_CAPACITY);
     let (outcome_tx, outcomes) = mpsc::unbounded_channel();

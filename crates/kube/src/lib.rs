@@ -19,6 +19,7 @@ pub mod metrics;
 mod preempt;
 mod reporter;
 mod schedule;
+pub mod shadow;
 mod volumes;
 mod watch;
 

@@ -520,7 +520,11 @@ impl Metrics {
     }
 
     /// The exposition, with the plugins' own counters.
-    pub fn render(&self, plugins: Option<&wasmsched_wasm::PluginHost>) -> String {
+    pub fn render(
+        &self,
+        plugins: Option<&wasmsched_wasm::PluginHost>,
+        shadow: Option<&crate::shadow::Shadow>,
+    ) -> String {
         let (len, oldest) = self.backlog.state();
         self.backlog_len.set(len as i64);
         self.backlog_oldest.set(oldest.as_secs_f64());
@@ -528,16 +532,26 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = text::encode_registry(&mut o, &self.registry);
         if let Some(host) = plugins {
-            let _ = text::encode_registry(&mut o, &plugin_registry(host));
+            let _ = text::encode_registry(&mut o, &plugin_registry(host, false));
+        }
+        if let Some(sh) = shadow {
+            let _ = text::encode_registry(&mut o, &sh.registry());
+            let _ = text::encode_registry(&mut o, &plugin_registry(sh.host(), true));
         }
         let _ = text::encode_eof(&mut o);
         o
     }
 }
 
-/// The plugin host's state as metrics, read when scraped.
-fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
+/// The plugin host's state as metrics, read when scraped. A `shadow`
+/// directory's plugins have their counters under `wasmsched_shadow_plugin_*`
+/// (the budget and the files are the serving host's to report).
+fn plugin_registry(host: &wasmsched_wasm::PluginHost, shadow: bool) -> Registry {
     let mut r = Registry::default();
+    if shadow {
+        plugin_counters(&mut r, host, "wasmsched_shadow_plugin");
+        return r;
+    }
     let gauge = |v: u64| {
         let g: Gauge = Gauge::default();
         g.set(i64::try_from(v).unwrap_or(i64::MAX));
@@ -571,6 +585,17 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         "Whether the plugin directory has been read and compiled once",
         gauge(u64::from(host.scanned())),
     );
+    plugin_counters(&mut r, host, "wasmsched_plugin");
+    r.register(
+        "wasmsched_plugin_memory_share_bytes",
+        "Each plugin's share of the memory budget (the budget divided among the plugins loaded)",
+        gauge(host.budget().share_limit() as u64),
+    );
+    r
+}
+
+/// Per plugin: its counters, version and memory, named `{prefix}_*`.
+fn plugin_counters(r: &mut Registry, host: &wasmsched_wasm::PluginHost, prefix: &str) {
     // One row per plugin name (several profiles may enable one plugin).
     let mut slots = host.slots();
     {
@@ -580,41 +605,29 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
     }
     type Stat = fn(&wasmsched_wasm::PluginStats) -> &AtomicU64;
     let counters: [(&str, &str, Stat); 10] = [
-        ("wasmsched_plugin_loads", "Plugin versions loaded", |s| &s.loads),
-        ("wasmsched_plugin_load_errors", "Plugin versions rejected", |s| {
-            &s.load_errors
+        ("loads", "Plugin versions loaded", |s| &s.loads),
+        ("load_errors", "Plugin versions rejected", |s| &s.load_errors),
+        ("traps", "Plugin calls that trapped", |s| &s.traps),
+        ("timeouts", "Plugin calls that ran past their deadline", |s| &s.timeouts),
+        ("out_of_memory", "Plugin calls that hit the memory cap", |s| {
+            &s.out_of_memory
         }),
-        ("wasmsched_plugin_traps", "Plugin calls that trapped", |s| &s.traps),
+        ("errors", "Plugin calls that returned an error", |s| &s.errors),
         (
-            "wasmsched_plugin_timeouts",
-            "Plugin calls that ran past their deadline",
-            |s| &s.timeouts,
-        ),
-        (
-            "wasmsched_plugin_out_of_memory",
-            "Plugin calls that hit the memory cap",
-            |s| &s.out_of_memory,
-        ),
-        ("wasmsched_plugin_errors", "Plugin calls that returned an error", |s| {
-            &s.errors
-        }),
-        (
-            "wasmsched_plugin_instances_retired",
+            "instances_retired",
             "Plugin instances retired after a call with their memory past 3/4 of the cap",
             |s| &s.retired,
         ),
         (
-            "wasmsched_plugin_limits_exceeded",
+            "limits_exceeded",
             "Plugin calls stopped by a host limit (table elements, memory budget, host call input size)",
             |s| &s.limits,
         ),
+        ("logs_dropped", "Plugin log lines dropped by the rate limit", |s| {
+            &s.logs_dropped
+        }),
         (
-            "wasmsched_plugin_logs_dropped",
-            "Plugin log lines dropped by the rate limit",
-            |s| &s.logs_dropped,
-        ),
-        (
-            "wasmsched_plugin_backoff_skips",
+            "backoff_skips",
             "Plugin calls not made while the plugin backed off after repeated failures",
             |s| &s.skipped_backing_off,
         ),
@@ -629,7 +642,7 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
                 })
                 .inc_by(get(s.stats()).load(Ordering::Relaxed));
         }
-        r.register(name, help, family);
+        r.register(format!("{prefix}_{name}"), help, family);
     }
     let info = Family::<PluginInfo, Gauge>::default();
     for s in &slots {
@@ -645,7 +658,7 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         }
     }
     r.register(
-        "wasmsched_plugin_info",
+        format!("{prefix}_info"),
         "The plugin version serving, by content sha256, and the compiler of its code",
         info,
     );
@@ -659,16 +672,10 @@ fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
         .set(i64::try_from(bytes).unwrap_or(i64::MAX));
     }
     r.register(
-        "wasmsched_plugin_instance_memory_bytes",
+        format!("{prefix}_instance_memory_bytes"),
         "The memory a plugin's instances hold now, of its share of the budget",
         held,
     );
-    r.register(
-        "wasmsched_plugin_memory_share_bytes",
-        "Each plugin's share of the memory budget (the budget divided among the plugins loaded)",
-        gauge(host.budget().share_limit() as u64),
-    );
-    r
 }
 
 #[cfg(test)]
@@ -681,7 +688,7 @@ mod tests {
         m.attempt("a\"b\nfake_metric 2", "scheduled", Duration::from_millis(1));
         m.set_pending(1, 2, 3, 4);
         m.leader.set(1);
-        let text = m.render(None);
+        let text = m.render(None, None);
         assert!(
             text.contains(
                 "scheduler_schedule_attempts_total{profile=\"a\\\"b\\nfake_metric 2\",result=\"scheduled\"} 1"

@@ -89,6 +89,36 @@ pub struct WasmConfig {
     /// profile enable it before its file exists.
     #[serde(default)]
     pub plugins: Vec<PluginEntry>,
+    /// New plugin versions tried on live traffic beside the serving ones,
+    /// never deciding a placement.
+    pub shadow: Option<ShadowConfig>,
+}
+
+/// `wasmPlugins.shadow`: a second directory whose components shadow the
+/// serving plugins of the same names. On a sample of the scheduling cycles
+/// of every profile that enables such a plugin, the profile runs again off
+/// the scheduling thread with the shadow version in the serving version's
+/// place, on the same snapshot and nodes, and the two outcomes are
+/// compared. Promoting a shadow is moving its file into `directory`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ShadowConfig {
+    /// Directory of shadow components (`.wasm`, `.wasm.gz`), watched like
+    /// `wasmPlugins.directory`; it must not be that directory.
+    pub directory: PathBuf,
+    /// Percent of the cycles of a shadowed profile that the shadow runs
+    /// too (default 10; 100: every cycle).
+    pub sample_percent: Option<u32>,
+}
+
+/// Default of `wasmPlugins.shadow.samplePercent`.
+pub const DEFAULT_SHADOW_SAMPLE_PERCENT: u32 = 10;
+
+impl ShadowConfig {
+    /// `samplePercent`, or its default.
+    pub fn sample_percent(&self) -> u32 {
+        self.sample_percent.unwrap_or(DEFAULT_SHADOW_SAMPLE_PERCENT)
+    }
 }
 
 impl WasmConfig {
@@ -112,6 +142,19 @@ impl WasmConfig {
         if cfg.memory_budget_mib == Some(0) {
             return Err("wasmPlugins.memoryBudgetMib: must be positive".into());
         }
+        if let Some(sh) = &cfg.shadow {
+            if !(1..=100).contains(&sh.sample_percent()) {
+                return Err(format!(
+                    "wasmPlugins.shadow.samplePercent: must be between 1 and 100, not {}",
+                    sh.sample_percent()
+                ));
+            }
+            if cfg.directory.as_ref().is_some_and(|d| same_directory(d, &sh.directory)) {
+                return Err(
+                    "wasmPlugins.shadow.directory: must not be wasmPlugins.directory (a directory holds one version of each plugin)".into(),
+                );
+            }
+        }
         for (i, p) in cfg.plugins.iter().enumerate() {
             if p.timeout_ms == Some(0) {
                 return Err(format!("wasmPlugins.plugins[{i}].timeoutMs: must be positive"));
@@ -121,6 +164,18 @@ impl WasmConfig {
             }
         }
         Ok(cfg)
+    }
+
+    /// The configuration of the shadow directory: this one's, with the
+    /// shadow directory in place of the serving one (the same limits for
+    /// the same plugin names, the same cache); `None` without `shadow`.
+    pub fn shadow_host_config(&self) -> Option<WasmConfig> {
+        let sh = self.shadow.as_ref()?;
+        Some(WasmConfig {
+            directory: Some(sh.directory.clone()),
+            shadow: None,
+            ..self.clone()
+        })
     }
 
     /// The limits of `defaults` (what a plugin gets before its name is known).
@@ -143,6 +198,15 @@ impl WasmConfig {
                 .or(self.defaults.failure_policy)
                 .unwrap_or_default(),
         }
+    }
+}
+
+/// Whether two paths name one directory (after resolving links, when they
+/// exist).
+fn same_directory(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
 
@@ -221,6 +285,8 @@ pub enum Tiering {
 
 /// The plugins of a directory and the slots the frameworks hold.
 pub struct PluginHost {
+    /// Tells this host's plugins from another's in the shared budget.
+    id: u64,
     engine: WasmEngine,
     config: WasmConfig,
     seed: u64,
@@ -261,7 +327,9 @@ impl std::fmt::Debug for PluginHost {
 impl PluginHost {
     /// A host for `config`; `seed` feeds the plugins' random numbers.
     pub fn new(engine: WasmEngine, config: WasmConfig, seed: u64) -> Arc<Self> {
+        static HOSTS: AtomicU64 = AtomicU64::new(0);
         Arc::new(Self {
+            id: HOSTS.fetch_add(1, Ordering::Relaxed),
             engine,
             config,
             seed,
@@ -406,7 +474,21 @@ impl PluginHost {
     /// Registers a factory for every plugin name, so profiles can enable
     /// them like built-ins.
     pub fn register(self: &Arc<Self>, registry: &mut Registry) {
-        for name in self.names() {
+        self.register_names(registry, self.names());
+    }
+
+    /// Registers a factory for each plugin a file of the directory
+    /// provides now, replacing what `registry` had under its name (a
+    /// shadow directory's plugins over the serving ones).
+    pub fn register_loaded(self: &Arc<Self>, registry: &mut Registry) {
+        let mut names: Vec<String> = self.versions().into_iter().map(|(_, n, _)| n).collect();
+        names.sort();
+        names.dedup();
+        self.register_names(registry, names);
+    }
+
+    fn register_names(self: &Arc<Self>, registry: &mut Registry, names: Vec<String>) {
+        for name in names {
             let host = Arc::clone(self);
             let n = name.clone();
             registry.register(
@@ -948,7 +1030,7 @@ impl PluginHost {
             .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
             .collect();
         names.extend(coming);
-        self.budget().set_plugins(names.len());
+        self.budget().set_plugins_of(self.id, names.len());
     }
 
     /// Records that the content `sha` of `path` was refused, keeping the
@@ -1239,4 +1321,40 @@ fn gunzip(compressed: &[u8], max: u64) -> Result<Vec<u8>, LoadError> {
         )));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shadow_needs_its_own_directory_and_a_percent_in_range() {
+        let read = |v: serde_json::Value| WasmConfig::from_value(Some(&v));
+        let ok = read(serde_json::json!({"directory": "/p", "shadow": {"directory": "/p/shadow"}})).unwrap();
+        let shadow = ok.shadow_host_config().unwrap();
+        assert_eq!(shadow.directory.as_deref(), Some(Path::new("/p/shadow")));
+        assert!(shadow.shadow.is_none());
+        assert_eq!(ok.shadow.unwrap().sample_percent(), DEFAULT_SHADOW_SAMPLE_PERCENT);
+        for (v, field) in [
+            (
+                serde_json::json!({"directory": "/p", "shadow": {"directory": "/p"}}),
+                "wasmPlugins.shadow.directory: must not be wasmPlugins.directory",
+            ),
+            (
+                serde_json::json!({"shadow": {"directory": "/s", "samplePercent": 0}}),
+                "wasmPlugins.shadow.samplePercent: must be between 1 and 100, not 0",
+            ),
+            (
+                serde_json::json!({"shadow": {"directory": "/s", "samplePercent": 101}}),
+                "wasmPlugins.shadow.samplePercent",
+            ),
+            (
+                serde_json::json!({"shadow": {"dir": "/s"}}),
+                "wasmPlugins.shadow.dir: unknown field `dir`",
+            ),
+        ] {
+            let e = read(v.clone()).unwrap_err();
+            assert!(e.starts_with(field), "{v}: {e}");
+        }
+    }
 }

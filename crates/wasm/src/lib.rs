@@ -27,9 +27,13 @@ mod plugin;
 pub mod shape;
 pub mod text;
 
-pub use dir::{GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, Tiering, WasmConfig, Watch};
+pub use dir::{
+    DEFAULT_SHADOW_SAMPLE_PERCENT, GZ_SUFFIX, PluginEntry, PluginHost, ScanReport, Settings, ShadowConfig, Tiering,
+    WasmConfig, Watch,
+};
 pub use engine::{
-    COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, lower_priority,
+    COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, idle_priority,
+    lower_priority,
 };
 pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,

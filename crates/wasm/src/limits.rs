@@ -62,6 +62,9 @@ pub struct Budget {
     limit: AtomicUsize,
     used: AtomicUsize,
     plugins: AtomicUsize,
+    /// Plugins loaded per directory sharing this budget (the serving
+    /// directory and the shadow directory): `plugins` is their sum.
+    by_directory: std::sync::Mutex<std::collections::BTreeMap<u64, usize>>,
 }
 
 impl Budget {
@@ -72,6 +75,7 @@ impl Budget {
             limit: AtomicUsize::new(limit),
             used: AtomicUsize::new(0),
             plugins: AtomicUsize::new(1),
+            by_directory: Default::default(),
         }
     }
 
@@ -80,7 +84,17 @@ impl Budget {
     /// plugin holds more of than a smaller new share allows is not taken
     /// back: the plugin cannot grow until its instances are replaced.
     pub fn set_plugins(&self, n: usize) {
-        self.plugins.store(n.max(1), Ordering::Relaxed);
+        self.set_plugins_of(0, n);
+    }
+
+    /// [`Budget::set_plugins`] for one of several directories whose plugins
+    /// share the budget (`directory`: any id of its own): the budget is
+    /// divided among the plugins of all of them, so a shadow version draws
+    /// from a share of its own, not from the serving version's.
+    pub fn set_plugins_of(&self, directory: u64, n: usize) {
+        let mut by = self.by_directory.lock().unwrap_or_else(|p| p.into_inner());
+        by.insert(directory, n);
+        self.plugins.store(by.values().sum::<usize>().max(1), Ordering::Relaxed);
     }
 
     /// Plugins the budget is divided among.

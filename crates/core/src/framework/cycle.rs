@@ -32,6 +32,53 @@ pub struct ScheduleResult {
     pub volumes: Option<crate::storage::VolumePlan>,
 }
 
+/// What a cycle found on each node it looked at, kept when asked
+/// ([`super::CycleState::keep_record`]) without the cost of an
+/// [`Explanation`]: positions in the snapshot, no names copied.
+#[derive(Debug, Clone, Default)]
+pub struct CycleRecord {
+    /// Feasible nodes with their weighted totals (`None`: not scored, as
+    /// the only feasible node or the nominated one is not).
+    pub feasible: Vec<(usize, Option<i64>)>,
+    /// Rejected nodes with the status of the filter that rejected each
+    /// (naming its plugin).
+    pub rejected: Vec<(usize, Status)>,
+}
+
+impl CycleRecord {
+    /// What the cycle said about the node at `pos`: `Some(Ok(total))` when
+    /// feasible, `Some(Err(status))` when rejected, `None` when it did not
+    /// look at it.
+    pub fn verdict(&self, pos: usize) -> Option<Result<Option<i64>, &Status>> {
+        if let Some((_, t)) = self.feasible.iter().find(|(p, _)| *p == pos) {
+            return Some(Ok(*t));
+        }
+        self.rejected.iter().find(|(p, _)| *p == pos).map(|(_, st)| Err(st))
+    }
+}
+
+/// A cycle's outcome in words: where the pod goes, or why it does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CycleOutcome {
+    /// Placed on this node.
+    Placed(String),
+    /// No node fits: the message, as the pod's condition would say it.
+    Unschedulable(String),
+    /// The cycle failed (a plugin's error, a panic).
+    Error(String),
+}
+
+impl CycleOutcome {
+    /// The outcome of `result`.
+    pub fn of(result: &Result<ScheduleResult, ScheduleError>) -> Self {
+        match result {
+            Ok(r) => CycleOutcome::Placed(r.node.clone()),
+            Err(ScheduleError::Error(e)) => CycleOutcome::Error(e.clone()),
+            Err(e) => CycleOutcome::Unschedulable(e.to_string()),
+        }
+    }
+}
+
 /// Why a cycle did not place the pod.
 #[derive(Debug, Clone)]
 pub enum ScheduleError {
@@ -313,6 +360,9 @@ impl Framework {
             let (mut feasible, mut rejected, _) = self.filter_subset(state, pod, snapshot, &[p])?;
             self.recheck_nominated(state, pod, snapshot, &mut feasible, &mut rejected)?;
             if !feasible.is_empty() {
+                if let Some(r) = state.record_mut() {
+                    r.feasible.push((p, None));
+                }
                 let node = snapshot.nodes[p].name().to_owned();
                 return Ok(ScheduleResult {
                     explanation: explain.then(|| Explanation {
@@ -348,6 +398,14 @@ impl Framework {
             Some(idx) => self.filter_subset(state, pod, snapshot, idx)?,
         };
         self.recheck_nominated(state, pod, snapshot, &mut feasible, &mut rejected)?;
+        if let Some(r) = state.record_mut() {
+            // One name per filter, shared by the nodes it rejected.
+            let names: Vec<Arc<str>> = self.filter.iter().map(|e| Arc::from(e.plugin.name())).collect();
+            r.rejected = rejected
+                .iter()
+                .map(|(i, fi, st)| (*i, st.clone().with_plugin(names[*fi].clone())))
+                .collect();
+        }
 
         let mut explanation = explain.then(|| Explanation {
             filters: self.filter.iter().map(|e| e.plugin.name().to_owned()).collect(),
@@ -411,6 +469,9 @@ impl Framework {
 
         let nodes: Vec<&Arc<NodeInfo>> = feasible.iter().map(|&i| &snapshot.nodes[i]).collect();
         if nodes.len() == 1 && !explain {
+            if let Some(r) = state.record_mut() {
+                r.feasible.push((feasible[0], None));
+            }
             return Ok(ScheduleResult {
                 node: nodes[0].name().to_owned(),
                 evaluated_nodes: processed,
@@ -425,6 +486,9 @@ impl Framework {
         // Score, NormalizeScore, weights
         let mut per_plugin: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
         let totals = self.weighted_scores(state, pod, &nodes, explain.then_some(&mut per_plugin))?;
+        if let Some(r) = state.record_mut() {
+            r.feasible = feasible.iter().zip(&totals).map(|(&i, &t)| (i, Some(t))).collect();
+        }
 
         // Select: highest total, ties uniformly at random (reservoir sampling).
         let mut best = 0;
