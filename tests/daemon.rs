@@ -2299,6 +2299,40 @@ profiles:
         "{metrics}"
     );
 
+    // Promotion is the ordinary hot reload: the shadow's file becomes the
+    // serving file; the shadow's history stays.
+    let (s, admin, plugins) = (&runs[1].0, &runs[1].2, &runs[1].4);
+    std::fs::rename(plugins.join("shadow/zone-gate.wasm"), plugins.join("zone-gate.wasm")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http_get(admin, "/metrics")
+        .await
+        .contains("wasmsched_plugin_info{plugin=\"zone-gate\",version=\"2.0.0\"")
+        || !http_get(admin, "/debug/shadow")
+            .await
+            .contains("\"shadowedProfiles\": []")
+    {
+        assert!(Instant::now() < deadline, "2.0.0 was not promoted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    add_pod(s, "after-promotion", "wasm-scheduler", "100m");
+    wait_all_bound(s, serving_only.len() + 1, Duration::from_secs(30)).await;
+    let node = &placements(s)["default/after-promotion"];
+    assert_ne!(zone_of[node], "eu-west-1a", "2.0.0 serves");
+    let text = http_get(admin, "/debug/shadow").await;
+    let after: serde_json::Value = serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(after["shadowedProfiles"], json!([]), "{after:#}");
+    assert_eq!(
+        after["profiles"]["wasm-scheduler"]["versionsCompared"],
+        json!(["zone-gate 2.0.0"]),
+        "{after:#}"
+    );
+    // Kept (the pods serving retries when its plugin changes may still be
+    // compared, until the shadow's frameworks follow the directory).
+    for (k, before) in r["profiles"]["wasm-scheduler"]["results"].as_object().unwrap() {
+        let now = &after["profiles"]["wasm-scheduler"]["results"][k];
+        assert!(now.as_u64() >= before.as_u64(), "{k}: {before} -> {now}");
+    }
+
     // The hostile shadow: its failures are counted as its own.
     let r = shadow_report(runs[2].2.clone()).await;
     assert_eq!(

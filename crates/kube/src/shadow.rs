@@ -122,6 +122,9 @@ struct Tally {
     serving_seconds: f64,
     shadow_seconds: f64,
     timed: u64,
+    /// The shadow versions compared (`plugin version`): kept after a
+    /// promotion, when the directory no longer holds them.
+    versions: BTreeSet<String>,
 }
 
 /// What the shadow found so far.
@@ -296,6 +299,7 @@ impl Shadow {
                         "results": counts,
                         "rankCorrelation": (t.ranked > 0).then(|| t.rank_sum / t.ranked as f64),
                         "unschedulableReasons": t.reasons,
+                        "versionsCompared": t.versions,
                         "servingMeanMs": mean(t.serving_seconds),
                         "shadowMeanMs": mean(t.shadow_seconds),
                     }),
@@ -517,19 +521,15 @@ impl Runner {
                     Err(_) => None,
                 }
             };
-            disagreement(
-                &fw.profile,
-                verdict,
-                &case,
-                &shadow,
-                &record,
-                explanation.as_ref(),
-                self.versions(),
-            )
+            disagreement(&fw.profile, verdict, &case, &shadow, &record, explanation.as_ref())
         });
+        let versions = self.versions();
         let mut report = self.shared.lock();
         let t = report.by_profile.entry(fw.profile.clone()).or_default();
         *t.by.entry(verdict).or_default() += 1;
+        if t.versions.len() < 16 {
+            t.versions.extend(versions.iter().map(|(p, v)| format!("{p} {v}")));
+        }
         if let Some(r) = rank {
             t.rank_sum += r;
             t.ranked += 1;
@@ -544,7 +544,8 @@ impl Runner {
                 *t.reasons.entry(reason).or_default() += nodes as u64;
             }
         }
-        if let Some(entry) = entry {
+        if let Some(mut entry) = entry {
+            entry["shadowVersions"] = json!(versions);
             if report.recent.len() == KEPT {
                 report.recent.pop_front();
             }
@@ -676,7 +677,6 @@ fn disagreement(
     shadow: &CycleOutcome,
     record: &CycleRecord,
     explanation: Option<&Explanation>,
-    versions: BTreeMap<String, String>,
 ) -> Value {
     let side = |o: &CycleOutcome| match o {
         CycleOutcome::Placed(n) => json!({ "node": n }),
@@ -720,7 +720,6 @@ fn disagreement(
         "result": verdict.name(),
         "serving": side(&case.serving),
         "shadow": side(shadow),
-        "shadowVersions": versions,
         "nodes": on,
     })
 }
