@@ -124,3 +124,44 @@ fn end_to_end_bench_with_and_without_scheduling() {
         );
     }
 }
+
+/// `bench --shadow`: every cycle is handed to the shadow at 100 %, and a
+/// shadow that decides like serving on these nodes (2.0.0 rejects a zone
+/// the synthetic cluster does not have) agrees on every one it compared.
+#[test]
+fn a_shadow_beside_the_bench_sees_every_sampled_cycle() {
+    let dir = |tag: &str, file: std::path::PathBuf| {
+        let d = std::env::temp_dir().join(format!("wasmsched-bench-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::copy(file, d.join("zone-gate.wasm")).unwrap();
+        d
+    };
+    let serving = dir("serving", guest::zone_gate(None));
+    let shadow = dir("shadow", guest::zone_gate(Some("eu-west-1a")));
+    let (text, v) = bench_json(&[
+        "bench".as_ref(),
+        "--nodes".as_ref(),
+        "200".as_ref(),
+        "--pods".as_ref(),
+        "300".as_ref(),
+        "--json".as_ref(),
+        "--wasm".as_ref(),
+        serving.as_os_str(),
+        "--shadow".as_ref(),
+        shadow.as_os_str(),
+        "--shadow-percent".as_ref(),
+        "100".as_ref(),
+    ]);
+    let sh = &v["shadow"];
+    assert_eq!(sh["sampled"], 300, "{text}");
+    assert!(sh["compared"].as_u64().unwrap() > 0, "{text}");
+    assert_eq!(
+        sh["compared"].as_u64().unwrap() + sh["dropped"].as_u64().unwrap(),
+        300,
+        "{text}"
+    );
+    assert_eq!(sh["agreement"], 1.0, "{text}");
+    for d in [serving, shadow] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

@@ -2126,8 +2126,11 @@ profiles:
       enabled:
       - name: zone-gate
 "#;
+    // A deadline no loaded machine misses by accident (the hostile
+    // version's loops still pass it), for both versions alike.
+    let deadline = "  plugins: [{name: zone-gate, timeoutMs: 200}]\n";
     let shadowed = format!(
-        "{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n  shadow:\n    directory: {{PLUGINS}}/shadow\n    samplePercent: 100\n"
+        "{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n{deadline}  shadow:\n    directory: {{PLUGINS}}/shadow\n    samplePercent: 100\n"
     );
     // The shadow is deployed first; the serving version follows, as a
     // hot reload, once the shadow is ready to compare every cycle (until
@@ -2146,7 +2149,7 @@ profiles:
             Some(f) => (vec![("shadow/zone-gate.wasm", f.clone())], shadowed.clone()),
             None => (
                 Vec::new(),
-                format!("{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n"),
+                format!("{profile}wasmPlugins:\n  cacheDirectory: {{CACHE}}\n{deadline}"),
             ),
         };
         let (d, admin, plugins, dir) = daemon_with_plugins(&s, tag, &more, &files);

@@ -166,6 +166,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             seed: args.seed,
             json: args.json,
             null: args.null,
+            wasm: args.wasm,
+            shadow: args.shadow,
+            shadow_percent: args
+                .shadow_percent
+                .unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
         });
     }
     let mut config = crate::load_config(args.config.as_deref())?;

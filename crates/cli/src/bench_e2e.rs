@@ -4,6 +4,7 @@
 //! own watch, and the daemon's peak memory from /proc.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,53 @@ pub struct E2e {
     pub json: bool,
     /// Bind pods to nodes in turn, without scheduling (`--null`).
     pub null: bool,
+    /// WebAssembly plugins the profile enables (`--wasm`).
+    pub wasm: Option<PathBuf>,
+    /// Shadow versions of them (`--shadow`), at `shadow_percent`.
+    pub shadow: Option<PathBuf>,
+    pub shadow_percent: u32,
+}
+
+/// The daemon's configuration: the client budget, and with `--wasm` a
+/// profile enabling the directory's plugins (and its shadows).
+fn daemon_config(e: &E2e) -> anyhow::Result<serde_json::Value> {
+    let mut config = json!({"clientConnection": {"qps": 5000, "burst": 5000}});
+    if let Some(dir) = &e.wasm {
+        // The names its files provide (compiled here once: the daemon
+        // then loads them from the compiled cache).
+        let mut probe = wasmsched_core::config::Config::from_yaml("{}")?;
+        let (_, host) = crate::plugin::registry(
+            &mut probe,
+            Some(dir),
+            e.seed,
+            crate::plugin::FirstScan::Now,
+            wasmsched_wasm::Tiering::Off,
+        )?;
+        let names: Vec<serde_json::Value> = host
+            .map(|h| h.versions().into_iter().map(|(_, n, _)| json!({"name": n})).collect())
+            .unwrap_or_default();
+        anyhow::ensure!(!names.is_empty(), "{} holds no plugin", dir.display());
+        config["profiles"] =
+            json!([{"schedulerName": "wasm-scheduler", "plugins": {"multiPoint": {"enabled": names}}}]);
+        config["wasmPlugins"] = json!({"directory": dir});
+        if let Some(sh) = &e.shadow {
+            config["wasmPlugins"]["shadow"] = json!({"directory": sh, "samplePercent": e.shadow_percent});
+        }
+    }
+    Ok(config)
+}
+
+/// `GET path` on `addr`: the status and the body.
+async fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(addr).await.ok()?;
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
+    let mut out = String::new();
+    c.read_to_string(&mut out).await.ok()?;
+    let status = out.split(' ').nth(1)?.parse().ok()?;
+    Some((status, out.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
 pub fn run(e: E2e) -> anyhow::Result<()> {
@@ -33,9 +81,10 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         // kube-scheduler's scheduler_perf budget (qps 5000): the bench
         // measures the scheduler, not the default 50 requests per second.
         let config = std::env::temp_dir().join(format!("wasmsched-bench-e2e-{}.yaml", std::process::id()));
-        std::fs::write(&config, "clientConnection:\n  qps: 5000\n  burst: 5000\n")?;
+        std::fs::write(&config, daemon_config(&e)?.to_string())?;
+        let admin = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string();
         let mut child = Command::new(std::env::current_exe()?)
-            .args(["run", "--master", &server.url(), "--identity", "bench", "--admin-address", "127.0.0.1:0"])
+            .args(["run", "--master", &server.url(), "--identity", "bench", "--admin-address", &admin])
             .arg("--config")
             .arg(&config)
             .args(e.null.then_some("--null-placement"))
@@ -54,6 +103,22 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
+        // Plugins loaded (and their shadows comparing) before the clock starts.
+        if e.wasm.is_some() {
+            loop {
+                let ready = get(&admin, "/readyz").await.is_some_and(|(s, _)| s == 200);
+                let shadowing = e.shadow.is_none()
+                    || get(&admin, "/debug/shadow").await.is_some_and(|(_, b)| {
+                        serde_json::from_str::<serde_json::Value>(&b)
+                            .is_ok_and(|v| v["shadowedProfiles"].as_array().is_some_and(|a| !a.is_empty()))
+                    });
+                if ready && shadowing {
+                    break;
+                }
+                anyhow::ensure!(Instant::now() < deadline + Duration::from_secs(60), "the daemon's plugins did not load");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
         let rv = server.store().resource_version();
         let mut rx = server
             .store()
@@ -119,6 +184,10 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             Some((after? - before?) * 1000.0 / bound_at.len().max(1) as f64)
         };
         let daemon_cpu = per_pod_ms(daemon_cpu_before, crate::bench::cpu_seconds_of(&child.id().to_string()));
+        let shadow: Option<serde_json::Value> = match e.shadow {
+            Some(_) => get(&admin, "/debug/shadow").await.and_then(|(_, b)| serde_json::from_str(&b).ok()),
+            None => None,
+        };
         let server_cpu = per_pod_ms(own_cpu_before, crate::bench::cpu_seconds_of("self"));
         let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
         let _ = child.wait();
@@ -158,6 +227,13 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             daemon_cpu.unwrap_or(0.0),
             server_cpu.unwrap_or(0.0)
         );
+        if let Some(sh) = &shadow {
+            let p = &sh["profiles"]["wasm-scheduler"];
+            println!(
+                "shadow at {}%: {} cycles handed over, {} dropped, {} compared, agreement {}",
+                sh["samplePercent"], sh["sampled"], sh["dropped"], p["compared"], p["agreement"]
+            );
+        }
         if e.json {
             println!(
                 "{}",
@@ -169,6 +245,10 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
                     "events_at_last_bind": events_at_last_bind, "events_after_stop": events_after_stop,
                     "daemon_cpu_ms_per_pod": daemon_cpu.map(|v| (v * 1000.0).round() / 1000.0),
                     "server_cpu_ms_per_pod": server_cpu.map(|v| (v * 1000.0).round() / 1000.0),
+                    "shadow": shadow.as_ref().map(|sh| json!({
+                        "sample_percent": sh["samplePercent"], "sampled": sh["sampled"], "dropped": sh["dropped"],
+                        "compared": sh["profiles"]["wasm-scheduler"]["compared"],
+                    })),
                 })
             );
         }

@@ -32,6 +32,12 @@ use wasmsched_wasm::PluginHost;
 const QUEUE: usize = 64;
 /// Disagreements kept for `/debug/shadow`.
 const KEPT: usize = 50;
+/// The shadow thread works at most this share of the time: after a cycle
+/// of `d` it rests `d × (100 / DUTY_PERCENT − 1)`, and what is sampled
+/// meanwhile waits in the queue or is dropped. On a busy machine a thread
+/// that works without rest slows serving even at idle priority (the cores'
+/// caches and memory bandwidth are shared); a quarter bounds that.
+const DUTY_PERCENT: u32 = 25;
 
 /// A shadow directory to compare with serving (`wasmPlugins.shadow`).
 pub struct ShadowOptions {
@@ -220,8 +226,11 @@ impl Shadow {
         // Frameworks for the shadows already loaded, before any cycle.
         runner.refresh();
         std::thread::Builder::new().name("shadow".into()).spawn(move || {
-            // Only on a core serving leaves idle.
-            if let Err(e) = wasmsched_wasm::idle_priority() {
+            // Serving's threads first. Not `SCHED_IDLE`: a thread that may
+            // wait for a core without bound would see its plugin calls pass
+            // their deadlines (wall clock) on a busy machine, and report
+            // timeouts the version does not have.
+            if let Err(e) = wasmsched_wasm::lower_priority() {
                 tracing::warn!(error = %e, "the shadow thread runs at the scheduler's priority");
             }
             runner.run(rx);
@@ -438,6 +447,7 @@ impl Runner {
             self.refresh();
             match rx.recv_timeout(Duration::from_millis(500)) {
                 Ok(case) => {
+                    let t0 = Instant::now();
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.compare(case)));
                     if let Err(p) = result {
                         tracing::error!(
@@ -446,6 +456,7 @@ impl Runner {
                         );
                     }
                     self.shared.done.fetch_add(1, Ordering::Release);
+                    std::thread::sleep(t0.elapsed() * (100 / DUTY_PERCENT - 1));
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,

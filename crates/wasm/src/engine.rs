@@ -237,28 +237,6 @@ pub fn lower_priority() -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs the calling thread only on a core nothing else wants
-/// (`SCHED_IDLE`): a shadow's work must not delay a scheduling cycle, and a
-/// thread at nice 10 still takes a core from the scheduler's workers until
-/// the kernel preempts it. Threads it starts inherit it.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-pub fn idle_priority() -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler reads the parameter it is given, nothing else.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-/// Elsewhere: nice 10.
-#[cfg(not(target_os = "linux"))]
-pub fn idle_priority() -> std::io::Result<()> {
-    lower_priority()
-}
-
 /// The compiler process's arguments that select `tier` and, `background`,
 /// a lower priority (read by `wasmsched compile-plugin`).
 fn compiler_args(args: &[String], tier: Tier, background: bool) -> Vec<String> {

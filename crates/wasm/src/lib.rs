@@ -32,8 +32,7 @@ pub use dir::{
     WasmConfig, Watch,
 };
 pub use engine::{
-    COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, idle_priority,
-    lower_priority,
+    COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, lower_priority,
 };
 pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
