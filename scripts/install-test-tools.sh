@@ -7,6 +7,8 @@
 #   openssl     - the extender's HTTPS test makes its certificate with it.
 #   prometheus  - live metrics are tested against a real Prometheus
 #                 (Debian's package, run as a plain binary by the test).
+#   chromium    - the web view is tested in a real browser (Debian's
+#                 package, headless, driven over the DevTools protocol).
 set -euo pipefail
 # pip --user installs here: look there too, or every run installs again.
 export PATH="$HOME/.local/bin:$PATH"
@@ -42,6 +44,7 @@ fi
 
 need openssl openssl "the extender's HTTPS test makes its certificate with it"
 need prometheus prometheus "the live metrics test runs a real Prometheus"
+need chromium chromium "the web view is tested in headless Chromium"
 
 for t in wasm32-unknown-unknown wasm32-wasip2; do
   if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then

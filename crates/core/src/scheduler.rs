@@ -147,7 +147,8 @@ pub struct Scheduler {
     /// Per profile: plugin name → what it registered.
     registrations: Vec<HashMap<String, Registration>>,
     /// Pending pods of ours held back by `spec.schedulingGates`.
-    gated: std::collections::HashSet<crate::pod::PodKey>,
+    /// (With the pod, and since when it has been gated.)
+    gated: HashMap<crate::pod::PodKey, (Arc<PodInfo>, Instant)>,
     /// Pods nominated to nodes by preemption, and victims being evicted;
     /// shared with each cycle, unique again between cycles.
     nominator: Arc<Nominator>,
@@ -444,7 +445,7 @@ impl Scheduler {
     /// [`Scheduler::on_pod`] for an already parsed pod.
     pub fn on_pod_info(&mut self, info: Arc<PodInfo>, now: Instant) {
         let cached = self.cache.pod(&info.key).map(|c| c.pod.clone());
-        self.gated.remove(&info.key);
+        let gated_since = self.gated.remove(&info.key).map(|(_, since)| since);
         if info.deleting && self.nominator.is_evicting(&info.uid) {
             // The victim's eviction is visible: the pod says so itself now.
             Arc::make_mut(&mut self.nominator).evicted(&info.uid);
@@ -504,7 +505,8 @@ impl Scheduler {
             // not queued, holds nothing and gets no event; the update that
             // removes its last gate queues it.
             self.queue.delete(&info.key, "");
-            self.gated.insert(info.key.clone());
+            self.gated
+                .insert(info.key.clone(), (info.clone(), gated_since.unwrap_or(now)));
             return;
         }
         let queued = self
@@ -851,7 +853,13 @@ impl Scheduler {
     /// The keys of the gated pods (a relist drops those the server no
     /// longer has).
     pub fn gated_keys(&self) -> Vec<crate::pod::PodKey> {
-        self.gated.iter().cloned().collect()
+        self.gated.keys().cloned().collect()
+    }
+
+    /// The gated pods (their gates in [`PodInfo::scheduling_gates`]), each
+    /// with when it was first seen gated.
+    pub fn gated(&self) -> impl Iterator<Item = (&Arc<PodInfo>, Instant)> {
+        self.gated.values().map(|(p, since)| (p, *since))
     }
 
     /// Scheduling cycles that panicked so far (each failed its pod only).

@@ -1,7 +1,8 @@
 //! The admin port: `/healthz` (the scheduling loop turns, no task it
 //! depends on died), `/readyz` (caches synced, plugins loaded),
 //! `/metrics` (Prometheus text), `/debug/shadow` (how the shadow versions'
-//! decisions compare with serving's, as JSON).
+//! decisions compare with serving's, as JSON), `/ui` (the web view:
+//! [`crate::web`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,6 +12,63 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 
 use crate::daemon::Status;
+
+/// Query of `/ui` and its fragments.
+#[derive(Debug, Default, serde::Deserialize)]
+struct UiQuery {
+    #[serde(default)]
+    view: Option<String>,
+    #[serde(default)]
+    page: usize,
+    #[serde(default)]
+    filter: String,
+}
+
+/// One view of the web page, rendered from the view the scheduling thread
+/// publishes (waiting up to a second for a fresh one).
+async fn render(status: Arc<Status>, view: String, q: UiQuery, whole: bool) -> axum::response::Response {
+    let rendered = tokio::task::spawn_blocking(move || {
+        let body = match view.as_str() {
+            "plugins" => crate::web::plugins(status.plugins().map(|h| &**h), status.shadow()),
+            "cluster" | "queue" => match status.web.fresh(std::time::Duration::from_secs(1)) {
+                Some(v) if view == "queue" => crate::web::queue(&v),
+                Some(v) => crate::web::cluster(
+                    &v,
+                    &crate::web::ClusterQuery {
+                        page: q.page,
+                        filter: q.filter,
+                    },
+                ),
+                None => maud::html! { p { "The scheduler has not published its view yet (it does while the page is open)." } },
+            },
+            _ => return None,
+        };
+        Some(if whole { crate::web::page(body, &view) } else { body }.into_string())
+    })
+    .await
+    .ok()
+    .flatten();
+    match rendered {
+        Some(html) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response(),
+        None => (StatusCode::NOT_FOUND, "no such view (cluster, queue, plugins)\n").into_response(),
+    }
+}
+
+async fn ui_page(
+    axum::extract::State(status): axum::extract::State<Arc<Status>>,
+    axum::extract::Query(q): axum::extract::Query<UiQuery>,
+) -> axum::response::Response {
+    let view = q.view.clone().unwrap_or_else(|| "cluster".into());
+    render(status, view, q, true).await
+}
+
+async fn ui_fragment(
+    axum::extract::State(status): axum::extract::State<Arc<Status>>,
+    axum::extract::Path(view): axum::extract::Path<String>,
+    axum::extract::Query(q): axum::extract::Query<UiQuery>,
+) -> axum::response::Response {
+    render(status, view, q, false).await
+}
 
 /// Binds `addr` and serves the admin endpoints in the background.
 pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<SocketAddr> {
@@ -64,6 +122,8 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                 }
             }),
         )
+        .route("/ui", get(ui_page))
+        .route("/ui/{view}", get(ui_fragment))
         .route(
             "/debug/shadow",
             get({
@@ -105,7 +165,8 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                     )
                 }
             }),
-        );
+        )
+        .with_state(status.clone());
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!(error = %e, "admin server stopped");

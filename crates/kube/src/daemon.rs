@@ -110,6 +110,9 @@ pub struct Status {
     pub(crate) death: tokio::sync::Notify,
     /// The shadow, when one is configured.
     shadow: std::sync::OnceLock<Arc<crate::shadow::Shadow>>,
+    /// What the web view shows, published by the scheduling thread while
+    /// the page is open.
+    pub web: crate::web::Board,
 }
 
 impl Status {
@@ -130,6 +133,7 @@ impl Status {
             dead: Mutex::new(Vec::new()),
             death: tokio::sync::Notify::new(),
             shadow: std::sync::OnceLock::new(),
+            web: crate::web::Board::default(),
         }
     }
 

@@ -22,6 +22,7 @@ mod schedule;
 pub mod shadow;
 mod volumes;
 mod watch;
+pub mod web;
 
 pub use client::ClientConnection;
 pub use daemon::{Options, Status, run};

@@ -106,6 +106,9 @@ struct Loop {
     plugin_changes: u64,
     /// Its change counts per plugin last seen.
     plugin_changes_by_name: std::collections::BTreeMap<String, u64>,
+    /// What each pending pod's last failed attempt said (for the web view;
+    /// pruned to the pods still queued).
+    reasons: std::collections::HashMap<String, String>,
 }
 
 impl Loop {
@@ -240,7 +243,9 @@ impl Loop {
                     tracing::warn!(pod = %pod.key, error = %msg, "error scheduling pod; retrying");
                 }
                 self.status.metrics.attempt(&attempt.profile, result, took);
-                self.report(Report::failed(&pod.object, &attempt.profile, reason, e.to_string()));
+                let message = e.to_string();
+                self.reasons.insert(pod.key.clone(), message.clone());
+                self.report(Report::failed(&pod.object, &attempt.profile, reason, message));
             }
         }
         true
@@ -344,8 +349,10 @@ pub(crate) fn run(
         synced: Synced::default(),
         plugin_changes: 0,
         plugin_changes_by_name: Default::default(),
+        reasons: Default::default(),
     };
     let mut last_gauge = Instant::now();
+    let mut last_view = Instant::now();
     let mut idle = false;
     loop {
         l.status.turned();
@@ -425,6 +432,13 @@ pub(crate) fn run(
                 q.len(Location::Unschedulable),
                 l.sched.gated_pods(),
             );
+            let q = &l.sched.queue;
+            l.reasons.retain(|key, _| q.location(key).is_some());
+        }
+        // The web view, while someone looks at it.
+        if l.status.web.watched() && last_view.elapsed() >= crate::web::PUBLISH_EVERY {
+            last_view = Instant::now();
+            l.status.web.publish(crate::web::build(&l.sched, &l.reasons, last_view));
         }
         if l.stopping() {
             continue;

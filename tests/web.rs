@@ -1,0 +1,226 @@
+//! The web view in a real browser: Debian's Chromium, headless, driven over
+//! the DevTools protocol (chromiumoxide), loads the page `wasmsched run`
+//! serves on its admin port while it schedules the bundled example cluster
+//! on the API server double. The DOM is checked view by view (node tiles,
+//! a pending pod's reason in kube-scheduler's words, the plugins), the
+//! page follows a pod created meanwhile without a reload, nothing hostile
+//! from the cluster runs, and each view is saved as a screenshot under
+//! `target/artifacts/web/`.
+
+mod guest;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
+use chromiumoxide::page::{Page, ScreenshotParams};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
+
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// `expr` evaluated in the page, until `done` holds for its value (or the
+/// deadline passes, which fails with the last value).
+async fn wait_for(page: &Page, expr: &str, done: impl Fn(&Value) -> bool, what: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let v: Value = match page.evaluate_expression(expr).await {
+            Ok(r) => r.into_value().unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if done(&v) {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{what}: last {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn screenshot(page: &Page, name: &str) {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/artifacts/web");
+    std::fs::create_dir_all(&dir).unwrap();
+    page.save_screenshot(
+        ScreenshotParams::builder()
+            .format(CaptureScreenshotFormat::Png)
+            .full_page(true)
+            .build(),
+        dir.join(format!("{name}.png")),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.load_text(&std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/example-cluster.yaml")).unwrap())
+        .unwrap();
+    // What the cluster says is shown as text, never run.
+    let hostile = "<img src=x onerror=\"window.hacked=1\"><script>window.hacked=2</script>";
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "evil-1", "labels": {"topology.kubernetes.io/zone": "eu-west-1c"}},
+        "spec": {"taints": [{"key": "evil", "value": hostile, "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}, "conditions": [{"type": "Ready", "status": "True"}]}
+    }))
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("wasmsched-web-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    std::fs::copy(guest::zone_gate(None), dir.join("plugins/zone-gate.wasm")).unwrap();
+    let config = dir.join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection: {{leaderElect: false}}\n\
+             profiles:\n- schedulerName: wasm-scheduler\n  plugins: {{multiPoint: {{enabled: [{{name: zone-gate}}]}}}}\n\
+             wasmPlugins: {{cacheDirectory: {}}}\n",
+            dir.join("cache").display()
+        ),
+    )
+    .unwrap();
+    let admin = free_port();
+    let _daemon = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .args(["run", "--master", &s.url(), "--admin-address", &admin])
+            .arg("--config")
+            .arg(&config)
+            .arg("--plugins")
+            .arg(dir.join("plugins"))
+            .env("WASMSCHED_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    let profile = dir.join("chromium");
+    let (mut browser, mut handler) = Browser::launch(
+        BrowserConfig::builder()
+            .chrome_executable("/usr/bin/chromium")
+            .no_sandbox()
+            .user_data_dir(&profile)
+            .window_size(1400, 1000)
+            .viewport(None)
+            .arg("disable-gpu")
+            .launch_timeout(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+    )
+    .await
+    .expect("start headless Chromium (scripts/install-test-tools.sh installs Debian's chromium)");
+    let events = tokio::spawn(async move { while handler.next().await.is_some() {} });
+    let page = browser.new_page("about:blank").await.unwrap();
+
+    // Cluster: a tile per node, once the daemon is up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&admin).is_err() {
+        assert!(Instant::now() < deadline, "the admin port did not open");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    page.goto(format!("http://{admin}/ui")).await.unwrap();
+    let tiles = wait_for(
+        &page,
+        "document.querySelectorAll('.tile').length",
+        |v| v.as_u64() == Some(30),
+        "a tile per node (29 of the example cluster and evil-1)",
+    )
+    .await;
+    assert_eq!(tiles, 30);
+    // The hostile taint is text on its tile, and ran nowhere.
+    let evil: Value = page
+        .evaluate_expression("document.querySelector('[data-node=\"evil-1\"] .taint').textContent")
+        .await
+        .unwrap()
+        .into_value()
+        .unwrap();
+    assert!(
+        evil.as_str().unwrap().contains("<script>window.hacked=2</script>"),
+        "{evil}"
+    );
+    // Pods bound by the daemon appear on their tiles.
+    wait_for(
+        &page,
+        "Array.from(document.querySelectorAll('.tile li')).map(l => l.textContent).join(' ')",
+        |v| v.as_str().is_some_and(|t| t.contains("shop/api-1")),
+        "shop/api-1 bound, on its tile",
+    )
+    .await;
+    screenshot(&page, "cluster").await;
+
+    // Live: a pod created now shows up bound, without a reload.
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "live-0", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}
+    }))
+    .unwrap();
+    wait_for(
+        &page,
+        "Array.from(document.querySelectorAll('.tile li')).map(l => l.textContent).join(' ')",
+        |v| v.as_str().is_some_and(|t| t.contains("default/live-0")),
+        "default/live-0 appears bound without a reload",
+    )
+    .await;
+
+    // Refreshed in place more than once by now: nothing of the taint ran.
+    let hacked: Value = page
+        .evaluate_expression("String(window.hacked)")
+        .await
+        .unwrap()
+        .into_value()
+        .unwrap();
+    assert_eq!(hacked, "undefined");
+
+    // Queue: the pod that fits nowhere, with kube-scheduler's reason.
+    page.goto(format!("http://{admin}/ui?view=queue")).await.unwrap();
+    let reason = wait_for(
+        &page,
+        "(document.querySelector('tr[data-pod=\"batch/giant-0\"] .reason') || {}).textContent || null",
+        |v| v.as_str().is_some_and(|t| t.starts_with("0/30 nodes are available:")),
+        "batch/giant-0's reason",
+    )
+    .await;
+    assert!(reason.as_str().unwrap().contains("Insufficient"), "{reason}");
+    let gated: Value = page
+        .evaluate_expression("document.querySelector('tr[data-pod=\"shop/migration-0\"] .reason').textContent")
+        .await
+        .unwrap()
+        .into_value()
+        .unwrap();
+    assert_eq!(gated, "gates: example.com/approved");
+    screenshot(&page, "queue").await;
+
+    // Plugins: the one loaded, its version and compiler.
+    page.goto(format!("http://{admin}/ui?view=plugins")).await.unwrap();
+    let row = wait_for(
+        &page,
+        "(document.querySelector('tr[data-plugin=\"zone-gate\"]') || {}).textContent || null",
+        |v| v.as_str().is_some_and(|t| t.contains("1.0.0")),
+        "zone-gate's row",
+    )
+    .await;
+    assert!(row.as_str().unwrap().contains("serving"), "{row}");
+    screenshot(&page, "plugins").await;
+
+    browser.close().await.unwrap();
+    let _ = browser.wait().await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), events).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
