@@ -3,7 +3,9 @@
 //! serves on its admin port while it schedules the bundled example cluster
 //! on the API server double. The DOM is checked view by view (node tiles,
 //! a pending pod's reason in kube-scheduler's words, the plugins), the
-//! page follows a pod created meanwhile without a reload, nothing hostile
+//! page follows a pod created meanwhile without a reload, that pod's
+//! decision shows each plugin's score per node as `simulate --explain`
+//! gives it for the same cluster, nothing hostile
 //! from the cluster runs, and each view is saved as a screenshot under
 //! `target/artifacts/web/`.
 
@@ -16,6 +18,7 @@ use chromiumoxide::browser::{Browser, BrowserConfig};
 use chromiumoxide::cdp::browser_protocol::page::CaptureScreenshotFormat;
 use chromiumoxide::page::{Page, ScreenshotParams};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
 
@@ -46,6 +49,52 @@ async fn wait_for(page: &Page, expr: &str, done: impl Fn(&Value) -> bool, what: 
             return v;
         }
         assert!(Instant::now() < deadline, "{what}: last {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn with_kind(mut v: Value, kind: &str) -> Value {
+    v["apiVersion"] = json!("v1");
+    v["kind"] = json!(kind);
+    v
+}
+
+fn ours(p: &Pod) -> bool {
+    p.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()) == Some("wasm-scheduler")
+}
+
+fn bound(p: &Pod) -> bool {
+    p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+}
+
+/// Until every pod of ours is bound, gated or found unschedulable.
+async fn settle(s: &ApiServer) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let waiting: Vec<String> = s
+            .list::<Pod>()
+            .into_iter()
+            .filter(|p| ours(p) && !bound(p))
+            .filter(|p| {
+                p.spec
+                    .as_ref()
+                    .unwrap()
+                    .scheduling_gates
+                    .as_ref()
+                    .is_none_or(Vec::is_empty)
+            })
+            .filter(|p| {
+                !p.status
+                    .as_ref()
+                    .and_then(|st| st.conditions.as_ref())
+                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodScheduled" && c.status == "False"))
+            })
+            .map(|p| p.metadata.name.unwrap())
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "not settled: {waiting:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -164,13 +213,36 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     .await;
     screenshot(&page, "cluster").await;
 
+    // The cluster as it is now, for `simulate --explain` below: the nodes,
+    // the pods bound, the pods of ours still pending (another scheduler's
+    // are not placed here).
+    settle(&s).await;
+    let state = dir.join("state.json");
+    let items: Vec<Value> = s
+        .list::<k8s_openapi::api::core::v1::Node>()
+        .into_iter()
+        .map(|n| with_kind(serde_json::to_value(n).unwrap(), "Node"))
+        .chain(
+            s.list::<Pod>()
+                .into_iter()
+                .filter(|p| bound(p) || ours(p))
+                .map(|p| with_kind(serde_json::to_value(p).unwrap(), "Pod")),
+        )
+        .collect();
+    std::fs::write(
+        &state,
+        json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string(),
+    )
+    .unwrap();
+
     // Live: a pod created now shows up bound, without a reload.
-    s.create(json!({
+    let live = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "live-0", "namespace": "default"},
         "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m"}}}]}
-    }))
-    .unwrap();
+    });
+    std::fs::write(dir.join("live-0.json"), live.to_string()).unwrap();
+    s.create(live).unwrap();
     wait_for(
         &page,
         "Array.from(document.querySelectorAll('.tile li')).map(l => l.textContent).join(' ')",
@@ -178,6 +250,82 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
         "default/live-0 appears bound without a reload",
     )
     .await;
+
+    // Its decision, recorded while the page was open: each plugin's score
+    // on each node, as `simulate --explain` gives them for the same pod
+    // on the same cluster, and the node chosen is the one it is bound to.
+    page.goto(format!("http://{admin}/ui?view=decision&pod=default%2Flive-0"))
+        .await
+        .unwrap();
+    let table = wait_for(
+        &page,
+        "Array.from(document.querySelectorAll('table.explain tbody tr')).map(r => [r.dataset.node, \
+         Array.from(r.querySelectorAll('td[data-plugin]')).map(c => [c.dataset.plugin, c.textContent.trim()]), \
+         r.querySelector('.total').textContent.trim(), r.classList.contains('selected')])",
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+        "default/live-0's decision table",
+    )
+    .await;
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args(["simulate", "-o", "json", "--explain", "default/live-0", "--cluster"])
+        .arg(&state)
+        .arg("--pods")
+        .arg(dir.join("live-0.json"))
+        .arg("--plugins")
+        .arg(dir.join("plugins"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let placed = sim["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"] == "default/live-0")
+        .unwrap();
+    let expected: std::collections::BTreeMap<String, (String, Vec<(String, String)>)> = placed["explain"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["total"].is_i64())
+        .map(|n| {
+            let scores = n["scores"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|s| !s["raw"].is_null())
+                .map(|s| (s["plugin"].as_str().unwrap().to_owned(), s["weighted"].to_string()))
+                .collect();
+            (n["node"].as_str().unwrap().to_owned(), (n["total"].to_string(), scores))
+        })
+        .collect();
+    let shown: std::collections::BTreeMap<String, (String, Vec<(String, String)>)> = table
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[2] != "")
+        .map(|r| {
+            let scores = r[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c[1] != "–")
+                .map(|c| (c[0].as_str().unwrap().to_owned(), c[1].as_str().unwrap().to_owned()))
+                .collect();
+            (
+                r[0].as_str().unwrap().to_owned(),
+                (r[2].as_str().unwrap().to_owned(), scores),
+            )
+        })
+        .collect();
+    assert_eq!(shown, expected, "the page's scores against simulate --explain");
+    let chosen = table.as_array().unwrap().iter().find(|r| r[3] == true).unwrap()[0].clone();
+    let bound_to = s
+        .get::<Pod>("default", "live-0")
+        .and_then(|p| p.spec?.node_name)
+        .unwrap();
+    assert_eq!(chosen, bound_to.as_str());
+    screenshot(&page, "decision").await;
 
     // Refreshed in place more than once by now: nothing of the taint ran.
     let hacked: Value = page

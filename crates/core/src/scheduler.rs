@@ -81,7 +81,7 @@ pub const PLUGIN_TIMING_SAMPLE: u64 = 10;
 /// everything the serving cycle started from, and what it found. The
 /// snapshot and nominations are shared, not copied (the next cycle copies
 /// the snapshot once if the shadow still holds it).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ShadowCase {
     /// Index of the profile ([`Scheduler::frameworks`]).
     pub profile: usize,
@@ -155,8 +155,8 @@ pub struct Scheduler {
     /// No scheduling cycle: each pod goes to the next node in turn (see
     /// [`Scheduler::set_null_placement`]).
     null_placement: bool,
-    /// Where sampled cycles go ([`Scheduler::set_shadow`]).
-    shadow: Option<Shadow>,
+    /// Where sampled cycles go ([`Scheduler::set_shadow`]), at most 64.
+    taps: Vec<Shadow>,
 }
 
 /// The next node in turn, for [`Scheduler::set_null_placement`].
@@ -227,7 +227,7 @@ impl Scheduler {
             gated: Default::default(),
             nominator: Arc::default(),
             null_placement: false,
-            shadow: None,
+            taps: Vec::new(),
         })
     }
 
@@ -244,18 +244,21 @@ impl Scheduler {
     /// (1 to 100), after they ran: a shadow decides them again its own way
     /// and compares. Nothing the tap does changes a placement: it gets the
     /// cycle's inputs, the tie-breaker and node sampling as they were.
+    /// Several taps may be set (a shadow, the web view's decisions); each
+    /// samples on its own.
     pub fn set_shadow(&mut self, tap: Box<dyn ShadowTap>, percent: u32) {
-        self.shadow = Some(Shadow {
+        assert!(self.taps.len() < 64, "at most 64 taps");
+        self.taps.push(Shadow {
             tap,
             percent: percent.clamp(1, 100),
             owed: 0,
         });
     }
 
-    /// Stops handing cycles to the shadow; returns its tap (dropping it lets
-    /// the shadow finish what it was handed and stop).
-    pub fn set_shadow_off(&mut self) -> Option<Box<dyn ShadowTap>> {
-        self.shadow.take().map(|sh| sh.tap)
+    /// Stops handing cycles to the taps; returns them (dropping a shadow's
+    /// lets it finish what it was handed and stop).
+    pub fn set_shadow_off(&mut self) -> Vec<Box<dyn ShadowTap>> {
+        std::mem::take(&mut self.taps).into_iter().map(|sh| sh.tap).collect()
     }
 
     /// Runs `f` on the filter/score worker pool, so the parallel sections of
@@ -666,19 +669,21 @@ impl Scheduler {
                 state.sample_plugin_timings();
             }
             let null = self.null_placement;
-            let sampled = !null
-                && self.shadow.as_mut().is_some_and(|sh| {
+            // Which taps this cycle is due to, one bit each.
+            let mut due = 0u64;
+            if !null {
+                for (i, sh) in self.taps.iter_mut().enumerate() {
                     if !sh.tap.wants(fi) {
-                        return false;
+                        continue;
                     }
                     sh.owed += sh.percent;
-                    let due = sh.owed >= 100;
-                    if due {
+                    if sh.owed >= 100 {
                         sh.owed -= 100;
+                        due |= 1 << i;
                     }
-                    due
-                });
-            let before = sampled.then(|| {
+                }
+            }
+            let before = (due != 0).then(|| {
                 state.keep_record();
                 (self.next_start, self.rng.clone(), Instant::now())
             });
@@ -713,8 +718,8 @@ impl Scheduler {
                     panic_message(&*panic)
                 )))
             });
-            if let (Some((next_start, rng, t0)), Some(sh)) = (before, self.shadow.as_mut()) {
-                sh.tap.take(ShadowCase {
+            if let Some((next_start, rng, t0)) = before {
+                let case = ShadowCase {
                     profile: fi,
                     pod: qp.pod.clone(),
                     snapshot: self.snapshot.clone(),
@@ -724,7 +729,17 @@ impl Scheduler {
                     serving: crate::framework::CycleOutcome::of(&result),
                     record: state.take_record().unwrap_or_default(),
                     took: t0.elapsed(),
-                });
+                };
+                let last = 63 - due.leading_zeros() as usize;
+                let mut case = Some(case);
+                for (i, sh) in self.taps.iter_mut().enumerate() {
+                    if due & (1 << i) != 0 {
+                        let c = if i == last { case.take() } else { case.clone() };
+                        if let Some(c) = c {
+                            sh.tap.take(c);
+                        }
+                    }
+                }
             }
             // The cycle's state shares the snapshot and the nominations:
             // dropped here, both are unique again for the updates below.

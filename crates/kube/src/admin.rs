@@ -22,6 +22,9 @@ struct UiQuery {
     page: usize,
     #[serde(default)]
     filter: String,
+    /// The pod of the decision view.
+    #[serde(default)]
+    pod: String,
 }
 
 /// One view of the web page, rendered from the view the scheduling thread
@@ -30,6 +33,14 @@ async fn render(status: Arc<Status>, view: String, q: UiQuery, whole: bool) -> a
     let rendered = tokio::task::spawn_blocking(move || {
         let body = match view.as_str() {
             "plugins" => crate::web::plugins(status.plugins().map(|h| &**h), status.shadow()),
+            "decisions" => {
+                status.web.fresh(std::time::Duration::ZERO);
+                crate::web::decisions(&status.web)
+            }
+            "decision" => {
+                status.web.fresh(std::time::Duration::ZERO);
+                crate::web::decision(status.web.explain(&q.pod).as_ref(), &q.pod)
+            }
             "cluster" | "queue" => match status.web.fresh(std::time::Duration::from_secs(1)) {
                 Some(v) if view == "queue" => crate::web::queue(&v),
                 Some(v) => crate::web::cluster(
@@ -50,7 +61,11 @@ async fn render(status: Arc<Status>, view: String, q: UiQuery, whole: bool) -> a
     .flatten();
     match rendered {
         Some(html) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response(),
-        None => (StatusCode::NOT_FOUND, "no such view (cluster, queue, plugins)\n").into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            "no such view (cluster, queue, decisions, decision, plugins)\n",
+        )
+            .into_response(),
     }
 }
 

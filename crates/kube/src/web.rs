@@ -22,8 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
+use wasmsched_core::framework::{CycleOutcome, CycleState, Explanation, Framework};
 use wasmsched_core::queue::Location;
-use wasmsched_core::scheduler::Scheduler;
+use wasmsched_core::scheduler::{Scheduler, ShadowCase, ShadowTap};
 
 /// Nodes on one page of the cluster view.
 pub const NODES_PER_PAGE: usize = 200;
@@ -31,6 +32,8 @@ pub const NODES_PER_PAGE: usize = 200;
 const PODS_PER_TILE: usize = 8;
 /// Pending pods listed in the queue view (the rest are counted).
 const QUEUE_ROWS: usize = 500;
+/// Attempts kept with what they started from, while the page is open.
+const DECISIONS_KEPT: usize = 50;
 /// How long the page's last request keeps the thread publishing.
 const WATCHED_FOR: Duration = Duration::from_secs(10);
 /// How often the thread publishes while watched.
@@ -98,6 +101,12 @@ pub struct Board {
     /// When the page last asked (0: never).
     asked_ms: AtomicU64,
     origin: std::sync::OnceLock<Instant>,
+    /// The last attempts made while the page was open, with what each
+    /// started from (newest last).
+    decisions: Mutex<std::collections::VecDeque<(String, ShadowCase)>>,
+    /// The profiles' frameworks, to explain a decision again (on the
+    /// caller's thread, no worker pool).
+    frameworks: std::sync::OnceLock<Vec<Framework>>,
 }
 
 impl Board {
@@ -118,6 +127,61 @@ impl Board {
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, std::sync::Arc::new(view)));
     }
 
+    /// Sets the frameworks decisions are explained with.
+    pub(crate) fn set_frameworks(&self, frameworks: Vec<Framework>) {
+        let _ = self
+            .frameworks
+            .set(frameworks.into_iter().map(|f| f.with_pool(None)).collect());
+    }
+
+    fn record(&self, case: ShadowCase) {
+        let mut d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        if d.len() == DECISIONS_KEPT {
+            d.pop_front();
+        }
+        d.push_back((crate::daemon::time_now(), case));
+    }
+
+    /// The attempts recorded, newest first: time, pod, outcome.
+    pub fn decisions(&self) -> Vec<(String, String, CycleOutcome)> {
+        let d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        d.iter()
+            .rev()
+            .map(|(at, c)| (at.clone(), c.pod.key.clone(), c.serving.clone()))
+            .collect()
+    }
+
+    /// The newest recorded attempt of `pod`, decided again with every
+    /// plugin's verdict and score per node (`None`: none recorded).
+    pub fn explain(&self, pod: &str) -> Option<Decision> {
+        let (at, case) = {
+            let d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+            d.iter().rev().find(|(_, c)| c.pod.key == pod).cloned()?
+        };
+        let fw = self.frameworks.get()?.get(case.profile)?;
+        let mut state = CycleState::default();
+        state.set_snapshot(case.snapshot.clone());
+        state.set_nominator(case.nominator.clone());
+        let (mut next_start, mut rng) = (case.next_start, case.rng.clone());
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            fw.schedule(&mut state, &case.pod, &case.snapshot, &mut next_start, &mut rng, true)
+        }))
+        .ok()?;
+        let explanation = match &result {
+            Ok(r) => r.explanation.clone(),
+            Err(wasmsched_core::framework::ScheduleError::Unschedulable(f)) => f.explanation.clone(),
+            Err(_) => None,
+        };
+        Some(Decision {
+            at,
+            pod: case.pod.key.clone(),
+            profile: fw.profile.clone(),
+            decided: case.serving.clone(),
+            again: CycleOutcome::of(&result),
+            explanation: explanation.unwrap_or_default(),
+        })
+    }
+
     /// The page asks: the thread publishes for a while; the view published
     /// after this request, waiting at most `limit` for it (the last one
     /// otherwise, if any). Blocking: call it off the async workers.
@@ -133,6 +197,35 @@ impl Board {
                 _ => std::thread::sleep(Duration::from_millis(20)),
             }
         }
+    }
+}
+
+/// A recorded attempt decided again, explained.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    pub at: String,
+    pub pod: String,
+    pub profile: String,
+    /// What the attempt decided.
+    pub decided: CycleOutcome,
+    /// What deciding it again on the same inputs gives (the same, unless
+    /// a plugin is not deterministic or changed since).
+    pub again: CycleOutcome,
+    pub explanation: Explanation,
+}
+
+/// Records every attempt, with what it started from, while the page is
+/// open (the snapshot is then shared with the ring, so the next cycle
+/// copies its node list once); nothing while it is not.
+pub struct DecisionTap(pub(crate) std::sync::Arc<crate::daemon::Status>);
+
+impl ShadowTap for DecisionTap {
+    fn wants(&self, _profile: usize) -> bool {
+        self.0.web.watched()
+    }
+
+    fn take(&mut self, case: ShadowCase) {
+        self.0.web.record(case);
     }
 }
 
@@ -383,6 +476,103 @@ fn format_wait(d: Duration) -> String {
     }
 }
 
+fn outcome(o: &CycleOutcome) -> Markup {
+    match o {
+        CycleOutcome::Placed(n) => html! { "placed on " strong { (n) } },
+        CycleOutcome::Unschedulable(m) => html! { "unschedulable: " (m) },
+        CycleOutcome::Error(m) => html! { "error: " (m) },
+    }
+}
+
+/// The decisions view: the attempts recorded while the page was open.
+pub fn decisions(board: &Board) -> Markup {
+    let list = board.decisions();
+    html! {
+        section #decisions data-view="decisions" {
+            p.summary {
+                "The last " (DECISIONS_KEPT) " attempts made while this page was open (the scheduler records none while nobody looks). "
+                "Each one is decided again, explained, when you open it."
+            }
+            table.decisions {
+                thead { tr { th { "when" } th { "pod" } th { "outcome" } } }
+                tbody {
+                    @for (at, pod, o) in &list {
+                        tr data-pod=(pod) {
+                            td { (at) }
+                            td { a href={ "/ui?view=decision&pod=" (urlencode(pod)) } { (pod) } }
+                            td.outcome { (outcome(o)) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One decision: every node the cycle looked at, each plugin's verdict and
+/// weighted score, the total, the node chosen (sortable by any column).
+pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
+    let Some(d) = d else {
+        return html! {
+            section #decision data-view="decision" {
+                p { "No attempt of " (pod) " was recorded while this page was open." }
+            }
+        };
+    };
+    let x = &d.explanation;
+    let best = x.nodes.iter().filter_map(|n| n.total).max().unwrap_or(0).max(1);
+    let mut rows: Vec<&wasmsched_core::framework::NodeExplanation> = x.nodes.iter().collect();
+    rows.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
+    html! {
+        section #decision data-view="decision" data-pod=(d.pod) {
+            h2 { (d.pod) }
+            p.summary {
+                "profile " (d.profile) " · at " (d.at) " · " (outcome(&d.decided))
+                @if d.again != d.decided { " · decided again now: " (outcome(&d.again)) }
+                " · " (x.nodes.len()) " nodes looked at (wanted " (x.nodes_to_find) " feasible)"
+            }
+            table.sortable.explain {
+                thead {
+                    tr {
+                        th { "node" }
+                        @for (plugin, weight) in &x.scores { th.num title={ "weight " (weight) } { (plugin) } }
+                        th.num { "total" }
+                        th { "verdict" }
+                    }
+                }
+                tbody {
+                    @for n in &rows {
+                        tr data-node=(n.node) .selected[n.selected] {
+                            td { (n.node) }
+                            @for (plugin, _) in &x.scores {
+                                @let s = n.scores.iter().find(|s| &s.plugin == plugin);
+                                td.num data-plugin=(plugin) title=[s.and_then(|s| s.raw).map(|r| format!("raw {r}"))] {
+                                    @match s {
+                                        Some(s) if s.raw.is_some() => (s.weighted),
+                                        Some(_) => span.skip title="skipped: the plugin does not score this pod" { "–" },
+                                        None => "",
+                                    }
+                                }
+                            }
+                            td.num.total { @if let Some(t) = n.total { (t) } }
+                            td.verdict {
+                                @if let Some(st) = &n.rejected {
+                                    "rejected by " (st.plugin().unwrap_or("?")) ": " (st.message())
+                                } @else if n.selected {
+                                    "chosen"
+                                } @else { "feasible" }
+                                @if let Some(t) = n.total {
+                                    div.bar.total { span style={ "width:" ((t.max(0) * 100 / best).min(100)) "%" } {} }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The plugins view: the serving WebAssembly plugins, then the shadow's.
 pub fn plugins(host: Option<&wasmsched_wasm::PluginHost>, shadow: Option<&crate::shadow::Shadow>) -> Markup {
     let rows = |h: &wasmsched_wasm::PluginHost| {
@@ -448,7 +638,10 @@ pub fn page(body: Markup, shown: &str) -> Markup {
             body data-view=(shown) {
                 header {
                     span.brand { "wasmsched" }
-                    nav { (tab("cluster", "Cluster")) (tab("queue", "Queue")) (tab("plugins", "Plugins")) }
+                    nav {
+                        (tab("cluster", "Cluster")) (tab("queue", "Queue")) (tab("decisions", "Decisions"))
+                        (tab("plugins", "Plugins"))
+                    }
                     span #live {}
                 }
                 main #main { (body) }

@@ -1,6 +1,8 @@
 // wasmsched's web view: refreshes the view shown from its fragment every
-// two seconds, and switches views without reloading. Without this script
-// the page is a snapshot; nothing here changes the cluster.
+// two seconds (a decision, explained on request, is not refreshed), sorts
+// tables by a click on a column, and switches views without reloading.
+// Without this script the page is a snapshot; nothing here changes the
+// cluster.
 (function () {
   "use strict";
   var main = document.getElementById("main");
@@ -17,7 +19,29 @@
     return "/ui/" + view + "?" + q.toString();
   }
 
+  // Sorts a table.sortable by the column clicked (numbers as numbers;
+  // again: the other way).
+  function sortable() {
+    document.querySelectorAll("table.sortable th").forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        var body = th.closest("table").tBodies[0];
+        var down = th.getAttribute("data-sorted") !== "down";
+        th.closest("tr").querySelectorAll("th").forEach(function (o) { o.removeAttribute("data-sorted"); });
+        th.setAttribute("data-sorted", down ? "down" : "up");
+        var num = th.classList.contains("num");
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = a.cells[col].textContent.trim(), y = b.cells[col].textContent.trim();
+          var c = num ? (parseFloat(x) || -Infinity) - (parseFloat(y) || -Infinity) : x.localeCompare(y);
+          return down ? -c : c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+
   function refresh() {
+    if (view === "decision") return;
     fetch(fragment(), { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error(r.status + " " + r.statusText);
@@ -25,6 +49,7 @@
       })
       .then(function (html) {
         main.innerHTML = html;
+        sortable();
         live.textContent = "live";
         live.className = "ok";
       })
@@ -47,5 +72,6 @@
       refresh();
     });
   });
+  sortable();
   setInterval(refresh, 2000);
 })();
