@@ -52,6 +52,10 @@ pub struct Args {
     /// client, to read a real run as a fraction of.
     #[arg(long, requires = "e2e")]
     null: bool,
+    /// With --e2e: keep the web view open during the run (fetched every
+    /// 2 s, as the page does) and measure its first load at the end.
+    #[arg(long, requires = "e2e")]
+    web: bool,
     /// Directory of WebAssembly plugins to add to the run (enabled in the
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
@@ -171,6 +175,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             shadow_percent: args
                 .shadow_percent
                 .unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
+            web: args.web,
         });
     }
     let mut config = crate::load_config(args.config.as_deref())?;

@@ -28,6 +28,9 @@ pub struct E2e {
     /// Shadow versions of them (`--shadow`), at `shadow_percent`.
     pub shadow: Option<PathBuf>,
     pub shadow_percent: u32,
+    /// Keep the web view open during the run (its cluster view fetched
+    /// every 2 s, as the page does), and measure its first load after.
+    pub web: bool,
 }
 
 /// The daemon's configuration: the client budget, and with `--wasm` a
@@ -129,6 +132,16 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         // creating the pods, watching them), over the measured part.
         let daemon_cpu_before = crate::bench::cpu_seconds_of(&child.id().to_string());
         let own_cpu_before = crate::bench::cpu_seconds_of("self");
+        // An open page: what it costs the daemon to record and publish.
+        let watcher = e.web.then(|| {
+            let admin = admin.clone();
+            tokio::spawn(async move {
+                loop {
+                    let _ = get(&admin, "/ui/cluster").await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+            })
+        });
         let start = Instant::now();
         let mut bound_at: HashMap<String, Instant> = HashMap::with_capacity(pods.len());
         let drain = |rx: &mut tokio::sync::mpsc::Receiver<WatchMsg>, bound_at: &mut HashMap<String, Instant>| {
@@ -184,6 +197,19 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             Some((after? - before?) * 1000.0 / bound_at.len().max(1) as f64)
         };
         let daemon_cpu = per_pod_ms(daemon_cpu_before, crate::bench::cpu_seconds_of(&child.id().to_string()));
+        if let Some(w) = watcher {
+            w.abort();
+        }
+        // The page's first load now, view by view: time to the whole
+        // answer, and its size.
+        let mut web = Vec::new();
+        if e.web {
+            for path in ["/ui", "/ui?view=queue", "/ui?view=decisions", "/ui?view=plugins"] {
+                let t = Instant::now();
+                let bytes = get(&admin, path).await.map_or(0, |(_, b)| b.len());
+                web.push(json!({"path": path, "ms": (t.elapsed().as_secs_f64() * 1e4).round() / 10.0, "bytes": bytes}));
+            }
+        }
         let shadow: Option<serde_json::Value> = match e.shadow {
             Some(_) => get(&admin, "/debug/shadow").await.and_then(|(_, b)| serde_json::from_str(&b).ok()),
             None => None,
@@ -227,6 +253,9 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
             daemon_cpu.unwrap_or(0.0),
             server_cpu.unwrap_or(0.0)
         );
+        for w in &web {
+            println!("web view {}: {} ms, {} bytes", w["path"].as_str().unwrap_or(""), w["ms"], w["bytes"]);
+        }
         if let Some(sh) = &shadow {
             let p = &sh["profiles"]["wasm-scheduler"];
             println!(
@@ -245,6 +274,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
                     "events_at_last_bind": events_at_last_bind, "events_after_stop": events_after_stop,
                     "daemon_cpu_ms_per_pod": daemon_cpu.map(|v| (v * 1000.0).round() / 1000.0),
                     "server_cpu_ms_per_pod": server_cpu.map(|v| (v * 1000.0).round() / 1000.0),
+                    "web": e.web.then_some(&web),
                     "shadow": shadow.as_ref().map(|sh| json!({
                         "sample_percent": sh["samplePercent"], "sampled": sh["sampled"], "dropped": sh["dropped"],
                         "compared": sh["profiles"]["wasm-scheduler"]["compared"],

@@ -30,9 +30,14 @@ pub struct Args {
     /// Seconds to wait for every pod to be bound or found unschedulable.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
-    /// Keep the API server running afterwards (for kubectl) until Ctrl-C.
+    /// Keep the API server and the scheduler running afterwards (for
+    /// kubectl and the web view) until Ctrl-C.
     #[arg(long)]
     keep: bool,
+    /// Address of the scheduler's admin port, whose `/ui` is the web view
+    /// (default: a free port on 127.0.0.1).
+    #[arg(long)]
+    admin_address: Option<std::net::SocketAddr>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -64,6 +69,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         println!("API server double on {} ({} nodes)", server.url(), objs.nodes.len());
         let client = kube::Client::try_from(kube::Config::new(server.url().parse()?))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let admin = match args.admin_address {
+            Some(a) => a,
+            None => std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?,
+        };
+        println!("web view: http://{admin}/ui");
         let opts = Options {
             config,
             registry,
@@ -73,7 +83,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             leader_election: LeaderElection::default(),
             bind_concurrency: 16,
             api_timeout: Duration::from_secs(10),
-            admin: None,
+            admin: Some(admin),
             events_client: None,
             drain_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(30),
@@ -178,7 +188,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             took.as_secs_f64()
         );
         if args.keep {
-            println!("the API server keeps running: kubectl --server {} get pods -A -o wide (Ctrl-C to stop)", server.url());
+            println!(
+                "the API server and the scheduler keep running: kubectl --server {} get pods -A -o wide, the web view at http://{admin}/ui (Ctrl-C to stop)",
+                server.url()
+            );
             tokio::signal::ctrl_c().await?;
         }
         let _ = stop_tx.send(());

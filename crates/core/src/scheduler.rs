@@ -111,6 +111,11 @@ pub trait ShadowTap: Send {
     fn wants(&self, profile: usize) -> bool;
     /// Takes a sampled cycle (a shadow that is behind drops it, counted).
     fn take(&mut self, case: ShadowCase);
+    /// Whether it reads [`ShadowCase::record`] (keeping it costs the cycle
+    /// a copy of each rejection; without it the record is empty).
+    fn needs_record(&self) -> bool {
+        true
+    }
 }
 
 /// A shadow and its sampling.
@@ -669,8 +674,10 @@ impl Scheduler {
                 state.sample_plugin_timings();
             }
             let null = self.null_placement;
-            // Which taps this cycle is due to, one bit each.
+            // Which taps this cycle is due to, one bit each, and whether one
+            // of them reads the cycle's record.
             let mut due = 0u64;
+            let mut record = false;
             if !null {
                 for (i, sh) in self.taps.iter_mut().enumerate() {
                     if !sh.tap.wants(fi) {
@@ -680,11 +687,14 @@ impl Scheduler {
                     if sh.owed >= 100 {
                         sh.owed -= 100;
                         due |= 1 << i;
+                        record |= sh.tap.needs_record();
                     }
                 }
             }
             let before = (due != 0).then(|| {
-                state.keep_record();
+                if record {
+                    state.keep_record();
+                }
                 (self.next_start, self.rng.clone(), Instant::now())
             });
             let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);

@@ -227,6 +227,10 @@ impl ShadowTap for DecisionTap {
     fn take(&mut self, case: ShadowCase) {
         self.0.web.record(case);
     }
+
+    fn needs_record(&self) -> bool {
+        false
+    }
 }
 
 /// The view of `sched` now; `reasons` holds what each pending pod's last
