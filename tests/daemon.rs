@@ -20,6 +20,7 @@ use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig, Match};
 use wasmsched_core::{Cache, NodeData, PodInfo};
 
 mod guest;
+mod support;
 
 const FAST_LEASE: &str = r#"
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -2040,45 +2041,6 @@ fn placements(s: &ApiServer) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Waits until every pod of ours is bound or was found unschedulable
-/// (or is gated), a plugin it waits for loaded.
-async fn wait_settled(s: &ApiServer, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let pending: Vec<String> = s
-            .list::<Pod>()
-            .into_iter()
-            .filter(|p| ours(p) && !bound(p))
-            .filter(|p| {
-                p.spec
-                    .as_ref()
-                    .unwrap()
-                    .scheduling_gates
-                    .as_ref()
-                    .is_none_or(Vec::is_empty)
-            })
-            .filter(|p| {
-                !p.status
-                    .as_ref()
-                    .and_then(|st| st.conditions.as_ref())
-                    .is_some_and(|cs| {
-                        cs.iter().any(|c| {
-                            c.type_ == "PodScheduled"
-                                && c.status == "False"
-                                && !c.message.as_deref().unwrap_or_default().contains("is not loaded")
-                        })
-                    })
-            })
-            .map(|p| p.metadata.name.unwrap())
-            .collect();
-        if pending.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not settled in {within:?}: {pending:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Shadow mode on the bundled example cluster: `zone-gate` 1.0.0 serves
 /// and 2.0.0, which rejects zone eu-west-1a, shadows every cycle. The
 /// shadow's disagreements are exactly the pods serving placed in that
@@ -2170,7 +2132,7 @@ profiles:
         std::fs::rename(plugins.join("zone-gate.wasm.tmp"), plugins.join("zone-gate.wasm")).unwrap();
     }
     for (s, ..) in &runs {
-        wait_settled(s, Duration::from_secs(60)).await;
+        support::wait_settled(s, Duration::from_secs(60)).await;
     }
     let serving_only = placements(&runs[0].0);
     assert!(serving_only.len() >= 15, "{serving_only:?}");

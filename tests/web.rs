@@ -10,6 +10,7 @@
 //! `target/artifacts/web/`.
 
 mod guest;
+mod support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,38 +66,6 @@ fn ours(p: &Pod) -> bool {
 
 fn bound(p: &Pod) -> bool {
     p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
-}
-
-/// Until every pod of ours is bound, gated or found unschedulable.
-async fn settle(s: &ApiServer) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let waiting: Vec<String> = s
-            .list::<Pod>()
-            .into_iter()
-            .filter(|p| ours(p) && !bound(p))
-            .filter(|p| {
-                p.spec
-                    .as_ref()
-                    .unwrap()
-                    .scheduling_gates
-                    .as_ref()
-                    .is_none_or(Vec::is_empty)
-            })
-            .filter(|p| {
-                !p.status
-                    .as_ref()
-                    .and_then(|st| st.conditions.as_ref())
-                    .is_some_and(|cs| cs.iter().any(|c| c.type_ == "PodScheduled" && c.status == "False"))
-            })
-            .map(|p| p.metadata.name.unwrap())
-            .collect();
-        if waiting.is_empty() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "not settled: {waiting:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn screenshot(page: &Page, name: &str) {
@@ -216,7 +185,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     // The cluster as it is now, for `simulate --explain` below: the nodes,
     // the pods bound, the pods of ours still pending (another scheduler's
     // are not placed here).
-    settle(&s).await;
+    support::wait_settled(&s, Duration::from_secs(30)).await;
     let state = dir.join("state.json");
     let items: Vec<Value> = s
         .list::<k8s_openapi::api::core::v1::Node>()

@@ -249,3 +249,53 @@ impl Watch {
         }
     }
 }
+
+/// The pods of `wasm-scheduler` not settled yet: neither bound, nor gated,
+/// nor found unschedulable (a plugin they wait for loaded).
+pub fn unsettled(s: &ApiServer) -> Vec<String> {
+    use k8s_openapi::api::core::v1::Pod;
+    s.list::<Pod>()
+        .into_iter()
+        .filter(|p| {
+            let spec = p.spec.as_ref();
+            spec.and_then(|s| s.scheduler_name.as_deref()) == Some("wasm-scheduler")
+                && spec.and_then(|s| s.node_name.as_ref()).is_none()
+                && spec.and_then(|s| s.scheduling_gates.as_ref()).is_none_or(Vec::is_empty)
+        })
+        .filter(|p| {
+            !p.status
+                .as_ref()
+                .and_then(|st| st.conditions.as_ref())
+                .is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == "PodScheduled"
+                            && c.status == "False"
+                            && !c.message.as_deref().unwrap_or_default().contains("is not loaded")
+                    })
+                })
+        })
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.unwrap_or_default(),
+                p.metadata.name.unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Waits until [`unsettled`] is empty.
+pub async fn wait_settled(s: &ApiServer, within: Duration) {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let waiting = unsettled(s);
+        if waiting.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not settled in {within:?}: {waiting:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -48,14 +48,14 @@ const PLUGIN_BUCKETS: [f64; 20] = [
 ];
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ProfileResult {
-    profile: String,
-    result: &'static str,
+pub(crate) struct ProfileResult {
+    pub profile: String,
+    pub result: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ProfileLabel {
-    profile: String,
+pub(crate) struct ProfileLabel {
+    pub profile: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]

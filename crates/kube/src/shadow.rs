@@ -363,20 +363,10 @@ impl Shadow {
 
     /// The shadow's metrics, read when scraped.
     pub fn registry(&self) -> prometheus_client::registry::Registry {
-        use prometheus_client::encoding::EncodeLabelSet;
+        use crate::metrics::{ProfileLabel, ProfileResult};
         use prometheus_client::metrics::counter::Counter;
         use prometheus_client::metrics::family::Family;
         use prometheus_client::metrics::gauge::Gauge;
-
-        #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-        struct ProfileResult {
-            profile: String,
-            result: &'static str,
-        }
-        #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-        struct ProfileLabel {
-            profile: String,
-        }
         let mut reg = prometheus_client::registry::Registry::default();
         let cycles = Family::<ProfileResult, Counter>::default();
         let rank = Family::<ProfileLabel, prometheus_client::metrics::gauge::Gauge<f64, std::sync::atomic::AtomicU64>>::default();
