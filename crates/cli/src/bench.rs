@@ -213,17 +213,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
     let mut sched =
         Scheduler::new(&config, &registry, args.seed, Responsibility::OwnProfiles).context("invalid configuration")?;
-    let shadow = match plugins.as_ref().map(|h| (h, h.config().shadow.clone())) {
-        Some((h, Some(settings))) => {
-            let host = crate::plugin::shadow_host(h, args.seed, wasmsched_wasm::Tiering::Off)?
-                .context("wasmPlugins.shadow has no host")?;
-            for (file, why) in host.scan().rejected {
+    let shadow = match &plugins {
+        Some(h) => crate::plugin::shadow(h, args.seed, wasmsched_wasm::Tiering::Off)?,
+        None => None,
+    };
+    let shadow = match shadow {
+        Some(opts) => {
+            for (file, why) in opts.host.scan().rejected {
                 eprintln!("warning: shadow plugin {file} rejected: {why}");
             }
-            let opts = wasmsched_kube::shadow::ShadowOptions {
-                host,
-                sample_percent: settings.sample_percent(),
-            };
             Some(wasmsched_kube::shadow::Shadow::start(
                 opts,
                 registry.clone(),
@@ -231,7 +229,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 &mut sched,
             )?)
         }
-        _ => None,
+        None => None,
     };
 
     let setup = Instant::now();

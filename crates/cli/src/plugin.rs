@@ -230,21 +230,30 @@ pub fn refuse_shadow(config: &Config, command: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The host of `wasmPlugins.shadow.directory`, when the serving host's
-/// configuration has one: it shares the serving engine (its cache and its
-/// memory budget, in which each shadow plugin has a share of its own).
-/// Not scanned yet.
-pub fn shadow_host(serving: &PluginHost, seed: u64, tiering: Tiering) -> anyhow::Result<Option<Arc<PluginHost>>> {
-    let Some(config) = serving.config().shadow_host_config() else {
+/// The shadow of `wasmPlugins.shadow`, when the serving host's
+/// configuration has one: the host of its directory, which shares the
+/// serving engine (its cache and its memory budget, in which each shadow
+/// plugin has a share of its own), not scanned yet, and its sampling.
+pub fn shadow(
+    serving: &PluginHost,
+    seed: u64,
+    tiering: Tiering,
+) -> anyhow::Result<Option<wasmsched_kube::shadow::ShadowOptions>> {
+    let (Some(settings), Some(config)) = (&serving.config().shadow, serving.config().shadow_host_config()) else {
         return Ok(None);
     };
-    let dir = config.directory.clone().unwrap_or_default();
-    if !dir.is_dir() {
-        bail!("wasmPlugins.shadow.directory: {} is not a directory", dir.display());
+    if !settings.directory.is_dir() {
+        bail!(
+            "wasmPlugins.shadow.directory: {} is not a directory",
+            settings.directory.display()
+        );
     }
     let host = PluginHost::new(serving.engine().clone(), config, seed);
     host.set_tiering(tiering);
-    Ok(Some(host))
+    Ok(Some(wasmsched_kube::shadow::ShadowOptions {
+        host,
+        sample_percent: settings.sample_percent(),
+    }))
 }
 
 /// Whether `dir` holds no component file (`.wasm`, `.wasm.gz`).

@@ -189,20 +189,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         wasmsched_wasm::Tiering::BaselineFirst,
     )?;
     let shadow = match &plugins {
-        Some(h) => crate::plugin::shadow_host(h, args.seed, wasmsched_wasm::Tiering::BaselineFirst)?,
+        Some(h) => crate::plugin::shadow(h, args.seed, wasmsched_wasm::Tiering::BaselineFirst)?,
         None => None,
     };
-    let sample_percent = plugins
-        .as_ref()
-        .and_then(|h| h.config().shadow.as_ref())
-        .map_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT, |s| s.sample_percent());
     // The directory is compiled in the background: scheduling starts at
     // once, and the pods of profiles whose plugins are not compiled yet
     // wait (`plugin X is not loaded: the plugin directory is still being
     // compiled`) and are retried when they load.
     if let Some(h) = &plugins {
         let h = h.clone();
-        let shadow = shadow.clone();
+        let shadow = shadow.as_ref().map(|s| s.host.clone());
         std::thread::Builder::new()
             .name("wasm-plugin-first-scan".into())
             .spawn(move || {
@@ -241,21 +237,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             &connection,
         )
         .await?;
-        let _watch = match &plugins {
-            Some(h) if h.config().watch.unwrap_or(true) => Some(
+        // The plugin directory and the shadow directory, each watched.
+        let _watches = plugins
+            .iter()
+            .chain(shadow.iter().map(|s| &s.host))
+            .filter(|h| h.config().watch.unwrap_or(true))
+            .map(|h| {
                 h.watch(Duration::from_millis(300), Duration::from_secs(30))
-                    .map_err(anyhow::Error::msg)?,
-            ),
-            _ => None,
-        };
-        let _shadow_watch = match &shadow {
-            Some(h) if h.config().watch.unwrap_or(true) => Some(
-                h.watch(Duration::from_millis(300), Duration::from_secs(30))
-                    .map_err(anyhow::Error::msg)?,
-            ),
-            _ => None,
-        };
-        let shadow = shadow.map(|host| wasmsched_kube::shadow::ShadowOptions { host, sample_percent });
+                    .map_err(anyhow::Error::msg)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let opts = Options {
             config,
             registry,

@@ -500,19 +500,8 @@ impl Config {
                     .expect("cannot start scheduler worker threads"),
             )
         });
-        self.profiles
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let pct = p
-                    .percentage_of_nodes_to_score
-                    .or(self.percentage_of_nodes_to_score)
-                    .unwrap_or(0);
-                build_profile(p, i, registry).map(|mut fw| {
-                    fw.percentage_of_nodes_to_score = pct as u32;
-                    fw.with_pool(pool.clone())
-                })
-            })
+        (0..self.profiles.len())
+            .map(|i| self.build_framework(i, registry).map(|fw| fw.with_pool(pool.clone())))
             .collect()
     }
 }

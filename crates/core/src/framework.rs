@@ -10,7 +10,7 @@ mod status;
 
 pub use cycle::{
     CycleOutcome, CycleRecord, Diagnosis, Explanation, FitError, NodeExplanation, PluginScore, ScheduleError,
-    ScheduleResult,
+    ScheduleResult, explanation_of,
 };
 pub use extender::ExtenderVerdicts;
 pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResult, PreemptionTry};

@@ -17,7 +17,7 @@ use crate::ModelError;
 use crate::cache::{Cache, Snapshot};
 use crate::config::{Config, ConfigError};
 use crate::events::{self, Action, Change, ClusterEvent, QueueingHint};
-use crate::framework::{CycleState, Framework, Nominating, ScheduleError, ScheduleResult};
+use crate::framework::{CycleRecord, CycleState, Framework, Nominating, ScheduleError, ScheduleResult};
 use crate::node::NodeData;
 use crate::nominator::Nominator;
 use crate::plugins::Registry;
@@ -98,9 +98,42 @@ pub struct ShadowCase {
     /// What the serving cycle decided.
     pub serving: crate::framework::CycleOutcome,
     /// What it found node by node.
-    pub record: crate::framework::CycleRecord,
+    pub record: CycleRecord,
     /// How long the serving cycle took (Reserve included).
     pub took: std::time::Duration,
+}
+
+impl ShadowCase {
+    /// Decides the pod again with `fw` from what the cycle started from
+    /// (its own copy of the tie-breaker and node sampling), keeping a
+    /// record of the cycle, or explaining it; a panic is the cycle's error,
+    /// as in [`Scheduler::schedule_one`].
+    pub fn decide(&self, fw: &Framework, explain: bool) -> (Result<ScheduleResult, ScheduleError>, CycleRecord) {
+        let mut state = CycleState::default();
+        state.set_snapshot(self.snapshot.clone());
+        state.set_nominator(self.nominator.clone());
+        if !explain {
+            state.keep_record();
+        }
+        let (mut next_start, mut rng) = (self.next_start, self.rng.clone());
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            fw.schedule(
+                &mut state,
+                &self.pod,
+                &self.snapshot,
+                &mut next_start,
+                &mut rng,
+                explain,
+            )
+        }))
+        .unwrap_or_else(|panic| {
+            Err(ScheduleError::Error(format!(
+                "scheduling cycle panicked: {}",
+                panic_message(&*panic)
+            )))
+        });
+        (result, state.take_record().unwrap_or_default())
+    }
 }
 
 /// Where sampled cycles go: a shadow compares its own decision with the

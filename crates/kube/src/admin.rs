@@ -34,11 +34,11 @@ async fn render(status: Arc<Status>, view: String, q: UiQuery, whole: bool) -> a
         let body = match view.as_str() {
             "plugins" => crate::web::plugins(status.plugins().map(|h| &**h), status.shadow()),
             "decisions" => {
-                status.web.fresh(std::time::Duration::ZERO);
+                status.web.ask();
                 crate::web::decisions(&status.web)
             }
             "decision" => {
-                status.web.fresh(std::time::Duration::ZERO);
+                status.web.ask();
                 crate::web::decision(status.web.explain(&q.pod).as_ref(), &q.pod)
             }
             "cluster" | "queue" => match status.web.fresh(std::time::Duration::from_secs(1)) {

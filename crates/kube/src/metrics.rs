@@ -532,26 +532,23 @@ impl Metrics {
         // Writing to a String cannot fail.
         let _ = text::encode_registry(&mut o, &self.registry);
         if let Some(host) = plugins {
-            let _ = text::encode_registry(&mut o, &plugin_registry(host, false));
+            let _ = text::encode_registry(&mut o, &plugin_registry(host));
         }
         if let Some(sh) = shadow {
-            let _ = text::encode_registry(&mut o, &sh.registry());
-            let _ = text::encode_registry(&mut o, &plugin_registry(sh.host(), true));
+            // The shadow directory's plugins: their own counters (the
+            // budget and the files are the serving host's to report).
+            let mut r = sh.registry();
+            plugin_counters(&mut r, sh.host(), "wasmsched_shadow_plugin");
+            let _ = text::encode_registry(&mut o, &r);
         }
         let _ = text::encode_eof(&mut o);
         o
     }
 }
 
-/// The plugin host's state as metrics, read when scraped. A `shadow`
-/// directory's plugins have their counters under `wasmsched_shadow_plugin_*`
-/// (the budget and the files are the serving host's to report).
-fn plugin_registry(host: &wasmsched_wasm::PluginHost, shadow: bool) -> Registry {
+/// The plugin host's state as metrics, read when scraped.
+fn plugin_registry(host: &wasmsched_wasm::PluginHost) -> Registry {
     let mut r = Registry::default();
-    if shadow {
-        plugin_counters(&mut r, host, "wasmsched_shadow_plugin");
-        return r;
-    }
     let gauge = |v: u64| {
         let g: Gauge = Gauge::default();
         g.set(i64::try_from(v).unwrap_or(i64::MAX));

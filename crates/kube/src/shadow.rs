@@ -15,15 +15,13 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wasmsched_core::config::Config;
-use wasmsched_core::framework::{
-    CycleOutcome, CycleRecord, CycleState, Explanation, Framework, ScheduleError, ScheduleResult,
-};
+use wasmsched_core::framework::{CycleOutcome, CycleRecord, Explanation, Framework, ScheduleError, explanation_of};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{ShadowCase, ShadowTap};
 use wasmsched_wasm::PluginHost;
@@ -175,7 +173,7 @@ impl ShadowTap for Tap {
 
     fn take(&mut self, case: ShadowCase) {
         self.shared.sampled.fetch_add(1, Ordering::Relaxed);
-        if let Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) = self.tx.try_send(case) {
+        if self.tx.try_send(case).is_err() {
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -504,7 +502,7 @@ impl Runner {
             return;
         };
         let t0 = Instant::now();
-        let (result, record) = decide(fw, &case, false);
+        let (result, record) = case.decide(fw, false);
         let took = t0.elapsed();
         self.shared.durations.observe(took.as_secs_f64());
         let shadow = CycleOutcome::of(&result);
@@ -513,16 +511,9 @@ impl Runner {
         let entry = verdict.disagrees().then(|| {
             // A failed cycle is not run again: its error says what failed,
             // and a shadow that traps or loops is not called twice for it.
-            let explanation = if verdict == Comparison::ShadowError {
-                None
-            } else {
-                match decide(fw, &case, true).0 {
-                    Ok(r) => r.explanation,
-                    Err(ScheduleError::Unschedulable(fit)) => fit.explanation,
-                    Err(_) => None,
-                }
-            };
-            disagreement(&fw.profile, verdict, &case, &shadow, &record, explanation.as_ref())
+            let explained = (verdict != Comparison::ShadowError).then(|| case.decide(fw, true).0);
+            let explanation = explained.as_ref().and_then(explanation_of);
+            disagreement(&fw.profile, verdict, &case, &shadow, &record, explanation)
         });
         let versions = self.versions();
         let mut report = self.shared.lock();
@@ -563,35 +554,6 @@ impl Runner {
             .map(|(_, plugin, version)| (plugin, version))
             .collect()
     }
-}
-
-/// Runs `fw` on the case's inputs (its own copy of the tie-breaker and
-/// node sampling), keeping a record of the cycle, or explaining it.
-fn decide(fw: &Framework, case: &ShadowCase, explain: bool) -> (Result<ScheduleResult, ScheduleError>, CycleRecord) {
-    let mut state = CycleState::default();
-    state.set_snapshot(case.snapshot.clone());
-    state.set_nominator(case.nominator.clone());
-    if !explain {
-        state.keep_record();
-    }
-    let (mut next_start, mut rng) = (case.next_start, case.rng.clone());
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        fw.schedule(
-            &mut state,
-            &case.pod,
-            &case.snapshot,
-            &mut next_start,
-            &mut rng,
-            explain,
-        )
-    }))
-    .unwrap_or_else(|p| {
-        Err(ScheduleError::Error(format!(
-            "the shadow's cycle panicked: {}",
-            wasmsched_core::scheduler::panic_message(&*p)
-        )))
-    });
-    (result, state.take_record().unwrap_or_default())
 }
 
 /// How the shadow's outcome (and `record`) compares with serving's.

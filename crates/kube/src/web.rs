@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use wasmsched_core::framework::{CycleOutcome, CycleState, Explanation, Framework};
+use wasmsched_core::framework::{CycleOutcome, Explanation, Framework, explanation_of};
 use wasmsched_core::queue::Location;
 use wasmsched_core::scheduler::{Scheduler, ShadowCase, ShadowTap};
 
@@ -159,19 +159,8 @@ impl Board {
             d.iter().rev().find(|(_, c)| c.pod.key == pod).cloned()?
         };
         let fw = self.frameworks.get()?.get(case.profile)?;
-        let mut state = CycleState::default();
-        state.set_snapshot(case.snapshot.clone());
-        state.set_nominator(case.nominator.clone());
-        let (mut next_start, mut rng) = (case.next_start, case.rng.clone());
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            fw.schedule(&mut state, &case.pod, &case.snapshot, &mut next_start, &mut rng, true)
-        }))
-        .ok()?;
-        let explanation = match &result {
-            Ok(r) => r.explanation.clone(),
-            Err(wasmsched_core::framework::ScheduleError::Unschedulable(f)) => f.explanation.clone(),
-            Err(_) => None,
-        };
+        let (result, _) = case.decide(fw, true);
+        let explanation = explanation_of(&result).cloned();
         Some(Decision {
             at,
             pod: case.pod.key.clone(),
@@ -182,12 +171,19 @@ impl Board {
         })
     }
 
-    /// The page asks: the thread publishes for a while; the view published
-    /// after this request, waiting at most `limit` for it (the last one
-    /// otherwise, if any). Blocking: call it off the async workers.
-    pub fn fresh(&self, limit: Duration) -> Option<std::sync::Arc<View>> {
+    /// The page asks: the thread records and publishes for a while.
+    /// Returns when it asked.
+    pub fn ask(&self) -> u64 {
         let asked = self.now_ms();
         self.asked_ms.store(asked, Ordering::Relaxed);
+        asked
+    }
+
+    /// [`Board::ask`], then the view published after this request, waiting
+    /// at most `limit` for it (the last one otherwise, if any). Blocking:
+    /// call it off the async workers.
+    pub fn fresh(&self, limit: Duration) -> Option<std::sync::Arc<View>> {
+        let asked = self.ask();
         let deadline = Instant::now() + limit;
         loop {
             let current = self.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -236,7 +232,7 @@ impl ShadowTap for DecisionTap {
 /// The view of `sched` now; `reasons` holds what each pending pod's last
 /// attempt said.
 pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: Instant) -> View {
-    let nodes = sched
+    let mut nodes = sched
         .cache
         .nodes()
         .map(|n| {
@@ -276,7 +272,6 @@ pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: I
             }
         })
         .collect::<Vec<_>>();
-    let mut nodes = nodes;
     nodes.sort_by(|a, b| (&a.zone, &a.name).cmp(&(&b.zone, &b.name)));
     let mut pending = Vec::new();
     for (loc, state) in [

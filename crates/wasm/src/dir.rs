@@ -327,7 +327,8 @@ impl std::fmt::Debug for PluginHost {
 impl PluginHost {
     /// A host for `config`; `seed` feeds the plugins' random numbers.
     pub fn new(engine: WasmEngine, config: WasmConfig, seed: u64) -> Arc<Self> {
-        static HOSTS: AtomicU64 = AtomicU64::new(0);
+        // 0 is `Budget::set_plugins`'s own.
+        static HOSTS: AtomicU64 = AtomicU64::new(1);
         Arc::new(Self {
             id: HOSTS.fetch_add(1, Ordering::Relaxed),
             engine,

@@ -79,6 +79,15 @@ impl CycleOutcome {
     }
 }
 
+/// The explanation a cycle kept, placed or not (when it was asked for).
+pub fn explanation_of(result: &Result<ScheduleResult, ScheduleError>) -> Option<&Explanation> {
+    match result {
+        Ok(r) => r.explanation.as_ref(),
+        Err(ScheduleError::Unschedulable(fit)) => fit.explanation.as_ref(),
+        Err(_) => None,
+    }
+}
+
 /// Why a cycle did not place the pod.
 #[derive(Debug, Clone)]
 pub enum ScheduleError {
