@@ -101,7 +101,9 @@ case "$lang" in
     fi
     name="$(declared_name "$lang" "$dir")"
     out="${3:-$here/out/$name.wasm}"
-    core="$(mktemp -d)/core.wasm"
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    core="$scratch/core.wasm"
     need_wasm_tools
     # LANG.sh writes NAME=VERSION there: the language and what built it.
     export WASMSCHED_LANGUAGE="$(dirname "$core")/language"
