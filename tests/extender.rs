@@ -281,6 +281,18 @@ async fn the_extender_answers_as_simulate_places() {
         "{text}"
     );
 
+    // The web view on the admin port: the cluster from the extender's
+    // cache, a tile per node; the queue is kube-scheduler's.
+    let ui = support::http(ext.admin, "GET", "/ui", None, None).await;
+    let html = String::from_utf8_lossy(&ui.body);
+    let nodes = server.list::<k8s_openapi::api::core::v1::Node>().len();
+    assert_eq!(html.matches("class=\"tile").count(), nodes, "{html}");
+    let queue = support::http(ext.admin, "GET", "/ui/queue", None, None).await;
+    assert!(
+        String::from_utf8_lossy(&queue.body).contains("kube-scheduler holds the queue"),
+        "{queue:?}"
+    );
+
     // preempt: of the nodes kube-scheduler would preempt on, those where
     // the plugins accept the pod once the victims are gone (label-gate
     // still refuses the x86 node for a Raspberry Pi pod), victims as sent.

@@ -7,7 +7,8 @@
 //! decision shows each plugin's score per node as `simulate --explain`
 //! gives it for the same cluster, nothing hostile
 //! from the cluster runs, and each view is saved as a screenshot under
-//! `target/artifacts/web/`.
+//! `target/artifacts/web/`. The same decision, in the page `simulate
+//! --html` writes for the same cluster, opened from its file.
 
 mod guest;
 mod support;
@@ -66,6 +67,38 @@ fn ours(p: &Pod) -> bool {
 
 fn bound(p: &Pod) -> bool {
     p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
+}
+
+/// A decision table's rows, and each as `[node, [[plugin, score]], total, chosen]`.
+const ROWS: &str = "table.explain tbody tr";
+const ROW: &str = "r => [r.dataset.node, \
+     Array.from(r.querySelectorAll('td[data-plugin]')).map(c => [c.dataset.plugin, c.textContent.trim()]), \
+     r.querySelector('.total').textContent.trim(), r.classList.contains('selected')]";
+
+type Scores = std::collections::BTreeMap<String, (String, Vec<(String, String)>)>;
+
+/// Node → (total, [(plugin, weighted score)]) of a decision table's
+/// feasible nodes (a plugin that skipped the pod left out).
+fn scores_of(table: &Value) -> Scores {
+    table
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r[2] != "")
+        .map(|r| {
+            let scores = r[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c[1] != "–")
+                .map(|c| (c[0].as_str().unwrap().to_owned(), c[1].as_str().unwrap().to_owned()))
+                .collect();
+            (
+                r[0].as_str().unwrap().to_owned(),
+                (r[2].as_str().unwrap().to_owned(), scores),
+            )
+        })
+        .collect()
 }
 
 async fn screenshot(page: &Page, name: &str) {
@@ -204,6 +237,14 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     )
     .unwrap();
 
+    // Its decision asked for before it exists: its first attempt is kept
+    // whatever the sampling.
+    let admin_addr: std::net::SocketAddr = admin.parse().unwrap();
+    let early = support::http(admin_addr, "GET", "/ui/decision?pod=default%2Flive-0", None, None).await;
+    assert!(
+        String::from_utf8_lossy(&early.body).contains("its next attempt will be"),
+        "{early:?}"
+    );
     // Live: a pod created now shows up bound, without a reload.
     let live = json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -228,16 +269,17 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
         .unwrap();
     let table = wait_for(
         &page,
-        "Array.from(document.querySelectorAll('table.explain tbody tr')).map(r => [r.dataset.node, \
-         Array.from(r.querySelectorAll('td[data-plugin]')).map(c => [c.dataset.plugin, c.textContent.trim()]), \
-         r.querySelector('.total').textContent.trim(), r.classList.contains('selected')])",
+        &format!("Array.from(document.querySelectorAll('{ROWS}')).map({ROW})"),
         |v| v.as_array().is_some_and(|a| !a.is_empty()),
         "default/live-0's decision table",
     )
     .await;
+    let report = dir.join("report.html");
     let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args(["simulate", "-o", "json", "--explain", "default/live-0", "--cluster"])
         .arg(&state)
+        .arg("--html")
+        .arg(&report)
         .arg("--pods")
         .arg(dir.join("live-0.json"))
         .arg("--plugins")
@@ -252,7 +294,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
         .iter()
         .find(|p| p["pod"] == "default/live-0")
         .unwrap();
-    let expected: std::collections::BTreeMap<String, (String, Vec<(String, String)>)> = placed["explain"]["nodes"]
+    let expected: Scores = placed["explain"]["nodes"]
         .as_array()
         .unwrap()
         .iter()
@@ -268,25 +310,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
             (n["node"].as_str().unwrap().to_owned(), (n["total"].to_string(), scores))
         })
         .collect();
-    let shown: std::collections::BTreeMap<String, (String, Vec<(String, String)>)> = table
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r[2] != "")
-        .map(|r| {
-            let scores = r[1]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|c| c[1] != "–")
-                .map(|c| (c[0].as_str().unwrap().to_owned(), c[1].as_str().unwrap().to_owned()))
-                .collect();
-            (
-                r[0].as_str().unwrap().to_owned(),
-                (r[2].as_str().unwrap().to_owned(), scores),
-            )
-        })
-        .collect();
+    let shown = scores_of(&table);
     assert_eq!(shown, expected, "the page's scores against simulate --explain");
     let chosen = table.as_array().unwrap().iter().find(|r| r[3] == true).unwrap()[0].clone();
     let bound_to = s
@@ -324,7 +348,26 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     assert_eq!(gated, "gates: example.com/approved");
     screenshot(&page, "queue").await;
 
-    // Plugins: the one loaded, its version and compiler.
+    // The profile filter: the nodes holding pods of ours.
+    let ours_on: std::collections::BTreeSet<String> = s
+        .list::<Pod>()
+        .into_iter()
+        .filter(ours)
+        .filter_map(|p| p.spec?.node_name)
+        .collect();
+    page.goto(format!("http://{admin}/ui?view=cluster&profile=wasm-scheduler"))
+        .await
+        .unwrap();
+    let nodes = wait_for(
+        &page,
+        "Array.from(document.querySelectorAll('.tile')).map(t => t.dataset.node).sort()",
+        |v| v.as_array().is_some_and(|a| a.len() == ours_on.len()),
+        "a tile per node holding a pod of wasm-scheduler",
+    )
+    .await;
+    assert_eq!(nodes, json!(ours_on.iter().collect::<Vec<_>>()));
+
+    // Plugins: the one loaded, its version and compiler, and its timings.
     page.goto(format!("http://{admin}/ui?view=plugins")).await.unwrap();
     let row = wait_for(
         &page,
@@ -334,7 +377,36 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     )
     .await;
     assert!(row.as_str().unwrap().contains("serving"), "{row}");
+    let timed: Value = page
+        .evaluate_expression("Array.from(document.querySelectorAll('table.timings tr[data-plugin=\"zone-gate\"]')).map(r => r.dataset.point)")
+        .await
+        .unwrap()
+        .into_value()
+        .unwrap();
+    assert!(
+        timed.as_array().is_some_and(|a| !a.is_empty()),
+        "zone-gate's timings: {timed}"
+    );
     screenshot(&page, "plugins").await;
+
+    // The report simulate --html wrote: one file, opened offline, its
+    // decision of live-0 the same table.
+    page.goto(format!("file://{}#decision-default/live-0", report.display()))
+        .await
+        .unwrap();
+    let in_report = wait_for(
+        &page,
+        &format!("Array.from(document.querySelectorAll('[id=\"decision-default/live-0\"] {ROWS}')).map({ROW})"),
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+        "live-0's decision in the report",
+    )
+    .await;
+    assert_eq!(
+        scores_of(&in_report),
+        expected,
+        "the report's scores against simulate --explain"
+    );
+    screenshot(&page, "report").await;
 
     browser.close().await.unwrap();
     let _ = browser.wait().await;

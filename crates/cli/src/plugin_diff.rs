@@ -74,7 +74,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let objs = args.cluster.read()?;
     let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
     // Every pending pod explained: the verdicts on the nodes that differ.
-    let explain = crate::simulate::pending_pods(&objs).into_iter().collect();
+    let explain = crate::simulate::Explain {
+        pods: crate::simulate::pending_pods(&objs).into_iter().collect(),
+        first: 0,
+    };
     let old = place_with(&args.old, &args, &objs, metrics.as_ref(), &explain)?;
     let new = place_with(&args.new, &args, &objs, metrics.as_ref(), &explain)?;
     if old.name != new.name {
@@ -111,7 +114,7 @@ fn place_with(
     args: &Args,
     objs: &wasmsched_core::fixture::Objects,
     metrics: Option<&crate::Metrics>,
-    explain: &std::collections::BTreeSet<String>,
+    explain: &crate::simulate::Explain,
 ) -> anyhow::Result<Run> {
     let meta = std::fs::metadata(file).with_context(|| format!("cannot read {}", file.display()))?;
     if !meta.is_file() {
@@ -140,7 +143,7 @@ fn place_with(
         .config
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
-    let rows = crate::simulate::simulate(&config, &registry, &config_name, objs, metrics, args.seed, explain)?;
+    let rows = crate::simulate::simulate(&config, &registry, &config_name, objs, metrics, args.seed, explain)?.rows;
     Ok(Run {
         file: file.display().to_string(),
         name,

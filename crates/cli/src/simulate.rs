@@ -66,6 +66,12 @@ pub struct Args {
     /// Show every plugin's verdict and score per node for this pod (NAMESPACE/NAME; repeatable).
     #[arg(long, value_name = "NS/POD")]
     explain: Vec<String>,
+    /// Also write the outcome as a self-contained web page: the cluster
+    /// after placement, the pods left pending and why, every attempt (the
+    /// pods of --explain, or else the first 50 attempted, with each
+    /// plugin's score per node) and the plugins; it opens offline.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Seed for breaking ties between equally scored nodes (and for plugins' random numbers).
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -108,6 +114,8 @@ pub(crate) enum Output {
 /// One pod's outcome.
 pub(crate) struct Row {
     pub(crate) pod: String,
+    /// The profile that attempted it (none: not attempted).
+    profile: String,
     pub(crate) node: Option<String>,
     pub(crate) reason: String,
     score: Option<i64>,
@@ -128,6 +136,7 @@ impl Row {
     fn new(pod: String, reason: String) -> Self {
         Row {
             pod,
+            profile: String::new(),
             node: None,
             reason,
             score: None,
@@ -148,7 +157,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         return print_cluster(&mut std::io::stdout().lock(), &objs);
     }
     let mut config = crate::load_config(args.config.as_deref())?;
-    let explain: BTreeSet<String> = args.explain.iter().cloned().collect();
+    let explain = Explain {
+        first: if args.html.is_some() && args.explain.is_empty() {
+            wasmsched_kube::web::DECISIONS_KEPT
+        } else {
+            0
+        },
+        pods: args.explain.iter().cloned().collect(),
+    };
     let config_name = args
         .config
         .as_ref()
@@ -170,7 +186,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         eprintln!("{}", score_weights(&config, &registry)?);
     }
     let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
-    let rows = simulate(
+    let Simulation { rows, sched, timings } = simulate(
         &config,
         &registry,
         &config_name,
@@ -193,10 +209,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             }
         }
     }
-    for e in &explain {
+    for e in &explain.pods {
         if !rows.iter().any(|r| &r.pod == e) {
             bail!("--explain {e}: no pending pod of that name (use NAMESPACE/NAME)");
         }
+    }
+    if let Some(file) = &args.html {
+        let page = report(&rows, &sched, &timings, plugins.as_deref());
+        std::fs::write(file, page).with_context(|| format!("--html: cannot write {}", file.display()))?;
+        eprintln!("wrote {} (open it in a browser)", file.display());
     }
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -204,6 +225,71 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&rows))?)?,
     }
     Ok(())
+}
+
+/// The web view of a simulation (`--html`): the cluster after it, what is
+/// left pending and why, every attempt (the explained ones decided as they
+/// were), and the plugins with the timings of the sampled cycles.
+fn report(
+    rows: &[Row],
+    sched: &Scheduler,
+    timings: &wasmsched_kube::metrics::Metrics,
+    host: Option<&wasmsched_wasm::PluginHost>,
+) -> String {
+    use wasmsched_core::framework::CycleOutcome;
+    use wasmsched_kube::web;
+    let mut notes = web::Notes::default();
+    let outcome = |r: &Row| match &r.node {
+        Some(n) => CycleOutcome::Placed(n.clone()),
+        None => CycleOutcome::Unschedulable(r.reason.clone()),
+    };
+    let mut attempts = Vec::new();
+    let mut decided = Vec::new();
+    for r in rows.iter().filter(|r| !r.profile.is_empty()) {
+        if r.node.is_none() {
+            notes.reasons.insert(r.pod.clone(), r.reason.clone());
+        }
+        if let Some((_, victims)) = &r.preempted {
+            notes.victims.insert(r.pod.clone(), victims.clone());
+        }
+        attempts.push(web::Attempt {
+            at: String::new(),
+            pod: r.pod.clone(),
+            profile: r.profile.clone(),
+            outcome: outcome(r),
+            explained: r.explanation.is_some(),
+        });
+        if let Some(x) = &r.explanation {
+            decided.push(web::Decision {
+                at: String::new(),
+                pod: r.pod.clone(),
+                profile: r.profile.clone(),
+                decided: outcome(r),
+                again: outcome(r),
+                explanation: x.clone(),
+            });
+        }
+    }
+    let view = web::build(sched, &notes, Instant::now());
+    let plugins = web::plugins(host, None, &timings.plugin_latencies());
+    web::report(&view, &attempts, &decided, plugins).into_string()
+}
+
+/// Which attempts keep their explanation.
+#[derive(Debug, Default)]
+pub(crate) struct Explain {
+    /// The pods named (`NAMESPACE/NAME`).
+    pub(crate) pods: BTreeSet<String>,
+    /// And the first attempts, this many.
+    pub(crate) first: usize,
+}
+
+/// A simulation's outcome: a row per pod, the scheduler as it ends, and the
+/// plugin timings of its sampled cycles.
+pub(crate) struct Simulation {
+    pub(crate) rows: Vec<Row>,
+    pub(crate) sched: Scheduler,
+    pub(crate) timings: wasmsched_kube::metrics::Metrics,
 }
 
 /// Well-known labels `--print-cluster` shows in columns of their own (or
@@ -318,8 +404,8 @@ fn score_weights(config: &Config, registry: &Registry) -> anyhow::Result<String>
     ))
 }
 
-/// Places the pending pods of `objs` (every pod of `explain` explained):
-/// one row per pod, in the order of their last attempt.
+/// Places the pending pods of `objs` (the attempts `explain` names
+/// explained): one row per pod, in the order of their last attempt.
 pub(crate) fn simulate(
     config: &Config,
     registry: &Registry,
@@ -327,8 +413,8 @@ pub(crate) fn simulate(
     objs: &Objects,
     metrics: Option<&crate::Metrics>,
     seed: u64,
-    explain: &BTreeSet<String>,
-) -> anyhow::Result<Vec<Row>> {
+    explain: &Explain,
+) -> anyhow::Result<Simulation> {
     let mut sched = Scheduler::new(config, registry, seed, Responsibility::AllPods)
         .with_context(|| format!("invalid config {config_name}"))?;
     let now = Instant::now();
@@ -368,7 +454,7 @@ pub(crate) fn simulate(
         let mut clock = now;
         loop {
             let mut preempted = false;
-            while let Some(a) = sched.schedule_one(clock, !explain.is_empty()) {
+            while let Some(a) = sched.schedule_one(clock, !explain.pods.is_empty() || attempts.len() < explain.first) {
                 if a.result.is_ok() {
                     sched.binding_finished(&a.pod.key, &a.pod.uid, true, clock);
                 }
@@ -386,9 +472,14 @@ pub(crate) fn simulate(
         attempts
     });
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for attempt in attempts {
+    let timings = wasmsched_kube::metrics::Metrics::default();
+    for (i, attempt) in attempts.into_iter().enumerate() {
+        for t in &attempt.plugin_timings {
+            timings.plugin(&t.plugin, t.extension_point, t.status, t.took);
+        }
         let key = attempt.pod.key.clone();
-        let want_explain = explain.contains(&key);
+        let want_explain = explain.pods.contains(&key) || i < explain.first;
+        let profile = attempt.profile.clone();
         let nomination = attempt.nomination().cloned();
         let mut row = match attempt.result {
             Ok(r) => {
@@ -425,6 +516,7 @@ pub(crate) fn simulate(
             row.preempted = earlier.preempted;
             row.search = earlier.search;
         }
+        row.profile = profile;
         if let Some(x) = &mut row.explanation {
             row.search.append(&mut x.preemption);
         }
@@ -479,7 +571,7 @@ pub(crate) fn simulate(
     if !over.is_empty() {
         bail!("internal error: nodes overcommitted: {over:?}");
     }
-    Ok(rows)
+    Ok(Simulation { rows, sched, timings })
 }
 
 fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Result<()> {

@@ -140,8 +140,8 @@ impl ShadowCase {
 /// serving one, off the scheduling thread. Both calls are made on the
 /// scheduling thread and must not wait.
 pub trait ShadowTap: Send {
-    /// Whether the cycles of profile `profile` have a shadow now.
-    fn wants(&self, profile: usize) -> bool;
+    /// Whether the cycle of `pod` in profile `profile` may be sampled now.
+    fn wants(&self, profile: usize, pod: &PodInfo) -> bool;
     /// Takes a sampled cycle (a shadow that is behind drops it, counted).
     fn take(&mut self, case: ShadowCase);
     /// Whether it reads [`ShadowCase::record`] (keeping it costs the cycle
@@ -713,7 +713,7 @@ impl Scheduler {
             let mut record = false;
             if !null {
                 for (i, sh) in self.taps.iter_mut().enumerate() {
-                    if !sh.tap.wants(fi) {
+                    if !sh.tap.wants(fi, &qp.pod) {
                         continue;
                     }
                     sh.owed += sh.percent;

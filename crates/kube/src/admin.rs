@@ -22,6 +22,9 @@ struct UiQuery {
     page: usize,
     #[serde(default)]
     filter: String,
+    /// Only this profile's pods (cluster, queue, decisions).
+    #[serde(default)]
+    profile: String,
     /// The pod of the decision view.
     #[serde(default)]
     pod: String,
@@ -32,23 +35,29 @@ struct UiQuery {
 async fn render(status: Arc<Status>, view: String, q: UiQuery, whole: bool) -> axum::response::Response {
     let rendered = tokio::task::spawn_blocking(move || {
         let body = match view.as_str() {
-            "plugins" => crate::web::plugins(status.plugins().map(|h| &**h), status.shadow()),
+            "plugins" => crate::web::plugins(
+                status.plugins().map(|h| &**h),
+                status.shadow(),
+                &status.metrics.plugin_latencies(),
+            ),
             "decisions" => {
                 status.web.ask();
-                crate::web::decisions(&status.web)
+                crate::web::decisions(&status.web, &q.profile)
             }
             "decision" => {
                 status.web.ask();
                 crate::web::decision(status.web.explain(&q.pod).as_ref(), &q.pod)
             }
             "cluster" | "queue" => match status.web.fresh(std::time::Duration::from_secs(1)) {
-                Some(v) if view == "queue" => crate::web::queue(&v),
+                Some(v) if view == "queue" => crate::web::queue(&v, &q.profile),
                 Some(v) => crate::web::cluster(
                     &v,
                     &crate::web::ClusterQuery {
                         page: q.page,
                         filter: q.filter,
+                        profile: q.profile,
                     },
+                    false,
                 ),
                 None => maud::html! { p { "The scheduler has not published its view yet (it does while the page is open)." } },
             },

@@ -178,6 +178,25 @@ pub async fn serve(
     if let Some(client) = client {
         start_watchers(client, ext.clone(), &opts.config.metrics.sources, stop.clone())?;
     }
+    {
+        // The web view's cluster, built from the cache on request (the
+        // queue is kube-scheduler's; a stateless extender has no cluster).
+        // Weak: the status holds the source.
+        let weak = Arc::downgrade(&ext);
+        status.web.set_source(move || {
+            let Some(ext) = weak.upgrade() else {
+                return Default::default();
+            };
+            let Some(cluster) = &ext.cluster else {
+                return Default::default();
+            };
+            let sched = cluster.lock().unwrap_or_else(|p| p.into_inner());
+            crate::web::View {
+                has_queue: false,
+                ..crate::web::build(&sched, &Default::default(), Instant::now())
+            }
+        });
+    }
     let admin = match opts.admin {
         Some(a) => Some(crate::admin::serve(a, status.clone()).await?),
         None => None,

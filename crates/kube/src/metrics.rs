@@ -161,6 +161,41 @@ pub struct Metrics {
     pub backlog: ReportBacklog,
     backlog_oldest: Gauge<f64, AtomicU64>,
     backlog_len: Gauge,
+    /// The plugin histogram's bucket counts per plugin and extension point
+    /// (the client's histogram does not give them back), for the web view.
+    plugin_buckets: Mutex<BTreeMap<(String, &'static str), [u64; PLUGIN_BUCKETS.len() + 1]>>,
+}
+
+/// One plugin's timings at one extension point (of the sampled cycles).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginLatency {
+    pub plugin: String,
+    pub extension_point: &'static str,
+    pub calls: u64,
+    /// Estimated within a bucket as Prometheus' `histogram_quantile` does
+    /// (`None` past the last bucket's bound).
+    pub p50: Option<Duration>,
+    pub p99: Option<Duration>,
+}
+
+/// The `q` quantile of bucket counts `counts` (the last: past the bounds).
+fn quantile(counts: &[u64], q: f64) -> Option<Duration> {
+    let total: u64 = counts.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let rank = q * total as f64;
+    let mut below = 0u64;
+    for (i, &c) in counts.iter().enumerate() {
+        if (below + c) as f64 >= rank && c > 0 {
+            let upper = *PLUGIN_BUCKETS.get(i)?;
+            let lower = if i == 0 { 0.0 } else { PLUGIN_BUCKETS[i - 1] };
+            let within = (rank - below as f64) / c as f64;
+            return Some(Duration::from_secs_f64(lower + (upper - lower) * within));
+        }
+        below += c;
+    }
+    None
 }
 
 /// The reports (events, conditions) not written yet, so that the age of the
@@ -228,6 +263,7 @@ impl Default for Metrics {
             backlog: ReportBacklog::default(),
             backlog_oldest: Gauge::default(),
             backlog_len: Gauge::default(),
+            plugin_buckets: Mutex::default(),
         };
         let mut r = Registry::default();
         r.register(
@@ -396,6 +432,35 @@ impl Metrics {
                 status,
             })
             .observe(took.as_secs_f64());
+        let secs = took.as_secs_f64();
+        let bucket = PLUGIN_BUCKETS
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(PLUGIN_BUCKETS.len());
+        let mut buckets = self.plugin_buckets.lock().unwrap_or_else(|p| p.into_inner());
+        match buckets.get_mut(&(plugin.to_owned(), point)) {
+            Some(counts) => counts[bucket] += 1,
+            None => {
+                let mut counts = [0; PLUGIN_BUCKETS.len() + 1];
+                counts[bucket] = 1;
+                buckets.insert((plugin.to_owned(), point), counts);
+            }
+        }
+    }
+
+    /// Each plugin's sampled calls and their p50 and p99, per extension point.
+    pub fn plugin_latencies(&self) -> Vec<PluginLatency> {
+        let buckets = self.plugin_buckets.lock().unwrap_or_else(|p| p.into_inner());
+        buckets
+            .iter()
+            .map(|((plugin, point), counts)| PluginLatency {
+                plugin: plugin.clone(),
+                extension_point: point,
+                calls: counts.iter().sum(),
+                p50: quantile(counts, 0.5),
+                p99: quantile(counts, 0.99),
+            })
+            .collect()
     }
 
     /// One extender request: `verb` is `filter`, `prioritize`, ...; `result` `ok` or `error`.
@@ -678,6 +743,31 @@ fn plugin_counters(r: &mut Registry, host: &wasmsched_wasm::PluginHost, prefix: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plugin_quantiles_are_estimated_within_their_bucket() {
+        let m = Metrics::default();
+        // 99 calls of 12 µs (bucket 10–15 µs), one of 1 s (past the last bound).
+        for _ in 0..99 {
+            m.plugin("p", "Filter", "Success", Duration::from_micros(12));
+        }
+        m.plugin("p", "Filter", "Success", Duration::from_secs(1));
+        let l = m.plugin_latencies();
+        assert_eq!(l.len(), 1);
+        assert_eq!(
+            (l[0].plugin.as_str(), l[0].extension_point, l[0].calls),
+            ("p", "Filter", 100)
+        );
+        let p50 = l[0].p50.unwrap().as_secs_f64();
+        assert!((p50 - (10e-6 + 5e-6 * 50.0 / 99.0)).abs() < 1e-9, "{p50}");
+        assert!(l[0].p99.unwrap() <= Duration::from_micros(15));
+        m.plugin("q", "Score", "Success", Duration::from_secs(1));
+        assert_eq!(
+            m.plugin_latencies()[1].p50,
+            None,
+            "past the last bound: unknown, as +Inf"
+        );
+    }
 
     #[test]
     fn label_values_are_escaped_and_names_are_kube_schedulers() {

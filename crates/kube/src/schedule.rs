@@ -106,9 +106,9 @@ struct Loop {
     plugin_changes: u64,
     /// Its change counts per plugin last seen.
     plugin_changes_by_name: std::collections::BTreeMap<String, u64>,
-    /// What each pending pod's last failed attempt said (for the web view;
-    /// pruned to the pods still queued).
-    reasons: std::collections::HashMap<String, String>,
+    /// What each pending pod's last failed attempt said and whom its
+    /// preemption evicts (for the web view; pruned to the pods still queued).
+    notes: crate::web::Notes,
 }
 
 impl Loop {
@@ -203,6 +203,10 @@ impl Loop {
                 .plugin(&t.plugin, t.extension_point, t.status, t.took);
         }
         let pod = &attempt.pod;
+        if self.status.web.watched() {
+            let outcome = wasmsched_core::framework::CycleOutcome::of(&attempt.result);
+            self.status.web.attempt(&attempt.profile, &pod.key, outcome);
+        }
         match &attempt.result {
             Ok(r) => {
                 self.status.metrics.attempt(&attempt.profile, "scheduled", took);
@@ -244,7 +248,11 @@ impl Loop {
                 }
                 self.status.metrics.attempt(&attempt.profile, result, took);
                 let message = e.to_string();
-                self.reasons.insert(pod.key.clone(), message.clone());
+                self.notes.reasons.insert(pod.key.clone(), message.clone());
+                if let Some(n) = attempt.nomination() {
+                    let victims = n.victims.iter().map(|v| v.key.clone()).collect();
+                    self.notes.victims.insert(pod.key.clone(), victims);
+                }
                 self.report(Report::failed(&pod.object, &attempt.profile, reason, message));
             }
         }
@@ -349,10 +357,9 @@ pub(crate) fn run(
         synced: Synced::default(),
         plugin_changes: 0,
         plugin_changes_by_name: Default::default(),
-        reasons: Default::default(),
+        notes: Default::default(),
     };
     let mut last_gauge = Instant::now();
-    let mut last_view = Instant::now();
     let mut idle = false;
     loop {
         l.status.turned();
@@ -433,12 +440,13 @@ pub(crate) fn run(
                 l.sched.gated_pods(),
             );
             let q = &l.sched.queue;
-            l.reasons.retain(|key, _| q.location(key).is_some());
+            l.notes.retain(|key| q.location(key).is_some());
         }
-        // The web view, while someone looks at it.
-        if l.status.web.watched() && last_view.elapsed() >= crate::web::PUBLISH_EVERY {
-            last_view = Instant::now();
-            l.status.web.publish(crate::web::build(&l.sched, &l.reasons, last_view));
+        // The web view, when a request waits for it.
+        if l.status.web.wanted() {
+            l.status
+                .web
+                .publish(crate::web::build(&l.sched, &l.notes, Instant::now()));
         }
         if l.stopping() {
             continue;

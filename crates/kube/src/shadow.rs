@@ -164,7 +164,7 @@ struct Tap {
 }
 
 impl ShadowTap for Tap {
-    fn wants(&self, profile: usize) -> bool {
+    fn wants(&self, profile: usize, _pod: &wasmsched_core::PodInfo) -> bool {
         self.shared
             .shadowed
             .get(profile)

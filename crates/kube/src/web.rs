@@ -32,12 +32,17 @@ pub const NODES_PER_PAGE: usize = 200;
 const PODS_PER_TILE: usize = 8;
 /// Pending pods listed in the queue view (the rest are counted).
 const QUEUE_ROWS: usize = 500;
-/// Attempts kept with what they started from, while the page is open.
-const DECISIONS_KEPT: usize = 50;
-/// How long the page's last request keeps the thread publishing.
+/// Attempts listed, while the page is open.
+const ATTEMPTS_KEPT: usize = 200;
+/// Attempts kept with what they started from, to explain.
+pub const DECISIONS_KEPT: usize = 50;
+/// At most one attempt in this long is kept with what it started from:
+/// keeping one makes the next cycle copy the node list (the ring holds the
+/// snapshot the cycle would otherwise update in place), so every attempt
+/// would cost a busy scheduler about a fifth of its throughput.
+pub const EXPLAIN_EVERY: Duration = Duration::from_millis(100);
+/// How long the page's last request keeps the thread recording attempts.
 const WATCHED_FOR: Duration = Duration::from_secs(10);
-/// How often the thread publishes while watched.
-pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(500);
 
 const SCRIPT: &str = include_str!("web/app.js");
 const STYLE: &str = include_str!("web/style.css");
@@ -61,6 +66,9 @@ pub struct NodeTile {
     pub not_ready: bool,
     /// Labels, for the filter.
     pub labels: Vec<(String, String)>,
+    /// Pods on it per profile of this scheduler (by index in
+    /// [`View::profiles`]; pods of other schedulers are not counted).
+    pub by_profile: Vec<(usize, usize)>,
 }
 
 /// One pending pod.
@@ -76,8 +84,10 @@ pub struct Pending {
     pub reason: Option<String>,
     /// Its scheduling gates, when gated.
     pub gates: Vec<String>,
-    /// The node its preemption nominated, with the victims being evicted there.
+    /// The node its preemption nominated.
     pub nominated: Option<String>,
+    /// The pods its preemption evicts there.
+    pub victims: Vec<String>,
 }
 
 /// What the page shows, as the scheduling thread last published it.
@@ -90,7 +100,30 @@ pub struct View {
     pub pending: Vec<Pending>,
     /// Pending pods in all (the view lists the first [`QUEUE_ROWS`]).
     pub pending_total: usize,
+    /// The queue is this process's (not so for the extender, whose
+    /// caller, kube-scheduler, holds it).
+    pub has_queue: bool,
 }
+
+/// What the scheduling thread knows of pending pods beyond the queue: what
+/// each one's last attempt said, and whom its preemption evicts.
+#[derive(Debug, Default)]
+pub struct Notes {
+    pub reasons: HashMap<String, String>,
+    pub victims: HashMap<String, Vec<String>>,
+}
+
+impl Notes {
+    /// Forgets the pods no longer pending.
+    pub(crate) fn retain(&mut self, pending: impl Fn(&str) -> bool) {
+        self.reasons.retain(|k, _| pending(k));
+        self.victims.retain(|k, _| pending(k));
+    }
+}
+
+/// Builds a view on the caller's thread (the extender's: it has no
+/// scheduling thread to publish one).
+type Source = Box<dyn Fn() -> View + Send + Sync>;
 
 /// The page's side of the view: what the thread published, and when the
 /// page last asked.
@@ -98,12 +131,24 @@ pub struct View {
 pub struct Board {
     /// The view, and when it was published (milliseconds after `origin`).
     view: Mutex<Option<(u64, std::sync::Arc<View>)>>,
+    /// When the last view was published (0: never).
+    published_ms: AtomicU64,
+    /// Builds views where no thread publishes them.
+    source: std::sync::OnceLock<Source>,
     /// When the page last asked (0: never).
     asked_ms: AtomicU64,
     origin: std::sync::OnceLock<Instant>,
-    /// The last attempts made while the page was open, with what each
-    /// started from (newest last).
+    /// The last attempts made while the page was open (newest last).
+    attempts: Mutex<std::collections::VecDeque<Attempt>>,
+    /// The attempts sampled with what each started from (newest last).
     decisions: Mutex<std::collections::VecDeque<(String, ShadowCase)>>,
+    /// When the last attempt was sampled (milliseconds after `origin`).
+    sampled_ms: AtomicU64,
+    /// Pods whose decision was asked for and not kept: their next attempt
+    /// is (at most [`DECISIONS_KEPT`] of them).
+    asked_pods: Mutex<std::collections::HashSet<String>>,
+    /// `asked_pods` is not empty (read each cycle without the lock).
+    any_asked: std::sync::atomic::AtomicBool,
     /// The profiles' frameworks, to explain a decision again (on the
     /// caller's thread, no worker pool).
     frameworks: std::sync::OnceLock<Vec<Framework>>,
@@ -121,10 +166,22 @@ impl Board {
         asked > 0 && self.now_ms().saturating_sub(asked) < WATCHED_FOR.as_millis() as u64
     }
 
+    /// Whether a request waits for a view newer than the last published.
+    pub(crate) fn wanted(&self) -> bool {
+        self.asked_ms.load(Ordering::Relaxed) > self.published_ms.load(Ordering::Relaxed)
+    }
+
     /// Publishes a view.
     pub(crate) fn publish(&self, view: View) {
         let at = self.now_ms();
         *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, std::sync::Arc::new(view)));
+        self.published_ms.store(at, Ordering::Relaxed);
+    }
+
+    /// Views are built on request by `source` (for a process without a
+    /// scheduling thread).
+    pub fn set_source(&self, source: impl Fn() -> View + Send + Sync + 'static) {
+        let _ = self.source.set(Box::new(source));
     }
 
     /// Sets the frameworks decisions are explained with.
@@ -134,7 +191,27 @@ impl Board {
             .set(frameworks.into_iter().map(|f| f.with_pool(None)).collect());
     }
 
+    /// Whether the attempt of `pod` is to be kept with what it started
+    /// from: it was asked for, or none was kept for a while.
+    fn sample_due(&self, pod: &str) -> bool {
+        if !self.watched() {
+            return false;
+        }
+        if self.any_asked.load(Ordering::Relaxed)
+            && self.asked_pods.lock().unwrap_or_else(|p| p.into_inner()).contains(pod)
+        {
+            return true;
+        }
+        self.now_ms().saturating_sub(self.sampled_ms.load(Ordering::Relaxed)) >= EXPLAIN_EVERY.as_millis() as u64
+    }
+
     fn record(&self, case: ShadowCase) {
+        self.sampled_ms.store(self.now_ms(), Ordering::Relaxed);
+        if self.any_asked.load(Ordering::Relaxed) {
+            let mut asked = self.asked_pods.lock().unwrap_or_else(|p| p.into_inner());
+            asked.remove(&case.pod.key);
+            self.any_asked.store(!asked.is_empty(), Ordering::Relaxed);
+        }
         let mut d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
         if d.len() == DECISIONS_KEPT {
             d.pop_front();
@@ -142,21 +219,50 @@ impl Board {
         d.push_back((crate::daemon::time_now(), case));
     }
 
-    /// The attempts recorded, newest first: time, pod, outcome.
-    pub fn decisions(&self) -> Vec<(String, String, CycleOutcome)> {
-        let d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
-        d.iter()
-            .rev()
-            .map(|(at, c)| (at.clone(), c.pod.key.clone(), c.serving.clone()))
-            .collect()
+    /// Lists an attempt (the scheduling thread calls it after each cycle
+    /// while the page is open). Its decision can be explained when the
+    /// cycle was sampled: the last case recorded is its own.
+    pub(crate) fn attempt(&self, profile: &str, pod: &str, outcome: CycleOutcome) {
+        let explained = self
+            .decisions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .back()
+            .is_some_and(|(_, c)| c.pod.key == pod && c.serving == outcome);
+        let mut a = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        if a.len() == ATTEMPTS_KEPT {
+            a.pop_front();
+        }
+        a.push_back(Attempt {
+            at: crate::daemon::time_now(),
+            pod: pod.to_owned(),
+            profile: profile.to_owned(),
+            outcome,
+            explained,
+        });
+    }
+
+    /// The attempts listed, newest first.
+    pub fn attempts(&self) -> Vec<Attempt> {
+        let a = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
+        a.iter().rev().cloned().collect()
     }
 
     /// The newest recorded attempt of `pod`, decided again with every
-    /// plugin's verdict and score per node (`None`: none recorded).
+    /// plugin's verdict and score per node (`None`: none recorded; its
+    /// next attempt will be).
     pub fn explain(&self, pod: &str) -> Option<Decision> {
-        let (at, case) = {
+        let found = {
             let d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
-            d.iter().rev().find(|(_, c)| c.pod.key == pod).cloned()?
+            d.iter().rev().find(|(_, c)| c.pod.key == pod).cloned()
+        };
+        let Some((at, case)) = found else {
+            let mut asked = self.asked_pods.lock().unwrap_or_else(|p| p.into_inner());
+            if asked.len() < DECISIONS_KEPT {
+                asked.insert(pod.to_owned());
+            }
+            self.any_asked.store(!asked.is_empty(), Ordering::Relaxed);
+            return None;
         };
         let fw = self.frameworks.get()?.get(case.profile)?;
         let (result, _) = case.decide(fw, true);
@@ -183,6 +289,9 @@ impl Board {
     /// at most `limit` for it (the last one otherwise, if any). Blocking:
     /// call it off the async workers.
     pub fn fresh(&self, limit: Duration) -> Option<std::sync::Arc<View>> {
+        if let Some(source) = self.source.get() {
+            return Some(std::sync::Arc::new(source()));
+        }
         let asked = self.ask();
         let deadline = Instant::now() + limit;
         loop {
@@ -194,6 +303,17 @@ impl Board {
             }
         }
     }
+}
+
+/// One attempt made while the page was open.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    pub at: String,
+    pub pod: String,
+    pub profile: String,
+    pub outcome: CycleOutcome,
+    /// It was sampled: [`Board::explain`] decides it again.
+    pub explained: bool,
 }
 
 /// A recorded attempt decided again, explained.
@@ -210,14 +330,14 @@ pub struct Decision {
     pub explanation: Explanation,
 }
 
-/// Records every attempt, with what it started from, while the page is
-/// open (the snapshot is then shared with the ring, so the next cycle
-/// copies its node list once); nothing while it is not.
+/// Keeps an attempt with what it started from at most every
+/// [`EXPLAIN_EVERY`] while the page is open, and the next attempt of a pod
+/// whose decision was asked for; nothing while the page is closed.
 pub struct DecisionTap(pub(crate) std::sync::Arc<crate::daemon::Status>);
 
 impl ShadowTap for DecisionTap {
-    fn wants(&self, _profile: usize) -> bool {
-        self.0.web.watched()
+    fn wants(&self, _profile: usize, pod: &wasmsched_core::PodInfo) -> bool {
+        self.0.web.sample_due(&pod.key)
     }
 
     fn take(&mut self, case: ShadowCase) {
@@ -229,9 +349,9 @@ impl ShadowTap for DecisionTap {
     }
 }
 
-/// The view of `sched` now; `reasons` holds what each pending pod's last
-/// attempt said.
-pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: Instant) -> View {
+/// The view of `sched` now, with what `notes` knows of its pending pods.
+pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
+    let profiles: Vec<String> = sched.frameworks().iter().map(|f| f.profile.clone()).collect();
     let mut nodes = sched
         .cache
         .nodes()
@@ -269,6 +389,15 @@ pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: I
                 unschedulable: d.unschedulable,
                 not_ready,
                 labels: d.labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                by_profile: {
+                    let mut counts = vec![0; profiles.len()];
+                    for p in &u.pod_infos {
+                        if let Some(i) = profiles.iter().position(|n| *n == p.scheduler_name) {
+                            counts[i] += 1;
+                        }
+                    }
+                    counts.into_iter().enumerate().filter(|(_, c)| *c > 0).collect()
+                },
             }
         })
         .collect::<Vec<_>>();
@@ -288,9 +417,10 @@ pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: I
                 state,
                 waited: now.saturating_duration_since(q.initial),
                 attempts: q.attempts,
-                reason: reasons.get(&key).cloned(),
+                reason: notes.reasons.get(&key).cloned(),
                 gates: Vec::new(),
                 nominated: sched.nominator().node_of(&key).map(str::to_owned),
+                victims: notes.victims.get(&key).cloned().unwrap_or_default(),
             });
         }
     }
@@ -304,6 +434,7 @@ pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: I
             reason: None,
             gates: p.scheduling_gates.clone(),
             nominated: None,
+            victims: Vec::new(),
         });
     }
     // The longest waiting first.
@@ -312,24 +443,44 @@ pub(crate) fn build(sched: &Scheduler, reasons: &HashMap<String, String>, now: I
     pending.truncate(QUEUE_ROWS);
     View {
         at: crate::daemon::time_now(),
-        profiles: sched.frameworks().iter().map(|f| f.profile.clone()).collect(),
+        profiles,
         nodes,
         pending,
         pending_total,
+        has_queue: true,
     }
 }
 
 /// What the cluster view shows: a page of the nodes matching `filter`
-/// (a substring of the name, zone, or a `key=value` label).
+/// (a substring of the name, zone, or a `key=value` label) that hold pods
+/// of `profile` (any, when empty).
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct ClusterQuery {
     #[serde(default)]
     pub page: usize,
     #[serde(default)]
     pub filter: String,
+    #[serde(default)]
+    pub profile: String,
 }
 
-fn matches(n: &NodeTile, filter: &str) -> bool {
+impl ClusterQuery {
+    /// The query string of page `page`.
+    fn href(&self, page: usize) -> String {
+        format!(
+            "/ui?view=cluster&page={page}&filter={}&profile={}",
+            urlencode(&self.filter),
+            urlencode(&self.profile)
+        )
+    }
+}
+
+fn matches(n: &NodeTile, filter: &str, profile: Option<usize>) -> bool {
+    if let Some(i) = profile
+        && !n.by_profile.iter().any(|(p, _)| *p == i)
+    {
+        return false;
+    }
     let f = filter.trim();
     if f.is_empty() {
         return true;
@@ -352,10 +503,28 @@ fn gib(bytes: i64) -> String {
     format!("{:.1}", bytes as f64 / f64::from(1u32 << 30))
 }
 
-/// The cluster view: totals per zone, then a page of node tiles.
-pub fn cluster(view: &View, q: &ClusterQuery) -> Markup {
-    let shown: Vec<&NodeTile> = view.nodes.iter().filter(|n| matches(n, &q.filter)).collect();
-    let pages = shown.len().div_ceil(NODES_PER_PAGE).max(1);
+/// A choice of profile (the empty value: all).
+fn profile_choice(profiles: &[String], chosen: &str) -> Markup {
+    html! {
+        select name="profile" {
+            option value="" selected[chosen.is_empty()] { "every profile" }
+            @for p in profiles { option value=(p) selected[p == chosen] { (p) } }
+        }
+    }
+}
+
+/// The cluster view: totals per zone, then a page of node tiles (every
+/// node, in a report: it has no server to ask for the next page).
+pub fn cluster(view: &View, q: &ClusterQuery, report: bool) -> Markup {
+    let per_page = if report { usize::MAX } else { NODES_PER_PAGE };
+    let profile = view.profiles.iter().position(|p| *p == q.profile);
+    let profile = if q.profile.is_empty() {
+        None
+    } else {
+        Some(profile.unwrap_or(usize::MAX))
+    };
+    let shown: Vec<&NodeTile> = view.nodes.iter().filter(|n| matches(n, &q.filter, profile)).collect();
+    let pages = shown.len().div_ceil(per_page).max(1);
     let page = q.page.min(pages - 1);
     let mut zones: std::collections::BTreeMap<&str, (usize, i64, i64, usize)> = Default::default();
     for n in &shown {
@@ -367,10 +536,16 @@ pub fn cluster(view: &View, q: &ClusterQuery) -> Markup {
     }
     html! {
         section #cluster data-view="cluster" {
-            form.filter method="get" action="/ui" {
-                input type="hidden" name="view" value="cluster";
-                input type="search" name="filter" value=(q.filter) placeholder="name, zone or key=value";
-                button type="submit" { "Filter" }
+            @if report {
+                // The script filters the tiles in place.
+                input #tile-filter type="search" placeholder="name, zone or key=value";
+            } @else {
+                form.filter method="get" action="/ui" {
+                    input type="hidden" name="view" value="cluster";
+                    input type="search" name="filter" value=(q.filter) placeholder="name, zone or key=value";
+                    @if view.profiles.len() > 1 { (profile_choice(&view.profiles, &q.profile)) }
+                    button type="submit" { "Filter" }
+                }
             }
             p.summary {
                 (shown.len()) " of " (view.nodes.len()) " nodes · "
@@ -394,19 +569,20 @@ pub fn cluster(view: &View, q: &ClusterQuery) -> Markup {
                 nav.pages {
                     "page " (page + 1) " of " (pages) " "
                     @if page > 0 {
-                        a href={ "/ui?view=cluster&page=" (page - 1) "&filter=" (urlencode(&q.filter)) } { "previous" }
+                        a href=(q.href(page - 1)) { "previous" }
                         " "
                     }
                     @if page + 1 < pages {
-                        a href={ "/ui?view=cluster&page=" (page + 1) "&filter=" (urlencode(&q.filter)) } { "next" }
+                        a href=(q.href(page + 1)) { "next" }
                     }
                 }
             }
             div.tiles {
-                @for n in shown.iter().skip(page * NODES_PER_PAGE).take(NODES_PER_PAGE) {
+                @for n in shown.iter().skip(page.saturating_mul(per_page)).take(per_page) {
                     @let cpu = percent(n.cpu_requested_m, n.cpu_allocatable_m);
                     @let mem = percent(n.memory_requested, n.memory_allocatable);
-                    div.tile.cordoned[n.unschedulable].notready[n.not_ready] data-node=(n.name) {
+                    div.tile.cordoned[n.unschedulable].notready[n.not_ready] data-node=(n.name)
+                        data-labels=[report.then(|| n.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "))] {
                         div.name { (n.name) }
                         div.zone { @if n.zone.is_empty() { "no zone" } @else { (n.zone) } }
                         div.bar title={ "CPU " (n.cpu_requested_m) "m of " (n.cpu_allocatable_m) "m" } {
@@ -415,7 +591,12 @@ pub fn cluster(view: &View, q: &ClusterQuery) -> Markup {
                         div.bar.mem title={ "memory " (gib(n.memory_requested)) " of " (gib(n.memory_allocatable)) " GiB" } {
                             span style={ "width:" (mem.min(100)) "%" } {}
                         }
-                        div.figures { "cpu " (cpu) " % · mem " (mem) " % · " (n.pods) " pods" }
+                        div.figures {
+                            "cpu " (cpu) " % · mem " (mem) " % · " (n.pods) " pods"
+                            @if let Some((_, c)) = n.by_profile.iter().find(|(p, _)| Some(*p) == profile) {
+                                " (" (c) " of " (q.profile) ")"
+                            }
+                        }
                         @if n.unschedulable { div.flag { "cordoned" } }
                         @if n.not_ready { div.flag { "not ready" } }
                         @for t in &n.taints { div.taint { (t) } }
@@ -432,10 +613,24 @@ pub fn cluster(view: &View, q: &ClusterQuery) -> Markup {
     }
 }
 
-/// The queue view.
-pub fn queue(view: &View) -> Markup {
+/// The queue view (the pods of `profile`, or of every profile when empty).
+pub fn queue(view: &View, profile: &str) -> Markup {
+    if !view.has_queue {
+        return html! {
+            section #queue data-view="queue" {
+                p.summary { "kube-scheduler holds the queue: this extender answers its filter and prioritize requests." }
+            }
+        };
+    }
     html! {
         section #queue data-view="queue" {
+            @if view.profiles.len() > 1 {
+                form.filter method="get" action="/ui" {
+                    input type="hidden" name="view" value="queue";
+                    (profile_choice(&view.profiles, profile))
+                    button type="submit" { "Filter" }
+                }
+            }
             p.summary {
                 (view.pending_total) " pending"
                 @if view.pending_total > view.pending.len() { " (the " (view.pending.len()) " waiting longest shown)" }
@@ -444,7 +639,7 @@ pub fn queue(view: &View) -> Markup {
             table.queue {
                 thead { tr { th { "pod" } th { "profile" } th { "state" } th { "waiting" } th { "attempts" } th { "why" } } }
                 tbody {
-                    @for p in &view.pending {
+                    @for p in view.pending.iter().filter(|p| profile.is_empty() || p.profile == profile) {
                         tr data-pod=(p.pod) data-state=(p.state) {
                             td.pod { (p.pod) }
                             td { (p.profile) }
@@ -454,7 +649,10 @@ pub fn queue(view: &View) -> Markup {
                             td.reason {
                                 @if let Some(r) = &p.reason { (r) }
                                 @if !p.gates.is_empty() { "gates: " (p.gates.join(", ")) }
-                                @if let Some(n) = &p.nominated { " nominated to " (n) }
+                                @if let Some(n) = &p.nominated {
+                                    " nominated to " (n)
+                                    @if !p.victims.is_empty() { ", evicting " (p.victims.join(", ")) }
+                                }
                             }
                         }
                     }
@@ -484,22 +682,41 @@ fn outcome(o: &CycleOutcome) -> Markup {
 }
 
 /// The decisions view: the attempts recorded while the page was open.
-pub fn decisions(board: &Board) -> Markup {
-    let list = board.decisions();
+pub fn decisions(board: &Board, profile: &str) -> Markup {
+    let summary = html! {
+        "The last " (ATTEMPTS_KEPT) " attempts made while this page was open (the scheduler records none while nobody looks). "
+        "At most one every " (EXPLAIN_EVERY.as_millis()) " ms is kept with the cluster it saw, and decided again, explained, when you open it."
+    };
+    attempts_table(&board.attempts(), profile, summary, |pod| {
+        format!("/ui?view=decision&pod={}", urlencode(pod))
+    })
+}
+
+/// The anchor of a pod's decision in a report.
+fn anchor(pod: &str) -> String {
+    format!("decision-{pod}")
+}
+
+/// A list of attempts, newest first; the explained ones link to `link(pod)`.
+fn attempts_table(list: &[Attempt], profile: &str, summary: Markup, link: impl Fn(&str) -> String) -> Markup {
     html! {
         section #decisions data-view="decisions" {
-            p.summary {
-                "The last " (DECISIONS_KEPT) " attempts made while this page was open (the scheduler records none while nobody looks). "
-                "Each one is decided again, explained, when you open it."
-            }
-            table.decisions {
-                thead { tr { th { "when" } th { "pod" } th { "outcome" } } }
+            p.summary { (summary) }
+            table.decisions.sortable {
+                thead { tr { th { "when" } th { "pod" } th { "profile" } th { "outcome" } } }
                 tbody {
-                    @for (at, pod, o) in &list {
-                        tr data-pod=(pod) {
-                            td { (at) }
-                            td { a href={ "/ui?view=decision&pod=" (urlencode(pod)) } { (pod) } }
-                            td.outcome { (outcome(o)) }
+                    @for a in list.iter().filter(|a| profile.is_empty() || a.profile == profile) {
+                        tr data-pod=(a.pod) data-profile=(a.profile) {
+                            td { (a.at) }
+                            td {
+                                @if a.explained {
+                                    a href=(link(&a.pod)) { (a.pod) }
+                                } @else {
+                                    span title="not sampled" { (a.pod) }
+                                }
+                            }
+                            td { (a.profile) }
+                            td.outcome { (outcome(&a.outcome)) }
                         }
                     }
                 }
@@ -513,8 +730,8 @@ pub fn decisions(board: &Board) -> Markup {
 pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
     let Some(d) = d else {
         return html! {
-            section #decision data-view="decision" {
-                p { "No attempt of " (pod) " was recorded while this page was open." }
+            section.decision data-view="decision" {
+                p { "No attempt of " (pod) " was kept while this page was open: its next attempt will be. Open this page again after it." }
             }
         };
     };
@@ -523,7 +740,7 @@ pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
     let mut rows: Vec<&wasmsched_core::framework::NodeExplanation> = x.nodes.iter().collect();
     rows.sort_by(|a, b| b.total.cmp(&a.total).then_with(|| a.node.cmp(&b.node)));
     html! {
-        section #decision data-view="decision" data-pod=(d.pod) {
+        section.decision data-view="decision" data-pod=(d.pod) {
             h2 { (d.pod) }
             p.summary {
                 "profile " (d.profile) " · at " (d.at) " · " (outcome(&d.decided))
@@ -572,8 +789,14 @@ pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
     }
 }
 
-/// The plugins view: the serving WebAssembly plugins, then the shadow's.
-pub fn plugins(host: Option<&wasmsched_wasm::PluginHost>, shadow: Option<&crate::shadow::Shadow>) -> Markup {
+/// The plugins view: the serving WebAssembly plugins, every plugin's
+/// timings, then the shadow's comparison.
+pub fn plugins(
+    host: Option<&wasmsched_wasm::PluginHost>,
+    shadow: Option<&crate::shadow::Shadow>,
+    latencies: &[crate::metrics::PluginLatency],
+) -> Markup {
+    let micros = |d: Option<Duration>| d.map_or("> 22 ms".to_owned(), |d| format!("{:.1} µs", d.as_secs_f64() * 1e6));
     let rows = |h: &wasmsched_wasm::PluginHost| {
         use wasmsched_core::Plugin as _;
         let mut slots = h.slots();
@@ -612,6 +835,22 @@ pub fn plugins(host: Option<&wasmsched_wasm::PluginHost>, shadow: Option<&crate:
                     }
                 }
             }
+            h2 { "Timings" }
+            p.summary { "Of one cycle in " (wasmsched_core::scheduler::PLUGIN_TIMING_SAMPLE) ", as kube-scheduler samples them (scheduler_plugin_execution_duration_seconds)." }
+            table.timings.sortable {
+                thead { tr { th { "plugin" } th { "extension point" } th.num { "calls timed" } th.num { "p50" } th.num { "p99" } } }
+                tbody {
+                    @for l in latencies {
+                        tr data-plugin=(l.plugin) data-point=(l.extension_point) {
+                            td { (l.plugin) }
+                            td { (l.extension_point) }
+                            td.num { (l.calls) }
+                            td.num { (micros(l.p50)) }
+                            td.num { (micros(l.p99)) }
+                        }
+                    }
+                }
+            }
             @if let Some(sh) = shadow {
                 h2 { "Shadow (" (sh.percent()) " % of cycles)" }
                 pre.shadow { (serde_json::to_string_pretty(&sh.json()).unwrap_or_default()) }
@@ -622,8 +861,43 @@ pub fn plugins(host: Option<&wasmsched_wasm::PluginHost>, shadow: Option<&crate:
 
 /// The whole page, with `view` shown first.
 pub fn page(body: Markup, shown: &str) -> Markup {
+    document(body, shown, false)
+}
+
+/// Every view in one self-contained file (`wasmsched simulate --html`):
+/// the cluster and queue as `view` shows them, `attempts` (the explained
+/// ones with their decisions below), and `plugins`. The script shows one
+/// view at a time; without it, the file shows them all.
+pub fn report(view: &View, attempts: &[Attempt], decided: &[Decision], plugins: Markup) -> Markup {
+    let summary = html! {
+        "Every pod the simulation attempted, in order; "
+        @if decided.len() < attempts.len() { "the " (decided.len()) " explained (" (DECISIONS_KEPT) " at most, or those of --explain) link to their decision." }
+        @else { "each links to its decision." }
+    };
+    let mut list = attempts.to_vec();
+    list.reverse();
+    let body = html! {
+        (cluster(view, &ClusterQuery::default(), true))
+        (queue(view, ""))
+        (attempts_table(&list, "", summary, |pod| format!("#{}", anchor(pod))))
+        div data-view="decisions" {
+            @for d in decided {
+                div.decision id=(anchor(&d.pod)) { (decision(Some(d), &d.pod)) }
+            }
+        }
+        (plugins)
+    };
+    document(body, "cluster", true)
+}
+
+fn document(body: Markup, shown: &str, report: bool) -> Markup {
     let tab = |name: &str, label: &str| {
-        html! { a.tab.active[name == shown] href={ "/ui?view=" (name) } data-tab=(name) { (label) } }
+        let href = if report {
+            format!("#{name}")
+        } else {
+            format!("/ui?view={name}")
+        };
+        html! { a.tab.active[name == shown] href=(href) data-tab=(name) { (label) } }
     };
     html! {
         (DOCTYPE)
@@ -634,14 +908,14 @@ pub fn page(body: Markup, shown: &str) -> Markup {
                 title { "wasmsched" }
                 style { (PreEscaped(STYLE)) }
             }
-            body data-view=(shown) {
+            body data-view=(shown) data-report=[report.then_some("1")] {
                 header {
                     span.brand { "wasmsched" }
                     nav {
                         (tab("cluster", "Cluster")) (tab("queue", "Queue")) (tab("decisions", "Decisions"))
                         (tab("plugins", "Plugins"))
                     }
-                    span #live {}
+                    span #live { @if report { "snapshot of " (crate::daemon::time_now()) } }
                 }
                 main #main { (body) }
                 script { (PreEscaped(SCRIPT)) }
@@ -685,6 +959,7 @@ mod tests {
                 unschedulable: false,
                 not_ready: false,
                 labels: vec![(hostile.into(), hostile.into())],
+                by_profile: vec![(0, 1)],
             }],
             pending: vec![Pending {
                 pod: hostile.into(),
@@ -695,21 +970,40 @@ mod tests {
                 reason: Some(hostile.into()),
                 gates: vec![hostile.into()],
                 nominated: Some(hostile.into()),
+                victims: vec![hostile.into()],
             }],
             pending_total: 1,
+            has_queue: true,
         };
         let q = ClusterQuery {
             page: 0,
             filter: hostile.into(),
+            profile: hostile.into(),
+        };
+        let attempt = Attempt {
+            at: hostile.into(),
+            pod: hostile.into(),
+            profile: hostile.into(),
+            outcome: CycleOutcome::Unschedulable(hostile.into()),
+            explained: true,
         };
         for html in [
-            page(cluster(&view, &q), "cluster").into_string(),
-            queue(&view).into_string(),
+            page(cluster(&view, &q, false), "cluster").into_string(),
+            queue(&view, hostile).into_string(),
+            report(&view, &[attempt], &[], html! {}).into_string(),
         ] {
             assert!(!html.contains("<script>alert"), "{html}");
             assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
         }
         assert_eq!(format_wait(Duration::from_secs(75)), "1m15s");
         assert_eq!(urlencode("a b&c"), "a%20b%26c");
+        // The profile filter keeps the nodes holding its pods.
+        let shown = cluster(&view, &q, false).into_string();
+        assert!(shown.contains("1 of 1 nodes"), "{shown}");
+        let other = ClusterQuery {
+            profile: "other".into(),
+            ..ClusterQuery::default()
+        };
+        assert!(cluster(&view, &other, false).into_string().contains("0 of 1 nodes"));
     }
 }

@@ -16,6 +16,9 @@
       q.set("page", params.get("page") || "0");
       q.set("filter", params.get("filter") || "");
     }
+    if (view === "cluster" || view === "queue" || view === "decisions") {
+      q.set("profile", params.get("profile") || "");
+    }
     return "/ui/" + view + "?" + q.toString();
   }
 
@@ -57,6 +60,51 @@
         live.textContent = "not updating: " + e.message;
         live.className = "stale";
       });
+  }
+
+  // A report (simulate --html) is one file: its tabs show one view at a
+  // time, its tiles are filtered in place, and nothing is fetched.
+  if (document.body.hasAttribute("data-report")) {
+    var show = function (name) {
+      document.querySelectorAll("main > [data-view]").forEach(function (s) {
+        s.classList.toggle("shown", s.getAttribute("data-view") === name);
+      });
+      document.querySelectorAll("a.tab").forEach(function (t) {
+        t.classList.toggle("active", t.getAttribute("data-tab") === name);
+      });
+    };
+    document.body.classList.add("js");
+    document.querySelectorAll("a.tab").forEach(function (a) {
+      a.addEventListener("click", function (ev) {
+        ev.preventDefault();
+        show(a.getAttribute("data-tab"));
+      });
+    });
+    var filter = document.getElementById("tile-filter");
+    if (filter) {
+      filter.addEventListener("input", function () {
+        var f = filter.value.trim();
+        document.querySelectorAll(".tile").forEach(function (t) {
+          var hit = !f;
+          if (!hit && f.indexOf("=") > 0) {
+            hit = (" " + (t.getAttribute("data-labels") || "") + " ").indexOf(" " + f + " ") >= 0;
+          } else if (!hit) {
+            hit = t.querySelector(".name").textContent.indexOf(f) >= 0 ||
+              t.querySelector(".zone").textContent.indexOf(f) >= 0;
+          }
+          t.style.display = hit ? "" : "none";
+        });
+      });
+    }
+    if (location.hash.indexOf("#decision-") === 0) {
+      show("decisions");
+      var target = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+      if (target) target.scrollIntoView();
+    } else {
+      show("cluster");
+    }
+    sortable();
+    return;
   }
 
   document.querySelectorAll("a.tab").forEach(function (a) {
