@@ -22,7 +22,7 @@ fn bench_json<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (String, serde_json::Val
 #[test]
 fn json_summary_on_last_line() {
     let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args(["bench", "--nodes", "300", "--pods", "500", "--json"])
+        .args(["bench", "--nodes", "300", "--pods", "500", "--json", "--web"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -47,6 +47,10 @@ fn json_summary_on_last_line() {
         500
     );
     assert!(v["pods_per_sec"].as_f64().unwrap() > 0.0);
+    // With the web view open: the last 200 attempts listed, the first
+    // (and one every 100 ms after it) kept to explain.
+    assert_eq!(v["web"]["listed"], 200, "{last}");
+    assert!(v["web"]["kept"].as_u64().unwrap() >= 1, "{last}");
 }
 
 /// `bench --extender` asks the extender (fed by the API server double) as
@@ -113,8 +117,16 @@ fn end_to_end_bench_with_and_without_scheduling() {
         let mut args = vec!["bench", "--e2e", "--nodes", "20", "--pods", "200", "--json"];
         if null {
             args.push("--null");
+        } else {
+            args.push("--web");
         }
         let (text, v) = bench_json(&args);
+        if !null {
+            // Each view of the page open during the run, loaded once at the end.
+            let views = v["web"].as_array().unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(views.len(), 4, "{text}");
+            assert!(views.iter().all(|w| w["bytes"].as_u64() > Some(1000)), "{text}");
+        }
         assert_eq!(v["mode"], if null { "e2e-null" } else { "e2e" }, "{text}");
         assert!(v["daemon_cpu_ms_per_pod"].as_f64().unwrap() > 0.0, "{text}");
         assert_eq!(

@@ -286,7 +286,7 @@ async fn the_extender_answers_as_simulate_places() {
     let ui = support::http(ext.admin, "GET", "/ui", None, None).await;
     let html = String::from_utf8_lossy(&ui.body);
     let nodes = server.list::<k8s_openapi::api::core::v1::Node>().len();
-    assert_eq!(html.matches("class=\"tile").count(), nodes, "{html}");
+    assert_eq!(html.matches(" data-node=").count(), nodes, "{html}");
     let queue = support::http(ext.admin, "GET", "/ui/queue", None, None).await;
     assert!(
         String::from_utf8_lossy(&queue.body).contains("kube-scheduler holds the queue"),

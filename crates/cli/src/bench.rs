@@ -52,9 +52,11 @@ pub struct Args {
     /// client, to read a real run as a fraction of.
     #[arg(long, requires = "e2e")]
     null: bool,
-    /// With --e2e: keep the web view open during the run (fetched every
-    /// 2 s, as the page does) and measure its first load at the end.
-    #[arg(long, requires = "e2e")]
+    /// Keep the web view open during the run: with --e2e, fetched every
+    /// 2 s as the page does, and its first load measured at the end;
+    /// without, the scheduler lists every attempt and keeps a sample to
+    /// explain, as it does while the page is open.
+    #[arg(long)]
     web: bool,
     /// Directory of WebAssembly plugins to add to the run (enabled in the
     /// profile unless the configuration mentions them).
@@ -232,6 +234,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         None => None,
     };
 
+    // The web view open: attempts listed and sampled as the daemon does.
+    let web = args.web.then(|| {
+        let status = std::sync::Arc::new(wasmsched_kube::daemon::Status::new(plugins.clone()));
+        status.web.set_frameworks(sched.frameworks().to_vec());
+        sched.set_shadow(Box::new(wasmsched_kube::web::DecisionTap::new(status.clone())), 100);
+        status
+    });
+
     let setup = Instant::now();
     let now = Instant::now();
     // The cache keeps its own copy of each node: each of the bench's is
@@ -300,6 +310,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 }
             };
             latencies.push(t.elapsed());
+            if let Some(status) = &web {
+                // The page asks every two seconds; this keeps it "open".
+                if latencies.len() % 1000 == 1 {
+                    status.web.ask();
+                }
+                status.web.list_attempt(&a);
+            }
             if let Some(n) = a.nomination() {
                 for v in &n.victims {
                     sched.on_pod_deleted(&v.key, &v.uid, clock);
@@ -376,6 +393,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             p["agreement"].as_f64().map_or("-".to_owned(), |a| format!("{:.3}", a))
         );
     }
+    let web = web.map(|status| {
+        drop(sched.set_shadow_off());
+        status.web.recorded()
+    });
+    if let Some((listed, kept)) = web {
+        println!("web view open: the last {listed} attempts listed, {kept} kept to explain");
+    }
     let preemptions_per_sec = preemptions as f64 / elapsed.as_secs_f64();
     if preemptions > 0 {
         println!(
@@ -410,6 +434,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "compared": sh["profiles"][&profile]["compared"],
                     "agreement": sh["profiles"][&profile]["agreement"],
                 })),
+                "web": web.map(|(listed, kept)| json!({"listed": listed, "kept": kept})),
             })
         );
     }

@@ -253,7 +253,7 @@ fn report(
             notes.victims.insert(r.pod.clone(), victims.clone());
         }
         attempts.push(web::Attempt {
-            at: String::new(),
+            at: None,
             pod: r.pod.clone(),
             profile: r.profile.clone(),
             outcome: outcome(r),

@@ -116,7 +116,8 @@ pub struct Status {
 }
 
 impl Status {
-    pub(crate) fn new(plugins: Option<Arc<wasmsched_wasm::PluginHost>>) -> Self {
+    /// The status of a process serving `plugins`.
+    pub fn new(plugins: Option<Arc<wasmsched_wasm::PluginHost>>) -> Self {
         Self {
             metrics: Metrics::default(),
             nodes_synced: AtomicBool::new(false),
@@ -319,9 +320,9 @@ pub async fn run(
     let status = Arc::new(Status::new(opts.plugins.clone()));
     let mut sched = Scheduler::new(&opts.config, &opts.registry, opts.seed, Responsibility::OwnProfiles)?;
     sched.set_null_placement(opts.null_placement);
-    // The web view's decisions: every attempt while the page is open.
+    // The web view's decisions, while the page is open.
     status.web.set_frameworks(sched.frameworks().to_vec());
-    sched.set_shadow(Box::new(crate::web::DecisionTap(status.clone())), 100);
+    sched.set_shadow(Box::new(crate::web::DecisionTap::new(status.clone())), 100);
     if let Some(sh) = opts.shadow {
         let shadow = crate::shadow::Shadow::start(sh, opts.registry.clone(), opts.config.clone(), &mut sched)?;
         let _ = status.shadow.set(shadow);

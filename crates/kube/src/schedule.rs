@@ -203,10 +203,7 @@ impl Loop {
                 .plugin(&t.plugin, t.extension_point, t.status, t.took);
         }
         let pod = &attempt.pod;
-        if self.status.web.watched() {
-            let outcome = wasmsched_core::framework::CycleOutcome::of(&attempt.result);
-            self.status.web.attempt(&attempt.profile, &pod.key, outcome);
-        }
+        self.status.web.list_attempt(&attempt);
         match &attempt.result {
             Ok(r) => {
                 self.status.metrics.attempt(&attempt.profile, "scheduled", took);
@@ -317,12 +314,15 @@ impl Loop {
             stop,
             ..
         } = &mut self.ch;
+        let web = &self.status.web;
         self.rt.block_on(async {
             tokio::select! {
                 m = msgs.recv() => m.map_or(Next::Closed, Next::Msg),
                 Some(o) = outcomes.recv() => Next::Outcome(o),
                 Some(v) = evictions.recv() => Next::Evicted(v),
                 _ = stop.wait_for(|s| *s) => Next::Idle,
+                // The web view waits for a view: build it now.
+                _ = web.woken() => Next::Idle,
                 _ = tokio::time::sleep(wait) => Next::Idle,
             }
         })

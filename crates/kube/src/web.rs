@@ -149,6 +149,8 @@ pub struct Board {
     asked_pods: Mutex<std::collections::HashSet<String>>,
     /// `asked_pods` is not empty (read each cycle without the lock).
     any_asked: std::sync::atomic::AtomicBool,
+    /// Wakes an idle scheduling thread when a request waits for a view.
+    wake: tokio::sync::Notify,
     /// The profiles' frameworks, to explain a decision again (on the
     /// caller's thread, no worker pool).
     frameworks: std::sync::OnceLock<Vec<Framework>>,
@@ -185,7 +187,7 @@ impl Board {
     }
 
     /// Sets the frameworks decisions are explained with.
-    pub(crate) fn set_frameworks(&self, frameworks: Vec<Framework>) {
+    pub fn set_frameworks(&self, frameworks: Vec<Framework>) {
         let _ = self
             .frameworks
             .set(frameworks.into_iter().map(|f| f.with_pool(None)).collect());
@@ -222,7 +224,7 @@ impl Board {
     /// Lists an attempt (the scheduling thread calls it after each cycle
     /// while the page is open). Its decision can be explained when the
     /// cycle was sampled: the last case recorded is its own.
-    pub(crate) fn attempt(&self, profile: &str, pod: &str, outcome: CycleOutcome) {
+    fn attempt(&self, profile: &str, pod: &str, outcome: CycleOutcome) {
         let explained = self
             .decisions
             .lock()
@@ -234,12 +236,25 @@ impl Board {
             a.pop_front();
         }
         a.push_back(Attempt {
-            at: crate::daemon::time_now(),
+            at: Some(std::time::SystemTime::now()),
             pod: pod.to_owned(),
             profile: profile.to_owned(),
             outcome,
             explained,
         });
+    }
+
+    /// Lists `attempt` while the page is open.
+    pub fn list_attempt(&self, attempt: &wasmsched_core::scheduler::Attempt) {
+        if self.watched() {
+            self.attempt(&attempt.profile, &attempt.pod.key, CycleOutcome::of(&attempt.result));
+        }
+    }
+
+    /// How many attempts are listed and how many kept to explain.
+    pub fn recorded(&self) -> (usize, usize) {
+        let listed = self.attempts.lock().unwrap_or_else(|p| p.into_inner()).len();
+        (listed, self.decisions.lock().unwrap_or_else(|p| p.into_inner()).len())
     }
 
     /// The attempts listed, newest first.
@@ -282,7 +297,13 @@ impl Board {
     pub fn ask(&self) -> u64 {
         let asked = self.now_ms();
         self.asked_ms.store(asked, Ordering::Relaxed);
+        self.wake.notify_one();
         asked
+    }
+
+    /// Completes when a request asked (the scheduling thread's idle wait).
+    pub(crate) async fn woken(&self) {
+        self.wake.notified().await;
     }
 
     /// [`Board::ask`], then the view published after this request, waiting
@@ -308,7 +329,8 @@ impl Board {
 /// One attempt made while the page was open.
 #[derive(Debug, Clone)]
 pub struct Attempt {
-    pub at: String,
+    /// When (none in a simulation); formatted when shown, not per cycle.
+    pub at: Option<std::time::SystemTime>,
     pub pod: String,
     pub profile: String,
     pub outcome: CycleOutcome,
@@ -333,7 +355,14 @@ pub struct Decision {
 /// Keeps an attempt with what it started from at most every
 /// [`EXPLAIN_EVERY`] while the page is open, and the next attempt of a pod
 /// whose decision was asked for; nothing while the page is closed.
-pub struct DecisionTap(pub(crate) std::sync::Arc<crate::daemon::Status>);
+pub struct DecisionTap(std::sync::Arc<crate::daemon::Status>);
+
+impl DecisionTap {
+    /// The tap of `status`'s web view, for [`Scheduler::set_shadow`] at 100 %.
+    pub fn new(status: std::sync::Arc<crate::daemon::Status>) -> Self {
+        Self(status)
+    }
+}
 
 impl ShadowTap for DecisionTap {
     fn wants(&self, _profile: usize, pod: &wasmsched_core::PodInfo) -> bool {
@@ -707,7 +736,7 @@ fn attempts_table(list: &[Attempt], profile: &str, summary: Markup, link: impl F
                 tbody {
                     @for a in list.iter().filter(|a| profile.is_empty() || a.profile == profile) {
                         tr data-pod=(a.pod) data-profile=(a.profile) {
-                            td { (a.at) }
+                            td { @if let Some(t) = a.at { (rfc3339(t)) } }
                             td {
                                 @if a.explained {
                                     a href=(link(&a.pod)) { (a.pod) }
@@ -924,6 +953,14 @@ fn document(body: Markup, shown: &str, report: bool) -> Markup {
     }
 }
 
+/// `t` as RFC 3339, to the second.
+fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    k8s_openapi::jiff::Timestamp::from_second(d.as_secs() as i64)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default()
+}
+
 /// `s` as a URL query value.
 fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -981,7 +1018,7 @@ mod tests {
             profile: hostile.into(),
         };
         let attempt = Attempt {
-            at: hostile.into(),
+            at: None,
             pod: hostile.into(),
             profile: hostile.into(),
             outcome: CycleOutcome::Unschedulable(hostile.into()),
