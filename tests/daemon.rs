@@ -1964,8 +1964,12 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
             }
         });
     }
+    // A second profile enables load-aware, which declares the sources cpu
+    // and memory (its defaults) that this configuration does not define.
     let config = format!(
         "profiles:\n- plugins:\n    score:\n      enabled: [{{name: fastest-node}}]\n\
+         - schedulerName: load-aware-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{{name: load-aware}}]\n\
+         wasmPlugins: {{plugins: [{{name: load-aware, failurePolicy: ignore}}]}}\n\
          metrics:\n  sources:\n  - name: latency\n    prometheus:\n      url: {url}\n      query: probe_duration_seconds\n      nodeLabel: node\n      interval: 1s\n      timeout: 1s\n"
     );
     // The node list is slow to come: the first answer arrives before it.
@@ -1982,9 +1986,29 @@ async fn bad_metric_answers_are_logged_and_scheduling_goes_on() {
         &s,
         "bad-metrics",
         &config,
-        &[("fastest-node.wasm", guest::build("examples/fastest-node/rust", None))],
+        &[
+            ("fastest-node.wasm", guest::build("examples/fastest-node/rust", None)),
+            ("load-aware.wasm", guest::build("examples/load-aware/rust", None)),
+        ],
     );
     let log = dir.join("daemon.log");
+    // A source a plugin declares and the configuration lacks is said at
+    // start, naming both, not when the first pod comes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = try_http_get(&admin, "/readyz").await.unwrap_or_default();
+        if ready.contains("200 OK") {
+            assert!(
+                ready.contains(
+                    "load-aware.wasm was refused: configure failed: it reads metric source \"cpu\" (its metric-sources, from its args), which metrics.sources does not define (defined: latency)"
+                ),
+                "{ready}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     for (i, (_, message)) in BAD_ANSWERS.iter().enumerate() {
         which.store(i, std::sync::atomic::Ordering::Relaxed);
         if message.is_empty() {

@@ -87,6 +87,10 @@ fn every_language_gives_the_same_answers_as_rust() {
                     let got = answers(&component, pod, seed);
                     assert_eq!(got["plugin"], want["plugin"], "{name}/{lang}: metadata name");
                     assert_eq!(got["points"], want["points"], "{name}/{lang}: points");
+                    assert_eq!(
+                        got["metricSources"], want["metricSources"],
+                        "{name}/{lang}: metric sources"
+                    );
                     assert_eq!(got["nodes"], want["nodes"], "{name}/{lang} on {pod} seed {seed}");
                 }
             }

@@ -889,9 +889,10 @@ fn pods_placed_between_refreshes_do_not_herd_onto_one_node() {
     assert!(n("n4") <= 1, "{spread:?}");
 }
 
-/// A metric plugin without its source configured fails loudly, naming the
-/// source; with a snapshot of values it scores by them, and a value the
-/// snapshot does not have is neutral.
+/// A metric plugin without its source configured is refused at load,
+/// naming the source (it declares it), and fails every pod of its profile
+/// though enabled at score alone; with a snapshot of values it scores by
+/// them, and a value the snapshot does not have is neutral.
 #[test]
 fn simulate_reads_metric_snapshots_in_json_and_prometheus_text() {
     let (dir, cluster, _) = herd_fixture("snapshot", 1);
@@ -916,9 +917,12 @@ fn simulate_reads_metric_snapshots_in_json_and_prometheus_text() {
     let v = stdout_json(&base);
     let reason = v["placements"][0]["reason"].as_str().unwrap_or_default().to_owned();
     assert!(
-        reason.contains("plugin fastest-node: metrics(latency): no metric source \"latency\" is configured"),
+        reason.contains(
+            "running Score plugin \"fastest-node\": plugin fastest-node is not loaded: fastest-node.wasm was refused: configure failed: it reads metric source \"latency\" (its metric-sources, from its args), which metrics.sources does not define (none is defined)"
+        ),
         "{v}"
     );
+    assert_eq!(v["placements"][0]["node"], serde_json::Value::Null, "{v}");
     // Prometheus' text format: n3 is the fastest, n1 has no value.
     let text = dir.join("metrics.prom");
     std::fs::write(

@@ -167,6 +167,16 @@ fn limits_hold(tier: Tier) {
     );
     let bad = load(r#"{"mode": "bad-config"}"#).unwrap_err();
     assert_eq!(bad, LoadError::Configure("mode bad-config: refusing to start".into()));
+    // A declaration of metric sources is read bounded: 64 names of at
+    // most 256 bytes; one that traps refuses the version.
+    let many = load(r#"{"mode": "many-sources"}"#).unwrap();
+    let names = many.metric_sources().unwrap();
+    assert_eq!(names.len(), wasmsched_wasm::MAX_METRIC_SOURCES);
+    assert!(names.iter().all(|n| n.len() <= 256), "{:?}", names[0]);
+    match load(r#"{"mode": "trap-sources"}"#).unwrap_err() {
+        LoadError::Instantiate(why) => assert!(why.starts_with("metric-sources: "), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }
 
 /// Calls that find every pooled instance busy make instances of their own;
@@ -611,7 +621,9 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(
-            m.contains("does not export wasmsched:plugin/plugin@0.3.0 (or 0.2.0 or 0.1.0, the earlier contracts)"),
+            m.contains(
+                "does not export wasmsched:plugin/plugin@0.4.0 (or 0.3.0, 0.2.0 or 0.1.0, the earlier contracts)"
+            ),
             "{m}"
         ),
         e => panic!("{e:?}"),
@@ -932,19 +944,30 @@ fn a_missing_plugin_refuses_pods_under_fail_and_is_skipped_under_ignore() {
     let mut state = CycleState::default();
     let st = slot.pre_filter(&mut state, &p, &snapshot);
     assert_eq!(st.code(), wasmsched_core::Code::UnschedulableAndUnresolvable);
-    assert_eq!(
-        st.message(),
-        format!(
-            "plugin label-gate is not loaded: no file in {} provides it",
-            dir.display()
-        )
+    let why = format!(
+        "plugin label-gate is not loaded: no file in {} provides it",
+        dir.display()
     );
+    assert_eq!(st.message(), why);
+    // Enabled at filter or score alone (no PreFilter or PreScore runs): the
+    // filter rejects every node and the score fails, naming why.
+    let mut rejected = Vec::new();
+    slot.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    assert_eq!(rejected.len(), 2);
+    assert!(rejected.iter().all(|(_, st)| st.message() == why));
+    let mut out = [0; 2];
+    let err = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+    assert_eq!(err.message(), why);
     let ignore = host_dir(
         &dir,
         json!({"plugins": [{"name": "label-gate", "failurePolicy": "ignore"}]}),
     );
     let slot = ignore.slot("label-gate", "{}".into()).unwrap();
     assert!(slot.pre_filter(&mut state, &p, &snapshot).is_skip());
+    let mut rejected = Vec::new();
+    slot.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    assert!(rejected.is_empty());
+    assert_eq!(slot.score_nodes(&state, &p, &refs(&ns), &mut [7; 2]), Ok(()));
     // A file whose configure fails: not loaded, not fatal, and says why.
     std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
     let host = host_dir(&dir, json!({}));
@@ -959,7 +982,6 @@ fn a_missing_plugin_refuses_pods_under_fail_and_is_skipped_under_ignore() {
         "{}",
         st.message()
     );
-    let _ = ns;
 }
 
 /// An idle watched directory is not rescanned (the scan's own reads of the
@@ -1159,17 +1181,31 @@ fn a_file_that_compiles_too_long_is_refused() {
     assert_eq!(host.compiling(), 0);
 }
 
-/// Components built against contracts 0.1 and 0.2 still load on the host
-/// of 0.3, keep their event registrations (0.1: every change), and answer
-/// as the same plugin built from today's source (against 0.3).
+/// Components built against contracts 0.1, 0.2 and 0.3 still load on the
+/// host of 0.4, keep their event registrations (0.1: every change), and
+/// answer as the same plugin built from today's source (against 0.4),
+/// which declares the metric sources it reads (0.3 could not).
 #[test]
 fn components_built_against_earlier_contracts_keep_loading() {
     let host = host_for(None, json!({}));
     let v0_1 = host.load_file(&guest::label_gate_v0_1(), "{}").unwrap();
     let v0_2 = host.load_file(&guest::label_gate_v0_2(), "{}").unwrap();
+    let v0_3 = host.load_file(&guest::v0_3("label-gate"), "{}").unwrap();
     let new = host.load_file(&guest::label_gate(), "{}").unwrap();
-    assert_eq!((v0_1.contract, v0_2.contract, new.contract), ("0.1", "0.2", "0.3"));
+    assert_eq!(
+        (v0_1.contract, v0_2.contract, v0_3.contract, new.contract),
+        ("0.1", "0.2", "0.3", "0.4")
+    );
     assert_eq!(v0_1.events, None, "0.1 plugins register for every change");
+    assert_eq!(v0_3.events, new.events, "0.3 registrations carry over");
+    assert_eq!((v0_3.metric_sources(), new.metric_sources()), (None, Some(&[][..])));
+    let args = r#"{"source": "rtt"}"#;
+    let fastest_v0_3 = host.load_file(&guest::v0_3("fastest-node"), args).unwrap();
+    let fastest = host
+        .load_file(&guest::build("examples/fastest-node/rust", None), args)
+        .unwrap();
+    assert_eq!(fastest_v0_3.metric_sources(), None);
+    assert_eq!(fastest.metric_sources(), Some(&["rtt".to_owned()][..]));
     let spread_v0_2 = host
         .load_file(&guest::label_spread_v0_2(), r#"{"topologyKey": "zone"}"#)
         .unwrap();
@@ -1192,6 +1228,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
     };
     assert_eq!(verdicts(&v0_1), verdicts(&new));
     assert_eq!(verdicts(&v0_2), verdicts(&new));
+    assert_eq!(verdicts(&v0_3), verdicts(&new));
 }
 
 /// The next pod's cycle fails, rejected by `plugin` alone, with `message`

@@ -145,6 +145,12 @@ pub fn label_gate_v0_2() -> PathBuf {
     repo().join("plugins/testdata/contract-0.2/label-gate.wasm")
 }
 
+/// label-gate and fastest-node built against contract 0.3, kept as built
+/// then (0.3 declares no metric sources).
+pub fn v0_3(name: &str) -> PathBuf {
+    repo().join(format!("plugins/testdata/contract-0.3/{name}.wasm"))
+}
+
 /// label-spread built against contract 0.2 (it declares its events).
 pub fn label_spread_v0_2() -> PathBuf {
     repo().join("plugins/testdata/contract-0.2/label-spread.wasm")

@@ -211,6 +211,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         } else {
             wasmsched_wasm::Tiering::Off
         },
+        &args.synthetic_metrics,
     )?;
     let wasm_plugins: Vec<String> = plugins.as_ref().map(|h| h.names()).unwrap_or_default();
     let mut sched =

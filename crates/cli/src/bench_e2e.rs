@@ -47,6 +47,7 @@ fn daemon_config(e: &E2e) -> anyhow::Result<serde_json::Value> {
             e.seed,
             crate::plugin::FirstScan::Now,
             wasmsched_wasm::Tiering::Off,
+            &[],
         )?;
         let names: Vec<serde_json::Value> = host
             .map(|h| h.versions().into_iter().map(|(_, n, _)| json!({"name": n})).collect())

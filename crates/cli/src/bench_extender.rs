@@ -119,6 +119,7 @@ pub fn run(b: ExtenderBench) -> anyhow::Result<()> {
         b.seed,
         crate::plugin::FirstScan::Now,
         wasmsched_wasm::Tiering::Off,
+        &[],
     )?;
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {

@@ -54,6 +54,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         0,
         crate::plugin::FirstScan::Now,
         wasmsched_wasm::Tiering::Off,
+        &[],
     )?;
     let ours: Vec<String> = config.profiles.iter().map(|p| p.scheduler_name.clone()).collect();
     let rt = tokio::runtime::Runtime::new()?;

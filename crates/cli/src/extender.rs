@@ -70,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         0,
         crate::plugin::FirstScan::Now,
         wasmsched_wasm::Tiering::BaselineFirst,
+        &[],
     )?;
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     rt.block_on(async move {

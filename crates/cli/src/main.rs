@@ -124,6 +124,13 @@ pub(crate) struct Metrics {
 }
 
 /// Reads `--metrics FILE`; values without a timestamp are taken now.
+impl Metrics {
+    /// The sources it has values of.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.sources.keys().cloned().collect()
+    }
+}
+
 pub(crate) fn read_metrics(path: &Path) -> anyhow::Result<Metrics> {
     let now = wasmsched_wasm::unix_ms();
     let sources = wasmsched_core::metrics::snapshot::parse(&read_file(path)?, now)

@@ -157,16 +157,28 @@ pub enum FirstScan {
 /// directory (or `dir`, which overrides it), read as `first_scan` says.
 /// `tiering` says which compilers load the files (a scheduler or an
 /// extender starts big components on baseline code; offline commands run
-/// Cranelift's code from the start).
+/// Cranelift's code from the start). A plugin declaring a metric source
+/// that neither `metrics.sources` nor `more_sources` (a metrics file's, the
+/// bench's synthetic ones) names is refused at load.
 pub fn registry(
     config: &mut Config,
     dir: Option<&Path>,
     seed: u64,
     first_scan: FirstScan,
     tiering: Tiering,
+    more_sources: &[String],
 ) -> anyhow::Result<(Registry, Option<Arc<PluginHost>>)> {
     let mut registry = Registry::builtin();
     let mut wasm = WasmConfig::from_value(config.wasm_plugins.as_ref()).map_err(anyhow::Error::msg)?;
+    wasm.metric_sources = Some(
+        config
+            .metrics
+            .sources
+            .iter()
+            .map(|s| s.name.clone())
+            .chain(more_sources.iter().cloned())
+            .collect(),
+    );
     if let Some(d) = dir {
         if !d.is_dir() {
             bail!("plugin directory {} does not exist", d.display());
@@ -322,6 +334,14 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
     println!("points:   {}", l.point_names().join(", "));
     println!("contract: wasmsched:plugin {}", l.contract);
     println!("events:   {}", events_text(l.events.as_deref()));
+    println!(
+        "metrics:  {}",
+        match l.metric_sources() {
+            None => "not declared (contract before 0.4)".to_owned(),
+            Some([]) => "none read".to_owned(),
+            Some(names) => names.join(", "),
+        }
+    );
     println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     if let Some(b) = l.memory_bytes() {
@@ -529,6 +549,7 @@ fn test(
             .collect();
         let out = serde_json::json!({
             "plugin": l.name, "version": l.version, "points": l.point_names(),
+            "metricSources": l.metric_sources(),
             "pod": pod.key.to_string(), "preFilter": pre_filter, "errors": errors, "nodes": rows,
         });
         println!("{out}");

@@ -134,6 +134,7 @@ fn place_with(
         args.seed,
         crate::plugin::FirstScan::Now,
         wasmsched_wasm::Tiering::Off,
+        &metrics.map(crate::Metrics::names).unwrap_or_default(),
     )?;
     let (_, name, version) = host
         .as_ref()

@@ -187,6 +187,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         args.seed,
         crate::plugin::FirstScan::Later,
         wasmsched_wasm::Tiering::BaselineFirst,
+        &[],
     )?;
     let shadow = match &plugins {
         Some(h) => crate::plugin::shadow(h, args.seed, wasmsched_wasm::Tiering::BaselineFirst)?,

@@ -170,12 +170,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .as_ref()
         .map_or("the default configuration".to_owned(), |p| p.display().to_string());
     crate::plugin::refuse_shadow(&config, "simulate")?;
+    let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
     let (registry, plugins) = crate::plugin::registry(
         &mut config,
         args.plugins.as_deref(),
         args.seed,
         crate::plugin::FirstScan::Now,
         wasmsched_wasm::Tiering::Off,
+        &metrics.as_ref().map(crate::Metrics::names).unwrap_or_default(),
     )?;
     for (name, w) in &args.plugin_weight {
         if !config.set_weight(name, *w) {
@@ -185,7 +187,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if plugins.is_some() {
         eprintln!("{}", score_weights(&config, &registry)?);
     }
-    let metrics = args.metrics.as_deref().map(crate::read_metrics).transpose()?;
     let Simulation { rows, sched, timings } = simulate(
         &config,
         &registry,

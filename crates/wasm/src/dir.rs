@@ -92,6 +92,12 @@ pub struct WasmConfig {
     /// New plugin versions tried on live traffic beside the serving ones,
     /// never deciding a placement.
     pub shadow: Option<ShadowConfig>,
+    /// The metric sources plugins may read (`metrics.sources[].name`, set
+    /// by the caller, not read from `wasmPlugins`): a version declaring a
+    /// source not among them (contract 0.4's `metric-sources`) is refused
+    /// at load. None: not checked.
+    #[serde(skip)]
+    pub metric_sources: Option<std::collections::BTreeSet<String>>,
 }
 
 /// `wasmPlugins.shadow`: a second directory whose components shadow the
@@ -529,6 +535,7 @@ impl PluginHost {
                     limits,
                     self.seed,
                     stats.clone(),
+                    self.config.metric_sources.as_ref(),
                 ) {
                     // The scan counted this version's load; a slot (one
                     // per profile or extender verb) only instantiates it.
@@ -732,6 +739,7 @@ impl PluginHost {
                     slot.limits,
                     self.seed,
                     stats.clone(),
+                    self.config.metric_sources.as_ref(),
                 )
                 .map(Arc::new)
             })
@@ -776,6 +784,7 @@ impl PluginHost {
             limits,
             self.seed,
             Arc::default(),
+            self.config.metric_sources.as_ref(),
         )
     }
 

@@ -1,5 +1,5 @@
 //! The host side of the contract: bindings generated from `wit/` (the
-//! current minor, 0.3) and from `wit/0.2.0/` and `wit/0.1.0/` (so that
+//! current minor, 0.4) and from `wit/0.3.0/`, `wit/0.2.0/` and `wit/0.1.0/` (so that
 //! plugins built against earlier minors keep loading), and the read-only
 //! views of the pod, the node batch, the cluster's pods and the live
 //! metrics a plugin call receives. Every minor's imports are served by the
@@ -18,11 +18,24 @@ use wasmtime::format_err;
 use crate::limits::{Budget, Limiter};
 use crate::plugin::PluginStats;
 
-/// Contract 0.3 (`wit/plugin.wit`): what the SDKs build against.
-pub mod v0_3 {
+/// Contract 0.4 (`wit/plugin.wit`): what the SDKs build against.
+pub mod v0_4 {
     wasmtime::component::bindgen!({
         world: "scheduler-plugin",
         path: "../../wit",
+        imports: { default: trappable },
+        with: {
+            "wasmsched:plugin/cluster.pod": super::PodHandle,
+            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+        },
+    });
+}
+
+/// Contract 0.3 (`wit/0.3.0/plugin.wit`), served unchanged.
+pub mod v0_3 {
+    wasmtime::component::bindgen!({
+        world: "scheduler-plugin",
+        path: "../../wit/0.3.0",
         imports: { default: trappable },
         with: {
             "wasmsched:plugin/cluster.pod": super::PodHandle,
@@ -57,14 +70,15 @@ pub mod v0_1 {
     });
 }
 
-pub use v0_3::exports;
+pub use v0_4::exports;
 
 /// An instance's exports, whichever minor it was built against; calls
-/// return 0.3's types (earlier minors' are subsets).
+/// return 0.4's types (earlier minors' are subsets).
 pub(crate) enum Bindings {
     V0_1(v0_1::SchedulerPlugin),
     V0_2(v0_2::SchedulerPlugin),
     V0_3(v0_3::SchedulerPlugin),
+    V0_4(v0_4::SchedulerPlugin),
 }
 
 /// A component made ready to instantiate, for its minor.
@@ -73,6 +87,7 @@ pub(crate) enum BindingsPre {
     V0_1(v0_1::SchedulerPluginPre<HostState>),
     V0_2(v0_2::SchedulerPluginPre<HostState>),
     V0_3(v0_3::SchedulerPluginPre<HostState>),
+    V0_4(v0_4::SchedulerPluginPre<HostState>),
 }
 
 use exports::wasmsched::plugin::plugin as guest;
@@ -129,45 +144,53 @@ macro_rules! from_minor {
 
 from_minor!(from_v0_1, super::v0_1::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_2, super::v0_2::exports::wasmsched::plugin::plugin);
+from_minor!(from_v0_3, super::v0_3::exports::wasmsched::plugin::plugin);
 
-/// A 0.2 plugin's event registration, as 0.3's.
-fn events_v0_2(
-    events: Option<Vec<v0_2::exports::wasmsched::plugin::plugin::ClusterEvent>>,
-) -> Option<Vec<guest::ClusterEvent>> {
-    use guest::EventActions as A;
-    use old::EventActions as O;
-    use v0_2::exports::wasmsched::plugin::plugin as old;
-    let actions = |a: O| {
-        [
-            (O::ADD, A::ADD),
-            (O::DELETE, A::DELETE),
-            (O::UPDATE, A::UPDATE),
-            (O::UPDATE_NODE_ALLOCATABLE, A::UPDATE_NODE_ALLOCATABLE),
-            (O::UPDATE_NODE_LABEL, A::UPDATE_NODE_LABEL),
-            (O::UPDATE_NODE_TAINT, A::UPDATE_NODE_TAINT),
-            (O::UPDATE_NODE_CONDITION, A::UPDATE_NODE_CONDITION),
-            (O::UPDATE_NODE_ANNOTATION, A::UPDATE_NODE_ANNOTATION),
-            (O::UPDATE_POD_LABEL, A::UPDATE_POD_LABEL),
-            (O::UPDATE_POD_SCALE_DOWN, A::UPDATE_POD_SCALE_DOWN),
-            (O::UPDATE_POD_TOLERATION, A::UPDATE_POD_TOLERATION),
-        ]
-        .into_iter()
-        .filter(|(o, _)| a.contains(*o))
-        .fold(A::empty(), |acc, (_, new)| acc | new)
-    };
-    events.map(|es| {
-        es.into_iter()
-            .map(|e| guest::ClusterEvent {
-                resource: match e.resource {
-                    old::EventResource::Node => guest::EventResource::Node,
-                    old::EventResource::Pod => guest::EventResource::Pod,
-                    old::EventResource::Namespace => guest::EventResource::Namespace,
-                },
-                actions: actions(e.actions),
+/// An earlier minor's event registration, as the current one's.
+macro_rules! events_from {
+    ($name:ident, $minor:ident) => {
+        fn $name(
+            events: Option<Vec<$minor::exports::wasmsched::plugin::plugin::ClusterEvent>>,
+        ) -> Option<Vec<guest::ClusterEvent>> {
+            use guest::EventActions as A;
+            use old::EventActions as O;
+            use $minor::exports::wasmsched::plugin::plugin as old;
+            let actions = |a: O| {
+                [
+                    (O::ADD, A::ADD),
+                    (O::DELETE, A::DELETE),
+                    (O::UPDATE, A::UPDATE),
+                    (O::UPDATE_NODE_ALLOCATABLE, A::UPDATE_NODE_ALLOCATABLE),
+                    (O::UPDATE_NODE_LABEL, A::UPDATE_NODE_LABEL),
+                    (O::UPDATE_NODE_TAINT, A::UPDATE_NODE_TAINT),
+                    (O::UPDATE_NODE_CONDITION, A::UPDATE_NODE_CONDITION),
+                    (O::UPDATE_NODE_ANNOTATION, A::UPDATE_NODE_ANNOTATION),
+                    (O::UPDATE_POD_LABEL, A::UPDATE_POD_LABEL),
+                    (O::UPDATE_POD_SCALE_DOWN, A::UPDATE_POD_SCALE_DOWN),
+                    (O::UPDATE_POD_TOLERATION, A::UPDATE_POD_TOLERATION),
+                ]
+                .into_iter()
+                .filter(|(o, _)| a.contains(*o))
+                .fold(A::empty(), |acc, (_, new)| acc | new)
+            };
+            events.map(|es| {
+                es.into_iter()
+                    .map(|e| guest::ClusterEvent {
+                        resource: match e.resource {
+                            old::EventResource::Node => guest::EventResource::Node,
+                            old::EventResource::Pod => guest::EventResource::Pod,
+                            old::EventResource::Namespace => guest::EventResource::Namespace,
+                        },
+                        actions: actions(e.actions),
+                    })
+                    .collect()
             })
-            .collect()
-    })
+        }
+    };
 }
+
+events_from!(events_v0_2, v0_2);
+events_from!(events_v0_3, v0_3);
 
 impl BindingsPre {
     /// The minor of the contract, as `0.x`.
@@ -176,6 +199,7 @@ impl BindingsPre {
             BindingsPre::V0_1(_) => "0.1",
             BindingsPre::V0_2(_) => "0.2",
             BindingsPre::V0_3(_) => "0.3",
+            BindingsPre::V0_4(_) => "0.4",
         }
     }
 
@@ -184,6 +208,7 @@ impl BindingsPre {
             BindingsPre::V0_1(p) => p.engine(),
             BindingsPre::V0_2(p) => p.engine(),
             BindingsPre::V0_3(p) => p.engine(),
+            BindingsPre::V0_4(p) => p.engine(),
         }
     }
 
@@ -192,6 +217,7 @@ impl BindingsPre {
             BindingsPre::V0_1(p) => Bindings::V0_1(p.instantiate(store)?),
             BindingsPre::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
             BindingsPre::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
+            BindingsPre::V0_4(p) => Bindings::V0_4(p.instantiate(store)?),
         })
     }
 }
@@ -220,7 +246,16 @@ impl Bindings {
                     events: events_v0_2(m.events),
                 })
             }
-            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+            Bindings::V0_3(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: from_v0_3::points(m.points),
+                    events: events_v0_3(m.events),
+                })
+            }
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_metadata(s),
         }
     }
 
@@ -229,6 +264,16 @@ impl Bindings {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+        }
+    }
+
+    /// The metric sources the configured plugin reads (none declared
+    /// before 0.4: those plugins are checked when they read one).
+    pub(crate) fn metric_sources(&self, s: Store<'_>) -> wasmtime::Result<Option<Vec<String>>> {
+        match self {
+            Bindings::V0_4(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
+            _ => Ok(None),
         }
     }
 
@@ -243,7 +288,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_filter(s, pod)?
                 .map(from_v0_2::status)),
-            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+            Bindings::V0_3(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_3::status)),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
         }
     }
 
@@ -258,7 +307,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_filter(s, pod, nodes)?
                 .map(from_v0_2::rejections)),
-            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+            Bindings::V0_3(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_3::rejections)),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
         }
     }
 
@@ -273,7 +326,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_score(s, pod, nodes)?
                 .map(from_v0_2::status)),
-            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+            Bindings::V0_3(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(from_v0_3::status)),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
         }
     }
 
@@ -283,6 +340,7 @@ impl Bindings {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
         }
     }
 
@@ -292,6 +350,7 @@ impl Bindings {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
+            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
         }
     }
 }
@@ -1172,77 +1231,97 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Contract 0.3's imports: 0.2's, and live metrics.
-mod serve_v0_3 {
-    use super::v0_3::wasmsched::plugin::cluster::{
-        self, Condition, Image, LabelRequirement, Metric, PodSelector, Quantity, Taint, Toleration,
+/// Contract 0.3's imports (0.2's, and live metrics), which 0.4 serves
+/// unchanged: expanded for each minor's types.
+macro_rules! serve_metrics_minor {
+    ($name:ident, $minor:ident) => {
+        mod $name {
+            use super::$minor::wasmsched::plugin::cluster::{
+                self, Condition, Image, LabelRequirement, Metric, PodSelector, Quantity, Taint, Toleration,
+            };
+            use super::$minor::wasmsched::plugin::host::{self, Level};
+            use super::*;
+
+            /// The selector as 0.2's (the same record).
+            fn selector(s: PodSelector) -> SelectorV0_2 {
+                use super::v0_2::wasmsched::plugin::cluster::LabelRequirement as Old;
+                SelectorV0_2 {
+                    namespaces: s.namespaces,
+                    all_namespaces: s.all_namespaces,
+                    match_labels: s.match_labels,
+                    match_expressions: s
+                        .match_expressions
+                        .into_iter()
+                        .map(
+                            |LabelRequirement {
+                                 key,
+                                 operator,
+                                 values,
+                             }| Old {
+                                key,
+                                operator,
+                                values,
+                            },
+                        )
+                        .collect(),
+                }
+            }
+
+            impl cluster::Host for HostState {}
+
+            impl cluster::HostPod for HostState {
+                pod_accessors!();
+            }
+
+            impl cluster::HostNodes for HostState {
+                node_accessors!();
+                pod_views!(selector);
+
+                fn metrics(
+                    &mut self,
+                    _: Resource<NodesHandle>,
+                    source: String,
+                ) -> wasmtime::Result<Result<Vec<Option<Metric>>, String>> {
+                    self::key("a metric source", &source)?;
+                    self.check_now()?;
+                    let Some(snapshot) = self.snapshot.as_deref() else {
+                        return Err(format_err!(
+                            "metrics are available only in Filter, PreScore and Score"
+                        ));
+                    };
+                    let Some(values) = snapshot.metrics.source(&source) else {
+                        return Ok(Err(snapshot.metrics.unknown(&source)));
+                    };
+                    // Pods this plugin rejects are retried when metrics refresh.
+                    self.stats
+                        .reads_metrics
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    let now = unix_ms();
+                    Ok(Ok(self
+                        .nodes
+                        .iter()
+                        .map(|n| {
+                            values.reading(n, now).map(|r| Metric {
+                                value: r.value,
+                                age_ms: r.age_ms,
+                                pods_since: saturate(r.since.pods),
+                                cpu_since: r.since.milli_cpu,
+                                memory_since: r.since.memory,
+                            })
+                        })
+                        .collect()))
+                }
+            }
+
+            impl host::Host for HostState {
+                log_function!();
+            }
+        }
     };
-    use super::v0_3::wasmsched::plugin::host::{self, Level};
-    use super::*;
-
-    /// 0.3's selector as 0.2's (the same record).
-    fn selector(s: PodSelector) -> SelectorV0_2 {
-        use super::v0_2::wasmsched::plugin::cluster::LabelRequirement as Old;
-        SelectorV0_2 {
-            namespaces: s.namespaces,
-            all_namespaces: s.all_namespaces,
-            match_labels: s.match_labels,
-            match_expressions: s
-                .match_expressions
-                .into_iter()
-                .map(|LabelRequirement { key, operator, values }| Old { key, operator, values })
-                .collect(),
-        }
-    }
-
-    impl cluster::Host for HostState {}
-
-    impl cluster::HostPod for HostState {
-        pod_accessors!();
-    }
-
-    impl cluster::HostNodes for HostState {
-        node_accessors!();
-        pod_views!(selector);
-
-        fn metrics(
-            &mut self,
-            _: Resource<NodesHandle>,
-            source: String,
-        ) -> wasmtime::Result<Result<Vec<Option<Metric>>, String>> {
-            self::key("a metric source", &source)?;
-            self.check_now()?;
-            let Some(snapshot) = self.snapshot.as_deref() else {
-                return Err(format_err!("metrics are available only in Filter, PreScore and Score"));
-            };
-            let Some(values) = snapshot.metrics.source(&source) else {
-                return Ok(Err(snapshot.metrics.unknown(&source)));
-            };
-            // Pods this plugin rejects are retried when metrics refresh.
-            self.stats
-                .reads_metrics
-                .store(true, std::sync::atomic::Ordering::Relaxed);
-            let now = unix_ms();
-            Ok(Ok(self
-                .nodes
-                .iter()
-                .map(|n| {
-                    values.reading(n, now).map(|r| Metric {
-                        value: r.value,
-                        age_ms: r.age_ms,
-                        pods_since: saturate(r.since.pods),
-                        cpu_since: r.since.milli_cpu,
-                        memory_since: r.since.memory,
-                    })
-                })
-                .collect()))
-        }
-    }
-
-    impl host::Host for HostState {
-        log_function!();
-    }
 }
+
+serve_metrics_minor!(serve_v0_3, v0_3);
+serve_metrics_minor!(serve_v0_4, v0_4);
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,8 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.3.0`; components built against 0.1.0 and 0.2.0 keep
-//! loading).
+//! (`wasmsched:plugin@0.4.0`; components built against 0.1.0, 0.2.0 and
+//! 0.3.0 keep loading).
 //! This crate compiles it once (and keeps the compiled artifact on disk; a
 //! big one serves first on baseline code while the optimised code compiles),
 //! checks that it imports nothing but the plugin world, instantiates it with a memory cap, calls it with a deadline
@@ -38,7 +38,9 @@ pub use host::exports::wasmsched::plugin::plugin::{
     Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
 };
 pub use host::unix_ms;
-pub use plugin::{CallError, FailurePolicy, Limits, Loaded, PluginSlot, PluginStats, warm_instances};
+pub use plugin::{
+    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, PluginSlot, PluginStats, warm_instances,
+};
 
 /// Why a plugin file was rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -140,6 +140,9 @@ fn plugin_error(m: String) -> CallError {
 /// of one batch, so a large cluster does not turn into one long call.
 pub const MAX_BATCH: usize = 512;
 
+/// Most metric sources a plugin's declaration is read for.
+pub const MAX_METRIC_SOURCES: usize = 64;
+
 struct Instance {
     store: Store<HostState>,
     bindings: Bindings,
@@ -196,7 +199,7 @@ pub struct Loaded {
     /// The compiler of the code it runs (baseline until Cranelift's code
     /// replaces it, for a big component in a scheduler).
     pub tier: crate::Tier,
-    /// The minor of the contract it was built against (`0.1`, `0.2`, `0.3`).
+    /// The minor of the contract it was built against (`0.1` to `0.4`).
     pub contract: &'static str,
     /// The language it was written in, when the component says
     /// (`Rust`, `Go`, `Python`, ...).
@@ -214,6 +217,8 @@ pub struct Loaded {
     /// An instance was discarded: make a spare off the scheduling path.
     needs_spare: std::sync::atomic::AtomicBool,
     refilling: std::sync::atomic::AtomicBool,
+    /// The metric sources it declares (contract 0.4 on; none before).
+    metric_sources: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -380,7 +385,9 @@ fn classify(e: wasmtime::Error, limits: &Limits, within: std::time::Duration) ->
 
 impl Loaded {
     /// Instantiates `compiled` and configures it with `args`; an error
-    /// rejects the version.
+    /// rejects the version, as does a metric source it declares that
+    /// `sources` (when given) lacks.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         compiled: Arc<Compiled>,
         meta: &guest::PluginMetadata,
@@ -389,8 +396,9 @@ impl Loaded {
         limits: Limits,
         seed: u64,
         stats: Arc<PluginStats>,
+        sources: Option<&std::collections::BTreeSet<String>>,
     ) -> Result<Self, LoadError> {
-        let loaded = Self {
+        let mut loaded = Self {
             name: meta.name.clone(),
             version: meta.version.clone(),
             sha256: compiled.sha256.clone(),
@@ -412,12 +420,38 @@ impl Loaded {
             // Warm the pool off the scheduling path at first use.
             needs_spare: std::sync::atomic::AtomicBool::new(true),
             refilling: Default::default(),
+            metric_sources: None,
         };
         let within = loaded.limits.load_deadline();
-        let inst = loaded.fresh(within).map_err(|e| match e {
+        let mut inst = loaded.fresh(within).map_err(|e| match e {
             CallError::Plugin(m) => LoadError::Configure(m),
             other => LoadError::Instantiate(other.to_string()),
         })?;
+        // What it reads, checked against what is configured (0.4 on).
+        set_deadline(&mut inst.store, loaded.limits.timeout);
+        loaded.metric_sources = inst
+            .bindings
+            .metric_sources(&mut inst.store)
+            .map_err(|e| LoadError::Instantiate(format!("metric-sources: {}", classify(e, &loaded.limits, within))))?
+            .map(|names| {
+                names
+                    .into_iter()
+                    .take(MAX_METRIC_SOURCES)
+                    .map(|n| guest_text(&n, crate::text::MAX_REASON_BYTES))
+                    .collect()
+            });
+        if let (Some(declared), Some(known)) = (&loaded.metric_sources, sources)
+            && let Some(missing) = declared.iter().find(|n| !known.contains(*n))
+        {
+            let defined = if known.is_empty() {
+                "none is defined".to_owned()
+            } else {
+                format!("defined: {}", known.iter().cloned().collect::<Vec<_>>().join(", "))
+            };
+            return Err(LoadError::Configure(format!(
+                "it reads metric source {missing:?} (its metric-sources, from its args), which metrics.sources does not define ({defined})"
+            )));
+        }
         loaded.pool.lock().unwrap_or_else(|p| p.into_inner()).push(inst);
         Ok(loaded)
     }
@@ -425,6 +459,11 @@ impl Loaded {
     /// The compiled component it instantiates.
     pub(crate) fn compiled(&self) -> &Arc<Compiled> {
         &self.compiled
+    }
+
+    /// The metric sources it declares reading (none before contract 0.4).
+    pub fn metric_sources(&self) -> Option<&[String]> {
+        self.metric_sources.as_deref()
     }
 
     /// The limits it runs under.
@@ -969,7 +1008,14 @@ impl Plugin for PluginSlot {
         nodes: &[&Arc<NodeInfo>],
         rejected: &mut Vec<(usize, Status)>,
     ) {
-        let Some(v) = self.serving() else { return };
+        let Some(v) = self.serving() else {
+            // Enabled at filter alone (no PreFilter to refuse the pod):
+            // not loaded under `fail` rejects every node, naming why.
+            if let (FailurePolicy::Fail, Some(why)) = (self.limits.failure_policy, self.not_loaded()) {
+                rejected.extend((0..nodes.len()).map(|i| (i, Status::unresolvable(why.clone()))));
+            }
+            return;
+        };
         if !v.implements(guest::Points::FILTER) {
             return;
         }
@@ -1045,6 +1091,11 @@ impl Plugin for PluginSlot {
         out: &mut [i64],
     ) -> Result<(), Status> {
         let Some(v) = self.serving() else {
+            // Enabled at score alone (no PreScore to fail the cycle): not
+            // loaded under `fail` fails it, naming why; `ignore` scores 0.
+            if let (FailurePolicy::Fail, Some(why)) = (self.limits.failure_policy, self.not_loaded()) {
+                return Err(Status::error(why));
+            }
             out.fill(0);
             return Ok(());
         };

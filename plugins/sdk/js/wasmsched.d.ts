@@ -165,6 +165,10 @@ export interface PluginDefinition {
    * not set: every change. */
   events?: ClusterEvent[];
   configure?(args: any): void;
+  /** The metric sources (`metrics.sources[].name`) the plugin reads with
+   * `nodes.metrics`, as `configure` set it up; called once after it, and
+   * checked by the host at load. Not set: none. */
+  metricSources?(): string[];
   preFilter?(pod: Pod): Status | Code | void;
   filter?(pod: Pod, nodes: Nodes): Iterable<Rejection>;
   preScore?(pod: Pod, nodes: Nodes): Status | Code | void;

@@ -11,13 +11,15 @@
 // The points a plugin implements are the functions it defines (preFilter,
 // filter, preScore, score, normalizeScore) unless `points` lists them;
 // `events` lists the cluster changes a pod it rejected waits for (default:
-// every change). `configure(args)` receives the args as parsed JSON.
-// Throwing (a PluginError, an Error or a string) returns an error to the
-// host. `pod` and `nodes` are the contract's handles, with the WIT accessors
-// in camelCase (see README.md and wasmsched.d.ts); the pod views take a
-// plain-object selector. The SDK builds against contract 0.3 (wit/plugin.wit).
+// every change). `configure(args)` receives the args as parsed JSON;
+// `metricSources()` then names the metric sources the plugin reads with
+// `nodes.metrics` (default: none). Throwing (a PluginError, an Error or a
+// string) returns an error to the host. `pod` and `nodes` are the contract's
+// handles, with the WIT accessors in camelCase (see README.md and
+// wasmsched.d.ts); the pod views take a plain-object selector. The SDK
+// builds against contract 0.4 (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.3.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.4.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -60,7 +62,7 @@ export const EventActions = Object.freeze({
 
 const POINTS = ["preFilter", "filter", "preScore", "score", "normalizeScore"];
 // The keys of a definition; the plugin's own state and helpers start with _.
-const KEYS = ["name", "version", "points", "events", "configure", ...POINTS];
+const KEYS = ["name", "version", "points", "events", "configure", "metricSources", ...POINTS];
 const CODES = new Set(Object.values(Code));
 const RESOURCES = Object.values(EventResource);
 const ACTIONS = Object.values(EventActions);
@@ -237,6 +239,7 @@ function clusterEvents(events) {
  * @param {string[]} [def.points]  default: the point functions defined
  * @param {{resource: string, actions: string[]}[]} [def.events]  default: every change
  * @param {(args: any) => void} [def.configure]  args parsed from JSON
+ * @param {() => string[]} [def.metricSources]  the metric sources read, called after configure; default none
  * @param {(pod) => Status|string|void} [def.preFilter]
  * @param {(pod, nodes) => Rejection[]} [def.filter]
  * @param {(pod, nodes) => Status|string|void} [def.preScore]
@@ -270,6 +273,11 @@ export function definePlugin(def) {
   if (points.length === 0) {
     throw new Error(`definePlugin: ${def.name} implements no extension point: define at least one of ${POINTS.join(", ")}`);
   }
+  // The sources depend on the args, so a function; anything else would only
+  // fail when the host calls it, at load.
+  if (def.metricSources !== undefined && typeof def.metricSources !== "function") {
+    throw new Error("definePlugin: `metricSources` must be a function returning the source names (called after configure)");
+  }
   const flags = Object.fromEntries(POINTS.map((p) => [p, points.includes(p)]));
   const events = clusterEvents(def.events);
   const notImplemented = () => {
@@ -291,6 +299,7 @@ export function definePlugin(def) {
   const score = call("score");
   const normalizeScore = call("normalizeScore");
   const configure = def.configure ? def.configure.bind(def) : () => {};
+  const metricSources = def.metricSources ? def.metricSources.bind(def) : () => [];
 
   return {
     metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags, events }),
@@ -303,6 +312,24 @@ export function definePlugin(def) {
       }
       configure(parsed ?? {});
     }),
+    // No error in the contract's result: a failure is logged (its message
+    // would be lost in the trap) and traps, which fails the load.
+    metricSources: () => {
+      try {
+        const sources = metricSources() ?? [];
+        if (typeof sources === "string" || typeof sources[Symbol.iterator] !== "function") {
+          throw new PluginError("must return an array of source names");
+        }
+        const out = Array.from(sources);
+        for (const s of out) {
+          if (typeof s !== "string") throw new PluginError(`must return source names (strings), not ${typeof s}`);
+        }
+        return out;
+      } catch (e) {
+        hostLog("error", `metricSources: ${message(e)}`);
+        throw e;
+      }
+    },
     preFilter: guard((pod) => status(preFilter(pod))),
     filter: guard((pod, nodes) => {
       const out = [];

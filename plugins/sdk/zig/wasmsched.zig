@@ -25,6 +25,12 @@
 //!     pub fn score(pod: ws.Pod, nodes: ws.Nodes, scores: []i64) !void   // scores.len == nodes.len(), preset to 0
 //!     pub fn normalizeScore(pod: ws.Pod, scores: []i64) !void          // in place
 //!
+//! A plugin that reads live metrics also declares the sources it reads, as
+//! configured (contract 0.4; missing: none), so that the host rejects it at
+//! load when the scheduler's configuration lacks one:
+//!
+//!     pub fn metricSources() []const []const u8
+//!
 //! An error returned by a hook becomes the contract's `err`: the message given
 //! to `ws.fail` (or the host's, for a pod view's or the metrics'
 //! `error.Plugin`), or else the error's name.
@@ -35,7 +41,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
-//! The SDK targets contract wasmsched:plugin@0.3.0 (wit/plugin.wit).
+//! The SDK targets contract wasmsched:plugin@0.4.0 (wit/plugin.wit).
 
 const std = @import("std");
 
@@ -630,7 +636,8 @@ pub const Nodes = struct {
     /// metric source named `source` (`metrics.sources[].name`): null when
     /// the source has no value for the node or the value is stale; answer
     /// neutrally then. Fails with `error.Plugin` and the host's message when
-    /// no source of that name is configured.
+    /// no source of that name is configured (declare the sources read in
+    /// `pub fn metricSources`: the host then finds that at load).
     pub fn metrics(self: Nodes, source: []const u8) error{Plugin}![]const OptMetric {
         var l: CList(OptMetric) = .{ .ptr = null, .len = 0 };
         if (ws_nodes_metrics(self.c, CStr.of(source), &l)) |e| return hostError(e);
@@ -758,6 +765,7 @@ const hook_names = .{
     .{ "score", "score", 3 },
     .{ "normalizeScore", "normalize_score", 2 },
     .{ "configure", "", 1 },
+    .{ "metricSources", "", 0 },
 };
 
 /// Fails the build on what would leave a plugin silently without a point:
@@ -882,6 +890,12 @@ pub fn plugin(comptime T: type) void {
             r catch |e| return errorMessage(e);
             return null;
         }
+        // The C SDK hands the list to the host as is: lowered into the
+        // arena (released after the host read it).
+        fn metricSources() callconv(.c) CList(CStr) {
+            const sources: []const []const u8 = T.metricSources();
+            return CList(CStr).map([]const u8, sources, CStr.of);
+        }
     };
     const H = struct {
         // The C SDK calls the points' hooks through this table (checkHooks
@@ -899,4 +913,6 @@ pub fn plugin(comptime T: type) void {
     // Without it, the C SDK answers metadata `events` none.
     if (meta.events != null) @export(&G.events, .{ .name = "ws_plugin_events" });
     if (@hasDecl(T, "configure")) @export(&G.configure, .{ .name = "ws_configure" });
+    // Without it, the C SDK answers `metric-sources` with none.
+    if (@hasDecl(T, "metricSources")) @export(&G.metricSources, .{ .name = "ws_metric_sources" });
 }

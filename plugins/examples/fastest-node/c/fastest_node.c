@@ -1,9 +1,10 @@
 /*
  * fastest-node (C): prefer the node with the lowest measured latency (e.g.
  * HTTP response time in seconds from a monitoring system), read from a metric
- * source (contract 0.3) and corrected for the pods placed on the node since
- * the value was taken. Nodes without a value are neutral (50); the fastest
- * scores 100, the slowest 0, the others in between.
+ * source (contract 0.3; declared in ws_metric_sources, contract 0.4) and
+ * corrected for the pods placed on the node since the value was taken. Nodes
+ * without a value are neutral (50); the fastest scores 100, the slowest 0,
+ * the others in between.
  *
  * Args: {"source": "latency", "penaltyPerPod": 0.1} (the defaults).
  * penaltyPerPod: the latency each pod placed since the sample adds, as a
@@ -60,6 +61,10 @@ const char *ws_configure(ws_str args) {
     penalty_per_pod = penalty;
     return NULL;
 }
+
+/* The source it reads, as configured: a source the scheduler's configuration
+ * lacks then rejects the plugin at load rather than every pod. */
+ws_strs ws_metric_sources(void) { return (ws_strs){&source, 1}; }
 
 /* Raw score: the corrected latency in microseconds. One host call for the
  * whole batch. */

@@ -1,7 +1,8 @@
 """load-aware: avoid busy nodes. Reads each node's CPU and memory usage
 (fractions 0..1 from a monitoring system, e.g. node_exporter through
 Prometheus) from the live metrics of contract 0.3, corrected by the requests
-of the pods placed on the node since the sample was taken.
+of the pods placed on the node since the sample was taken. It declares the
+two sources it reads (contract 0.4), so a missing one fails at load.
 
 - Filter: a node whose CPU usage is above `cpuThreshold`, or whose memory
   usage is above `memoryThreshold`, is rejected (unschedulable: it may
@@ -68,6 +69,9 @@ class LoadAware(wasmsched.Plugin):
         unknown = sorted(k for k in args if k not in ARGS)
         if unknown:
             raise wasmsched.PluginError(f'args: unknown field "{unknown[0]}"')
+
+    def metric_sources(self):
+        return [self.cpu_source, self.memory_source]
 
     def usages(self, nodes, name, resource):
         """Per node: the source's value plus the requests of `resource`

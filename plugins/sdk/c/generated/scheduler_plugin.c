@@ -3,157 +3,157 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `wasmsched:plugin/cluster@0.3.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.4.0`
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.namespace")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.namespace")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_namespace(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.uid")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.uid")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_uid(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_label(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_labels(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotation(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.request")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.request")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_pod_request(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.requests")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.requests")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_requests(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.tolerations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.tolerations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_tolerations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_images(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.node-selector")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.node-selector")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_node_selector(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.priority")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.priority")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_pod_priority(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.scheduler-name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.scheduler-name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_scheduler_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.owner-kind")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.owner-kind")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_owner_kind(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]pod.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_json(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.len")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.len")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_len(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_name(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_labels(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotations(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.allocatable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatable")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.allocatables")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatables")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatables(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.requested")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requested")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_requested(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.requesteds")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requesteds")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requesteds(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.pod-count")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.pod-count")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_count(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.unschedulable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.unschedulable")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_unschedulable(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.taints")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.taints")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_taints(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.conditions")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.conditions")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_conditions(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.image-size")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.image-size")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_size(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_images(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.random")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.random")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_random(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_json(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.names")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.names")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_names(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.label-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.annotation-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.label-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.annotation-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.allocatable-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatable-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.requested-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requested-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.image-bytes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.image-bytes")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_bytes(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.randoms")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.randoms")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.pod-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.pod-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_counts(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.domain-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.domain-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domain_counts(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.domains")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.domains")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domains(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[method]nodes.metrics")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.metrics")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_metrics(int32_t, uint8_t *, size_t, uint8_t *);
 
-// Imported Functions from `wasmsched:plugin/host@0.3.0`
+// Imported Functions from `wasmsched:plugin/host@0.4.0`
 
-__attribute__((__import_module__("wasmsched:plugin/host@0.3.0"), __import_name__("log")))
+__attribute__((__import_module__("wasmsched:plugin/host@0.4.0"), __import_name__("log")))
 extern void __wasm_import_wasmsched_plugin_host_log(int32_t, uint8_t *, size_t);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.3.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.4.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#metadata")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#metadata")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t * arg0) {
   if ((*((size_t*) (arg0 + sizeof(void*)))) > 0) {
     free(*((uint8_t **) (arg0 + 0)));
@@ -180,7 +180,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#configure")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#configure")))
 void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -195,7 +195,23 @@ void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#pre-filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#metric-sources")))
+void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(uint8_t * arg0) {
+  size_t len = *((size_t*) (arg0 + sizeof(void*)));
+  if (len > 0) {
+    uint8_t *ptr = *((uint8_t **) (arg0 + 0));
+    for (size_t i = 0; i < len; i++) {
+      uint8_t *base = ptr + i * (2*sizeof(void*));
+      (void) base;
+      if ((*((size_t*) (base + sizeof(void*)))) > 0) {
+        free(*((uint8_t **) (base + 0)));
+      }
+    }
+    free(ptr);
+  }
+}
+
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#pre-filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -213,7 +229,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -240,7 +256,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#pre-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#pre-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -258,7 +274,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -282,7 +298,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * a
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.3.0#normalize-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#normalize-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_normalize_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -398,7 +414,7 @@ void wasmsched_plugin_cluster_pod_selector_free(wasmsched_plugin_cluster_pod_sel
   wasmsched_plugin_cluster_list_label_requirement_free(&ptr->match_expressions);
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[resource-drop]pod")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[resource-drop]pod")))
 extern void __wasm_import_wasmsched_plugin_cluster_pod_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle) {
@@ -409,7 +425,7 @@ wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsc
   return (wasmsched_plugin_cluster_borrow_pod_t) { arg.__handle };
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.3.0"), __import_name__("[resource-drop]nodes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[resource-drop]nodes")))
 extern void __wasm_import_wasmsched_plugin_cluster_nodes_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle) {
@@ -1231,7 +1247,7 @@ void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_pl
   __wasm_import_wasmsched_plugin_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#metadata")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#metadata")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   exports_wasmsched_plugin_plugin_plugin_metadata_t ret;
   exports_wasmsched_plugin_plugin_metadata(&ret);
@@ -1252,7 +1268,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#configure")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#configure")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg, size_t arg0) {
   scheduler_plugin_string_t arg1 = (scheduler_plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_wasmsched_plugin_plugin_result_void_string_t ret;
@@ -1272,7 +1288,17 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg,
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#pre-filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#metric-sources")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
+  scheduler_plugin_list_string_t ret;
+  exports_wasmsched_plugin_plugin_metric_sources(&ret);
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  *((size_t*)(ptr + sizeof(void*))) = (ret).len;
+  *((uint8_t **)(ptr + 0)) = (uint8_t *) (ret).ptr;
+  return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#pre-filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) {
   int32_t borrow = 0;
   borrow = arg;
@@ -1303,7 +1329,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) 
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1338,7 +1364,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int3
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#pre-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#pre-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1374,7 +1400,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, i
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1409,7 +1435,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.3.0#normalize-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#normalize-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, uint8_t * arg0, size_t arg1) {
   int32_t borrow = 0;
   borrow = arg;

@@ -419,7 +419,7 @@ typedef struct {
   } val;
 } exports_wasmsched_plugin_plugin_result_list_s64_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.3.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.4.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -548,16 +548,18 @@ extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_clust
 // source has no value for the node, or its value is older than the
 // source's `staleAfter` (the monitoring system is down, the node is
 // new). Fall back to a neutral answer then. An error when no source
-// of that name is configured.
+// of that name is configured (declare the sources read in
+// `plugin.metric-sources`, and that is found at load instead).
 extern bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *source, wasmsched_plugin_cluster_list_option_metric_t *ret, scheduler_plugin_string_t *err);
 
-// Imported Functions from `wasmsched:plugin/host@0.3.0`
+// Imported Functions from `wasmsched:plugin/host@0.4.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.3.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.4.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
+void exports_wasmsched_plugin_plugin_metric_sources(scheduler_plugin_list_string_t *ret);
 bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_list_rejection_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);

@@ -6,10 +6,13 @@
  *   - optionally, says which cluster changes may make a pod it rejected fit:
  *                        WS_EVENTS({WS_EVENT_NODE, WS_ADD | WS_UPDATE_NODE_LABEL});
  *   - defines the hooks of the points it implements (any of ws_configure,
- *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score).
+ *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score);
+ *   - if it reads live metrics, defines ws_metric_sources (the sources it
+ *     reads, as configured).
  * Hooks it does not define answer "not implemented" (ws_configure: accepts
- * any args). The SDK does the component-model plumbing (wit-bindgen's
- * generated bindings in ../generated), the allocator and a libc subset.
+ * any args; ws_metric_sources: reads no metric source). The SDK does the
+ * component-model plumbing (wit-bindgen's generated bindings in
+ * ../generated), the allocator and a libc subset.
  *
  * Memory: everything the SDK hands out (strings and lists from accessors,
  * ws_alloc, ws_buf) lives in a per-call arena, released by the SDK after the
@@ -23,7 +26,7 @@
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
  *
- * The SDK targets contract wasmsched:plugin@0.3.0 (wit/plugin.wit).
+ * The SDK targets contract wasmsched:plugin@0.4.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H
@@ -287,7 +290,8 @@ typedef WS_LIST(ws_opt_metric) ws_opt_metrics;
  * when the source has no value for the node or the value is stale; answer
  * neutrally then. Returns NULL and sets *metrics, or, when no source of that
  * name is configured, the host's error message (NUL-terminated, arena) and an
- * empty list. */
+ * empty list (declare the sources in ws_metric_sources: the host then finds
+ * that at load). */
 const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metrics);
 
 /* ---- results ------------------------------------------------------------ */
@@ -316,6 +320,15 @@ void ws_reject(ws_rejections *out, uint32_t index, ws_code code, ws_str reason);
 /* The plugin's args (JSON, "{}" when none); kept until the next call of
  * ws_configure, so slices of it (ws_json_string) may be stored as is. */
 const char *ws_configure(ws_str args);
+/* (Since contract 0.4.) The metric sources (metrics.sources[].name) the
+ * plugin reads with ws_nodes_metrics, as its args configured it; called once
+ * after ws_configure. The host checks them at load: a name the scheduler's
+ * configuration does not define rejects the plugin at start, instead of
+ * failing every pod. The list and its strings must outlive the call: static,
+ * the kept args (and slices of them) or arena memory; the SDK never frees
+ * them. Not defined: none.
+ *   ws_strs ws_metric_sources(void) { return (ws_strs){&source, 1}; } */
+ws_strs ws_metric_sources(void);
 const char *ws_pre_filter(ws_pod pod, ws_status *status);
 const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejections *out);
 const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status);

@@ -865,6 +865,7 @@ __attribute__((weak)) const char *ws_configure(ws_str args) {
     (void)args;
     return NULL;
 }
+__attribute__((weak)) ws_strs ws_metric_sources(void) { return (ws_strs){NULL, 0}; }
 /* The points' hooks are reached through ws_plugin_hooks (WS_PLUGIN). Weak
  * here, so that the address of one the plugin does not define is NULL: a
  * hook defined for a point WS_PLUGIN does not declare is never called. */
@@ -944,6 +945,16 @@ bool exports_wasmsched_plugin_plugin_configure(gstr *args, gstr *err) {
     const char *e = ws_configure(ws_keep(S(*args)));
     if (e) keep_cur = previous;
     return finish(e, err);
+}
+
+/* The list goes to the host as the plugin returned it: the generated
+ * post-return frees it and its strings with free(), a no-op here, so static
+ * and kept memory are as good as the arena. */
+void exports_wasmsched_plugin_plugin_metric_sources(scheduler_plugin_list_string_t *ret) {
+    call_enter();
+    ws_strs sources = ws_metric_sources();
+    *ret = (scheduler_plugin_list_string_t){(gstr *)sources.ptr, sources.len};
+    call_leave();
 }
 
 bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod,

@@ -51,5 +51,8 @@ func checkMethods(p Plugin) []string {
 	_, ok = t.MethodByName("EventsToRegister")
 	_, viaPtr = pt.MethodByName("EventsToRegister")
 	check("EventsToRegister", "() []wasmsched.ClusterEvent", reflect.TypeFor[EnqueueExtensions](), ok, viaPtr)
+	_, ok = t.MethodByName("MetricSources")
+	_, viaPtr = pt.MethodByName("MetricSources")
+	check("MetricSources", "() []string", reflect.TypeFor[MetricSourcer](), ok, viaPtr)
 	return problems
 }

@@ -123,7 +123,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -176,7 +176,37 @@ func eventsOut(a addr) {
 	putU32(a+8, uint32(len(events)))
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#configure
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#metric-sources
+func exportMetricSources() addr {
+	begin()
+	defer end()
+	a := outArea()
+	// list<string>: (ptr, len) at a, of (ptr, len) pairs (8 bytes each).
+	// Empty when the plugin has no MetricSources: it reads none.
+	var sources []string
+	if p, ok := registered.plugin.(MetricSourcer); ok {
+		// metric-sources has no error result: a panic traps, logged first.
+		defer func() {
+			if r := recover(); r != nil {
+				Errorf("metric-sources: panic: %v", r)
+				panic(r)
+			}
+		}()
+		sources = p.MetricSources()
+	}
+	hold(sources) // keeps every name alive
+	words := make([]uint32, 2*len(sources))
+	for i, s := range sources {
+		words[2*i] = addrOf(stringData(s))
+		words[2*i+1] = uint32(len(s))
+	}
+	hold(words)
+	putU32(a, addrOf(unsafe.Pointer(unsafe.SliceData(words))))
+	putU32(a+4, uint32(len(sources)))
+	return a
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -216,7 +246,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -236,7 +266,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -266,7 +296,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -287,7 +317,7 @@ func exportPreScore(pod, nodes int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#score
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -308,7 +338,7 @@ func exportScore(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.3.0#normalize-score
+//go:wasmexport wasmsched:plugin/plugin@0.4.0#normalize-score
 func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
 	begin()
 	defer end()

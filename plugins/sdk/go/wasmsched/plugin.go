@@ -20,8 +20,9 @@
 //
 // The points the plugin implements are the methods it has; an
 // EventsToRegister method lists the cluster changes that may make a pod it
-// rejected fit. A returned error, or a panic, becomes the contract's error
-// result: the host applies the plugin's failure policy and logs the message.
+// rejected fit; a MetricSources method names the metric sources it reads.
+// A returned error, or a panic, becomes the contract's error result: the
+// host applies the plugin's failure policy and logs the message.
 //
 // Build with plugins/build.sh go DIR (standard Go, GOOS=wasip1,
 // -buildmode=c-shared): the component imports only the plugin world.
@@ -77,6 +78,16 @@ type ScoreNormalizer interface {
 // for none. It is called before Configure, so it cannot depend on the args.
 type EnqueueExtensions interface {
 	EventsToRegister() []ClusterEvent
+}
+
+// MetricSourcer names the metric sources (metrics.sources[].name of the
+// scheduler configuration) the plugin reads with Nodes.Metrics. It is
+// called once, after Configure, so it may depend on the args; the host
+// checks the names at load and refuses the plugin on one the configuration
+// does not define, rather than failing every pod. A plugin without the
+// method reads none.
+type MetricSourcer interface {
+	MetricSources() []string
 }
 
 // ClusterEvent is a kind of cluster change (kube-scheduler's ClusterEvent).

@@ -17,11 +17,12 @@ The points a plugin implements are the methods it overrides (or the
 point (``scores``) raises :class:`DefinitionError` when the class is
 defined, which is at build time (name helpers ``_...``); ``events`` lists the cluster changes a pod it
 rejected waits for (default: every change). ``configure`` receives the args
-as parsed JSON. Raise :class:`PluginError` (or any exception) to return an
-error to the host. ``pod`` and ``nodes`` are the contract's handles: see
+as parsed JSON; ``metric_sources`` then names the metric sources the plugin
+reads with ``nodes.metrics`` (default: none). Raise :class:`PluginError` (or
+any exception) to return an error to the host. ``pod`` and ``nodes`` are the contract's handles: see
 :class:`Pod` and :class:`Nodes` for their accessors (snake_case names of the
 WIT functions); the pod views take a :class:`PodSelector`. The SDK builds
-against contract 0.3 (``wit/plugin.wit``).
+against contract 0.4 (``wit/plugin.wit``).
 """
 
 from __future__ import annotations
@@ -281,7 +282,8 @@ class Nodes(Protocol):
     # Live metrics: per node of the batch, None (no value, or a stale one)
     # or Metric(value, age_ms, pods_since, cpu_since, memory_since), the
     # latest value of the metric source named `source`; PluginError when no
-    # source of that name is configured.
+    # source of that name is configured (declare it in Plugin.metric_sources
+    # and that is found when the plugin loads).
     def metrics(self, source: str) -> list: ...       # [Optional[Metric]]
 
 
@@ -317,6 +319,14 @@ class Plugin:
     def configure(self, args: dict) -> None:
         """The plugin's args (``pluginConfig[].args``, ``{}`` when none),
         parsed. Raise to reject the plugin version."""
+
+    def metric_sources(self) -> List[str]:
+        """The metric sources (``metrics.sources[].name``) the plugin reads
+        with ``nodes.metrics``, as ``configure`` set it up; called once after
+        it. The host checks them when it loads the plugin, so a source the
+        scheduler's configuration lacks rejects the version at start rather
+        than failing every pod. Default: none."""
+        return []
 
     def pre_filter(self, pod: Pod) -> Status | Code | None:
         """Once per pod. ``None`` means success."""
@@ -362,9 +372,13 @@ class DefinitionError(TypeError):
 
 
 # What a subclass may define, besides private names (``_...``) and helpers
-# that look like none of these: the points and ``configure``, with how many
-# arguments the host passes them (self excluded), and the class attributes.
-_METHODS = {"pre_filter": 1, "filter": 2, "pre_score": 2, "score": 2, "normalize_score": 2, "configure": 1}
+# that look like none of these: the points, ``configure`` and
+# ``metric_sources``, with how many arguments the host passes them (self
+# excluded), and the class attributes.
+_METHODS = {
+    "pre_filter": 1, "filter": 2, "pre_score": 2, "score": 2, "normalize_score": 2,
+    "configure": 1, "metric_sources": 0,
+}
 _ATTRIBUTES = ("name", "version", "points", "events")
 
 
@@ -445,11 +459,19 @@ def _check_definition(cls) -> None:
         meant, respelt = _meant(attr, fn)
         if meant is None:
             continue
-        what = "an attribute" if meant in _ATTRIBUTES else "a method" if meant == "configure" else "an extension point"
+        what = "an attribute" if meant in _ATTRIBUTES else "an extension point" if meant in dict(_POINT_METHODS) else "a method"
         message = f"{qual}.{attr} is not {what} of wasmsched.Plugin; did you mean {meant}?"
         if not respelt and meant not in _ATTRIBUTES:
             message += f" (name a helper _{attr})"
         _raise_at(DefinitionError(message), fn)
+    # The sources depend on the args, so a method; a list here would only
+    # fail when the host calls it, at load.
+    sources = vars(cls).get("metric_sources")
+    if sources is not None and not callable(sources):
+        raise DefinitionError(
+            f"{qual}.metric_sources must be a method returning the source names "
+            f"(def metric_sources(self): return [...]), not {type(sources).__name__}"
+        )
     if not cls.name:
         return  # a base of plugins, not one: its subclasses are checked
     defined = [m for m, _ in _POINT_METHODS if getattr(cls, m) is not getattr(Plugin, m)]

@@ -145,6 +145,24 @@ class Plugin(exports.Plugin):
         except BaseException as e:
             raise _err(e)
 
+    def metric_sources(self):
+        # No error in the contract's result: a failure is logged (its message
+        # would be lost in the trap) and traps, which fails the load.
+        try:
+            sources = _p.metric_sources()
+            if sources is None:
+                return []
+            if isinstance(sources, str):
+                raise _sdk.PluginError("must return a list of source names, not a str")
+            sources = list(sources)
+            for s in sources:
+                if not isinstance(s, str):
+                    raise _sdk.PluginError(f"must return source names (str), not {type(s).__name__}")
+            return sources
+        except BaseException as e:
+            _sdk.log(_sdk.Level.ERROR, "metric_sources: " + _sdk._message(e))
+            raise
+
     def pre_filter(self, pod):
         try:
             return _status(_p.pre_filter(pod))

@@ -24,11 +24,13 @@
 //!
 //! Build for `wasm32-unknown-unknown` and turn the module into a component
 //! (`plugins/build.sh rust DIR` does both). The SDK builds against contract
-//! 0.3 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
+//! 0.4 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
 //! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`],
-//! [`Plugin::events`] declares the changes a rejected pod waits for, and
+//! [`Plugin::events`] declares the changes a rejected pod waits for,
 //! [`Nodes::metrics`] reads a live metric source per node ([`Metric`]: the
-//! value, its age, and what was placed on the node since).
+//! value, its age, and what was placed on the node since), and
+//! [`Plugin::metric_sources`] declares the sources read, checked against
+//! the scheduler's configuration when the plugin loads.
 
 #[doc(hidden)]
 pub mod bindings {
@@ -157,6 +159,14 @@ pub trait Plugin: Sized + 'static {
     /// `{}` when none). An error rejects this version of the plugin.
     fn configure(args: &serde_json::Value) -> Result<Self, String>;
 
+    /// The metric sources (`metrics.sources[].name`) this configured plugin
+    /// reads with [`Nodes::metrics`]. The scheduler refuses the plugin at
+    /// load when its configuration defines none of that name, instead of
+    /// failing every pod. Default: none.
+    fn metric_sources(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// PreFilter: once per pod. `skip()` skips Filter for this pod.
     fn pre_filter(&self, _pod: &Pod) -> Result<Status, String> {
         Ok(success())
@@ -233,6 +243,9 @@ macro_rules! export {
                 }
                 fn configure(args: String) -> Result<(), String> {
                     $crate::__private::configure::<$plugin>(args)
+                }
+                fn metric_sources() -> Vec<String> {
+                    $crate::__private::with::<$plugin, _>(|p| Ok($crate::Plugin::metric_sources(p))).unwrap_or_default()
                 }
                 fn pre_filter(pod: &$crate::Pod) -> Result<__g::Status, String> {
                     $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::pre_filter(p, pod))

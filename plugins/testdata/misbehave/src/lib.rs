@@ -132,6 +132,15 @@ impl Guest for Misbehave {
         Ok(())
     }
 
+    fn metric_sources() -> Vec<String> {
+        match MODE.lock().unwrap().0.as_str() {
+            // More names, and longer, than the host reads.
+            "many-sources" => (0..1000).map(|i| format!("{i}-{}", "x".repeat(1000))).collect(),
+            "trap-sources" => panic!("metric-sources traps"),
+            _ => Vec::new(),
+        }
+    }
+
     fn pre_filter(_: &Pod) -> Result<Status, String> {
         Err("not implemented".into())
     }

@@ -63,6 +63,10 @@ impl Plugin for FastestNode {
         Ok(FastestNode { source, penalty_per_pod })
     }
 
+    fn metric_sources(&self) -> Vec<String> {
+        vec![self.source.clone()]
+    }
+
     /// Raw score: the corrected latency in microseconds (lower is better).
     fn score(&self, _: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
         let metrics = nodes

@@ -94,6 +94,10 @@ impl Plugin for LoadAware {
         Ok(plugin)
     }
 
+    fn metric_sources(&self) -> Vec<String> {
+        vec![self.cpu_source.clone(), self.memory_source.clone()]
+    }
+
     fn filter(&self, _: &Pod, nodes: &Nodes) -> Result<Vec<Rejection>, String> {
         let cpu = self.usage(nodes, &self.cpu_source, "cpu")?;
         let memory = self.usage(nodes, &self.memory_source, "memory")?;

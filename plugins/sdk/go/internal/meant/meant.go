@@ -15,7 +15,7 @@ import (
 type Method struct {
 	Name  string
 	Args  int
-	Point bool // an extension point (not Configure or EventsToRegister)
+	Point bool // an extension point (not Configure, EventsToRegister or MetricSources)
 }
 
 // Methods are the methods wasmsched calls on a plugin.
@@ -27,6 +27,7 @@ var Methods = []Method{
 	{"NormalizeScore", 2, true},
 	{"Configure", 1, false},
 	{"EventsToRegister", 0, false},
+	{"MetricSources", 0, false},
 }
 
 // Known is the method wasmsched calls by that name, if any.
