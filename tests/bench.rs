@@ -137,6 +137,19 @@ fn end_to_end_bench_with_and_without_scheduling() {
     }
 }
 
+/// `bench --startup`: the daemon reaches a full cache and binds the pending
+/// pod, the extender reaches a full cache, each measured.
+#[test]
+fn startup_bench_reports_the_daemon_and_the_extender() {
+    let (text, v) = bench_json(&["bench", "--startup", "--nodes", "50", "--pods", "500", "--json"]);
+    assert_eq!(v["mode"], "startup", "{text}");
+    let ready = v["daemon"]["ready_ms"].as_f64().unwrap();
+    let bound = v["daemon"]["first_binding_ms"].as_f64().unwrap();
+    assert!(ready > 0.0 && bound > 0.0, "{text}");
+    assert!(v["extender"]["ready_ms"].as_f64().unwrap() > 0.0, "{text}");
+    assert!(v["daemon"]["peak_rss_mb"].as_f64().unwrap() > 0.0, "{text}");
+}
+
 /// `bench --shadow`: every cycle is handed to the shadow at 100 %, and a
 /// shadow that decides like serving on these nodes (2.0.0 rejects a zone
 /// the synthetic cluster does not have) agrees on every one it compared.

@@ -91,6 +91,12 @@ pub struct Args {
     /// with a warm cache (repeatable).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["e2e", "extender"])]
     first_load: Vec<PathBuf>,
+    /// How long `wasmsched run` takes from its start to a full cache and
+    /// to its first binding, and `wasmsched extender` to a full cache,
+    /// with --nodes nodes and --pods pods already bound to them (the API
+    /// server double, children of the bench).
+    #[arg(long, conflicts_with_all = ["e2e", "extender", "first_load"])]
+    startup: bool,
 }
 
 fn parse_workload(s: &str) -> Result<synthetic::Workload, String> {
@@ -142,6 +148,14 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.startup {
+        return crate::bench_startup::run(crate::bench_startup::Startup {
+            nodes: args.nodes,
+            pods: args.pods,
+            seed: args.seed,
+            json: args.json,
+        });
+    }
     if !args.first_load.is_empty() {
         return crate::bench_first_load::run(crate::bench_first_load::FirstLoad {
             files: args.first_load,

@@ -64,7 +64,7 @@ fn daemon_config(e: &E2e) -> anyhow::Result<serde_json::Value> {
 }
 
 /// `GET path` on `addr`: the status and the body.
-async fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+pub(crate) async fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut c = tokio::net::TcpStream::connect(addr).await.ok()?;
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())

@@ -8,6 +8,7 @@ mod bench;
 mod bench_e2e;
 mod bench_extender;
 mod bench_first_load;
+mod bench_startup;
 mod demo;
 mod extender;
 mod plugin;
