@@ -147,6 +147,13 @@ pub(crate) struct Queued {
 }
 
 impl Queued {
+    /// The pod it reports on (`namespace/name`).
+    fn pod(&self) -> String {
+        match &self.report {
+            Report::Scheduled { pod, .. } | Report::Failed { pod, .. } => pod.key(),
+        }
+    }
+
     /// The writes this report makes: an event, and after a failed attempt
     /// the condition.
     fn writes(&self) -> &'static [&'static str] {
@@ -198,9 +205,30 @@ pub(crate) async fn run(
     };
     let mut recorders: HashMap<String, Recorder> = HashMap::new();
     let mut writing: tokio::task::JoinSet<()> = tokio::task::JoinSet::new();
-    // The writes of the reports in flight, by task, for the count at the end.
-    let mut in_flight: HashMap<tokio::task::Id, (u64, &'static [&'static str])> = HashMap::new();
+    // The writes of the reports in flight, by task, for the count at the
+    // end, with their pod.
+    let mut in_flight: HashMap<tokio::task::Id, (u64, &'static [&'static str], String)> = HashMap::new();
+    // One pod's reports are written in the order of its attempts: a later
+    // one waits here while an earlier one is in flight, or an older
+    // condition (re-applied after a conflict) could overwrite a newer.
+    let mut waiting: HashMap<String, std::collections::VecDeque<Queued>> = HashMap::new();
     let mut open = true;
+    let mut start = |q: Queued, writing: &mut tokio::task::JoinSet<()>| {
+        let (writes, ticket, pod) = (q.writes(), q.ticket, q.pod());
+        let recorder = match &q.report {
+            // A pod is scheduled once: nothing to aggregate, so a
+            // recorder of its own, whose cache goes with it (a shared
+            // one would keep every Scheduled event for six minutes).
+            Report::Scheduled { profile, .. } => new_recorder(profile),
+            Report::Failed { profile, .. } => recorders
+                .entry(profile.clone())
+                .or_insert_with(|| new_recorder(profile))
+                .clone(),
+        };
+        let (client, status) = (client.clone(), status.clone());
+        let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
+        (handle.id(), (ticket, writes, pod))
+    };
     loop {
         tokio::select! {
             done = writing.join_next_with_id(), if !writing.is_empty() => {
@@ -209,29 +237,30 @@ pub(crate) async fn run(
                     Some(Err(e)) => e.id(),
                     None => continue,
                 };
-                if let Some((ticket, _)) = in_flight.remove(&id) {
+                if let Some((ticket, _, pod)) = in_flight.remove(&id) {
                     status.metrics.backlog.leave(ticket);
+                    // The pod's next report, if one waits.
+                    let next = waiting.get_mut(&pod).and_then(|w| w.pop_front());
+                    if waiting.get(&pod).is_some_and(|w| w.is_empty()) {
+                        waiting.remove(&pod);
+                    }
+                    if let Some(q) = next {
+                        let (id, entry) = start(q, &mut writing);
+                        in_flight.insert(id, entry);
+                    }
                 }
             }
             q = rx.recv(), if open && writing.len() < WRITERS => match q {
                 // Closed: the scheduling thread ended; finish what is in flight.
                 None => open = false,
                 Some(q) => {
-                    let writes = q.writes();
-                    let ticket = q.ticket;
-                    let recorder = match &q.report {
-                        // A pod is scheduled once: nothing to aggregate, so a
-                        // recorder of its own, whose cache goes with it (a shared
-                        // one would keep every Scheduled event for six minutes).
-                        Report::Scheduled { profile, .. } => new_recorder(profile),
-                        Report::Failed { profile, .. } => recorders
-                            .entry(profile.clone())
-                            .or_insert_with(|| new_recorder(profile))
-                            .clone(),
-                    };
-                    let (client, status) = (client.clone(), status.clone());
-                    let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
-                    in_flight.insert(handle.id(), (ticket, writes));
+                    let pod = q.pod();
+                    if in_flight.values().any(|(_, _, p)| *p == pod) {
+                        waiting.entry(pod).or_default().push_back(q);
+                    } else {
+                        let (id, entry) = start(q, &mut writing);
+                        in_flight.insert(id, entry);
+                    }
                 }
             },
             () = deadline(&mut drain) => break,
@@ -243,7 +272,8 @@ pub(crate) async fn run(
     // The drain at shutdown ran out: count and log what is left.
     writing.abort_all();
     let mut lost: HashMap<&'static str, u64> = HashMap::new();
-    for (_, (ticket, writes)) in in_flight.drain() {
+    let parked = waiting.into_values().flatten().map(|q| (q.ticket, q.writes()));
+    for (ticket, writes) in in_flight.into_values().map(|(t, w, _)| (t, w)).chain(parked) {
         status.metrics.backlog.leave(ticket);
         for w in writes {
             status.metrics.report_dropped(w, "shutdown");
@@ -553,6 +583,43 @@ mod tests {
         publish(&recorder, &ev, &r, &status, Duration::from_secs(10)).await;
         assert_eq!(status.metrics.events.get(), 1);
         assert_eq!(s.faults().injected(), 4, "the refusal was not tried again");
+    }
+
+    /// Two failed attempts of one pod: the first report's event is refused
+    /// once (and tried again after a backoff). Written side by side, the
+    /// second condition landed first and the first, re-applied after the
+    /// conflict, overwrote it; in order, the pod says what its last
+    /// attempt said.
+    #[tokio::test]
+    async fn one_pods_reports_are_written_in_the_order_of_its_attempts() {
+        let (s, pods, _r, pod) = server_with_pod().await;
+        s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+            code: 503,
+            count: Some(1),
+            fraction: None,
+            matching: wasmsched_apiserver_sim::Match::path("/events"),
+        });
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let status = Arc::new(Status::new(None));
+        let (tx, rx) = mpsc::channel(8);
+        let (_drain, drain) = tokio::sync::watch::channel(None);
+        for message in ["first", "second"] {
+            let report = Report::failed(&pod, "wasm-scheduler", REASON_UNSCHEDULABLE, message.into());
+            queue(&tx, &status, report);
+        }
+        drop(tx);
+        run(
+            client,
+            "test".into(),
+            rx,
+            status.clone(),
+            Duration::from_secs(10),
+            drain,
+        )
+        .await;
+        let now = pods.get("p").await.unwrap();
+        assert_eq!(condition(&now).message.as_deref(), Some("second"));
+        assert_eq!(status.metrics.conditions.get(), 2);
     }
 
     #[test]
