@@ -121,6 +121,11 @@ enum FieldPath {
 }
 
 impl FieldSelector {
+    /// Selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Parses `spec.nodeName=,status.phase!=Succeeded`.
     pub fn parse(s: &str, kind: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();

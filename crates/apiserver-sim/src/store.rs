@@ -433,10 +433,14 @@ impl Store {
             (None, None) => std::ops::Bound::Unbounded,
         };
         let mut items = Vec::new();
+        // Without selectors the range is the selection: no object is read
+        // (counting what remains after each page would otherwise read every
+        // object left, each page: quadratic in a paged list of a big kind).
+        let everything = filter.labels.is_empty() && filter.fields.is_empty();
         let mut iter = map
             .range((start, std::ops::Bound::Unbounded))
             .take_while(|(k, _)| filter.namespace.as_ref().is_none_or(|ns| &k.0 == ns))
-            .filter(|(_, s)| filter.matches(&s.value));
+            .filter(|(_, s)| everything || filter.matches(&s.value));
         let mut last = None;
         for (k, s) in iter.by_ref() {
             items.push(s.clone());
