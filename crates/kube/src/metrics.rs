@@ -163,7 +163,9 @@ pub struct Metrics {
     backlog_len: Gauge,
     /// The plugin histogram's bucket counts per plugin and extension point
     /// (the client's histogram does not give them back), for the web view.
-    plugin_buckets: Mutex<BTreeMap<(String, &'static str), [u64; PLUGIN_BUCKETS.len() + 1]>>,
+    /// By plugin, then point: looked up by `&str`, with no key allocated
+    /// per observation.
+    plugin_buckets: Mutex<BTreeMap<String, BTreeMap<&'static str, [u64; PLUGIN_BUCKETS.len() + 1]>>>,
 }
 
 /// One plugin's timings at one extension point (of the sampled cycles).
@@ -438,14 +440,11 @@ impl Metrics {
             .position(|b| secs <= *b)
             .unwrap_or(PLUGIN_BUCKETS.len());
         let mut buckets = self.plugin_buckets.lock().unwrap_or_else(|p| p.into_inner());
-        match buckets.get_mut(&(plugin.to_owned(), point)) {
-            Some(counts) => counts[bucket] += 1,
-            None => {
-                let mut counts = [0; PLUGIN_BUCKETS.len() + 1];
-                counts[bucket] = 1;
-                buckets.insert((plugin.to_owned(), point), counts);
-            }
-        }
+        let points = match buckets.get_mut(plugin) {
+            Some(points) => points,
+            None => buckets.entry(plugin.to_owned()).or_default(),
+        };
+        points.entry(point).or_insert([0; PLUGIN_BUCKETS.len() + 1])[bucket] += 1;
     }
 
     /// Each plugin's sampled calls and their p50 and p99, per extension point.
@@ -453,12 +452,14 @@ impl Metrics {
         let buckets = self.plugin_buckets.lock().unwrap_or_else(|p| p.into_inner());
         buckets
             .iter()
-            .map(|((plugin, point), counts)| PluginLatency {
-                plugin: plugin.clone(),
-                extension_point: point,
-                calls: counts.iter().sum(),
-                p50: quantile(counts, 0.5),
-                p99: quantile(counts, 0.99),
+            .flat_map(|(plugin, points)| {
+                points.iter().map(move |(point, counts)| PluginLatency {
+                    plugin: plugin.clone(),
+                    extension_point: point,
+                    calls: counts.iter().sum(),
+                    p50: quantile(counts, 0.5),
+                    p99: quantile(counts, 0.99),
+                })
             })
             .collect()
     }
