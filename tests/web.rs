@@ -69,6 +69,11 @@ fn bound(p: &Pod) -> bool {
     p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()
 }
 
+/// `expr` evaluated in the page.
+async fn eval(page: &Page, expr: &str) -> Value {
+    page.evaluate_expression(expr).await.unwrap().into_value().unwrap()
+}
+
 /// A decision table's rows, and each as `[node, [[plugin, score]], total, chosen]`.
 const ROWS: &str = "table.explain tbody tr";
 const ROW: &str = "r => [r.dataset.node, \
@@ -195,12 +200,11 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     .await;
     assert_eq!(tiles, 30);
     // The hostile taint is text on its tile, and ran nowhere.
-    let evil: Value = page
-        .evaluate_expression("document.querySelector('[data-node=\"evil-1\"] .taint').textContent")
-        .await
-        .unwrap()
-        .into_value()
-        .unwrap();
+    let evil = eval(
+        &page,
+        "document.querySelector('[data-node=\"evil-1\"] .taint').textContent",
+    )
+    .await;
     assert!(
         evil.as_str().unwrap().contains("<script>window.hacked=2</script>"),
         "{evil}"
@@ -321,12 +325,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     screenshot(&page, "decision").await;
 
     // Refreshed in place more than once by now: nothing of the taint ran.
-    let hacked: Value = page
-        .evaluate_expression("String(window.hacked)")
-        .await
-        .unwrap()
-        .into_value()
-        .unwrap();
+    let hacked = eval(&page, "String(window.hacked)").await;
     assert_eq!(hacked, "undefined");
 
     // Queue: the pod that fits nowhere, with kube-scheduler's reason.
@@ -339,12 +338,11 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     )
     .await;
     assert!(reason.as_str().unwrap().contains("Insufficient"), "{reason}");
-    let gated: Value = page
-        .evaluate_expression("document.querySelector('tr[data-pod=\"shop/migration-0\"] .reason').textContent")
-        .await
-        .unwrap()
-        .into_value()
-        .unwrap();
+    let gated = eval(
+        &page,
+        "document.querySelector('tr[data-pod=\"shop/migration-0\"] .reason').textContent",
+    )
+    .await;
     assert_eq!(gated, "gates: example.com/approved");
     screenshot(&page, "queue").await;
 
@@ -377,12 +375,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     )
     .await;
     assert!(row.as_str().unwrap().contains("serving"), "{row}");
-    let timed: Value = page
-        .evaluate_expression("Array.from(document.querySelectorAll('table.timings tr[data-plugin=\"zone-gate\"]')).map(r => r.dataset.point)")
-        .await
-        .unwrap()
-        .into_value()
-        .unwrap();
+    let timed = eval(&page, "Array.from(document.querySelectorAll('table.timings tr[data-plugin=\"zone-gate\"]')).map(r => r.dataset.point)").await;
     assert!(
         timed.as_array().is_some_and(|a| !a.is_empty()),
         "zone-gate's timings: {timed}"
