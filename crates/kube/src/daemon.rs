@@ -246,7 +246,15 @@ impl Status {
 
 /// Now as `metav1.Time` writes it (whole seconds).
 pub(crate) fn time_now() -> String {
-    leader::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    rfc3339(std::time::SystemTime::now())
+}
+
+/// `t` as RFC 3339, to the second.
+pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    k8s_openapi::jiff::Timestamp::from_second(d.as_secs() as i64)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_default()
 }
 
 /// Starts `body` on a named thread that reports its own death: if it

@@ -736,7 +736,7 @@ fn attempts_table(list: &[Attempt], profile: &str, summary: Markup, link: impl F
                 tbody {
                     @for a in list.iter().filter(|a| profile.is_empty() || a.profile == profile) {
                         tr data-pod=(a.pod) data-profile=(a.profile) {
-                            td { @if let Some(t) = a.at { (rfc3339(t)) } }
+                            td { @if let Some(t) = a.at { (crate::daemon::rfc3339(t)) } }
                             td {
                                 @if a.explained {
                                     a href=(link(&a.pod)) { (a.pod) }
@@ -951,14 +951,6 @@ fn document(body: Markup, shown: &str, report: bool) -> Markup {
             }
         }
     }
-}
-
-/// `t` as RFC 3339, to the second.
-fn rfc3339(t: std::time::SystemTime) -> String {
-    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    k8s_openapi::jiff::Timestamp::from_second(d.as_secs() as i64)
-        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
-        .unwrap_or_default()
 }
 
 /// `s` as a URL query value.
