@@ -421,6 +421,37 @@ async fn fault_suite_watch_drops_410_errors_conflicts_deletions() {
     );
     assert!(s.counters().watches_expired > 0, "resumed watches got 410 and relisted");
     assert_no_overcommit(&s);
+    // A binding refused five times, then served with its answer lost: the
+    // binder gives up not knowing it landed. The pod says it did, and it
+    // gets its Scheduled event.
+    let binding = || Match {
+        skip_watches: true,
+        ..Match::path("/binding")
+    };
+    s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+        code: 500,
+        count: Some(5),
+        fraction: None,
+        matching: binding(),
+    });
+    s.faults().lose_answers(binding(), 1);
+    add_pod(&s, "answer-lost", "wasm-scheduler", "100m");
+    let uid = s
+        .get::<Pod>("default", "answer-lost")
+        .and_then(|p| p.metadata.uid)
+        .unwrap();
+    wait_all_bound(&s, expect + 1, Duration::from_secs(30)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !s.list::<Event>().iter().any(|e| {
+        e.reason.as_deref() == Some("Scheduled")
+            && e.regarding.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str())
+    }) {
+        assert!(
+            Instant::now() < deadline,
+            "the pod whose binding answer was lost has no Scheduled event"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Two replicas; the leader is killed mid-run and the other takes over;
@@ -838,10 +869,15 @@ async fn soak_under_faults_loses_nothing_and_memory_stays_flat() {
         if missing as f64 <= dropped {
             break (scheduled, missing, dropped);
         }
-        assert!(
-            Instant::now() < deadline,
-            "{missing} bound pods have no Scheduled event, {dropped} events counted as dropped"
-        );
+        if Instant::now() >= deadline {
+            let which: Vec<_> = s
+                .binding_log()
+                .into_iter()
+                .filter(|r| !scheduled.contains(&r.uid))
+                .map(|r| format!("{} (by {})", r.pod, r.binder))
+                .collect();
+            panic!("{missing} bound pods have no Scheduled event, {dropped} events counted as dropped: {which:?}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     eprintln!(

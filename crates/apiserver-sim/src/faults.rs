@@ -1,5 +1,5 @@
 //! Fault injection: failing requests with 500/429, requests that hang,
-//! added latency (for every request, or for matching ones), pausing. (Dropping watches and compacting history act on
+//! requests served whose answer is lost, added latency (for every request, or for matching ones), pausing. (Dropping watches and compacting history act on
 //! the store; see [`crate::ApiServer`].)
 
 use std::sync::Mutex;
@@ -95,10 +95,22 @@ pub struct SlowRule {
     pub matching: Match,
 }
 
+/// Matching requests served, then never answered ([`Faults::lose_answers`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoseRule {
+    /// Lose the answers of this many matching requests, then stop.
+    pub count: u64,
+    /// Which requests.
+    #[serde(default, flatten)]
+    pub matching: Match,
+}
+
 #[derive(Debug)]
 struct State {
     rules: Vec<FailRule>,
     hangs: Vec<Match>,
+    lose: Vec<LoseRule>,
     slow: Vec<SlowRule>,
     held: u64,
     latency: Duration,
@@ -119,6 +131,7 @@ impl Faults {
             state: Mutex::new(State {
                 rules: Vec::new(),
                 hangs: Vec::new(),
+                lose: Vec::new(),
                 slow: Vec::new(),
                 held: 0,
                 latency: Duration::ZERO,
@@ -168,6 +181,13 @@ impl Faults {
         self.lock().hangs.push(matching);
     }
 
+    /// Serves the next `count` matching requests (a write is applied) and
+    /// never answers them, as when the connection dies after the API
+    /// server committed: the client cannot tell whether its write landed.
+    pub fn lose_answers(&self, matching: Match, count: u64) {
+        self.lock().lose.push(LoseRule { count, matching });
+    }
+
     /// Delays every matching request by `delay` (on top of the latency).
     pub fn slow(&self, matching: Match, delay: Duration) {
         self.lock().slow.push(SlowRule {
@@ -186,11 +206,12 @@ impl Faults {
         self.lock().held
     }
 
-    /// Removes every failure, hang and slow rule and the latency.
+    /// Removes every failure, hang, lost-answer and slow rule and the latency.
     pub fn clear(&self) {
         let mut s = self.lock();
         s.rules.clear();
         s.hangs.clear();
+        s.lose.clear();
         s.slow.clear();
         s.latency = Duration::ZERO;
     }
@@ -222,6 +243,7 @@ impl Faults {
         serde_json::json!({
             "rules": s.rules,
             "hang": s.hangs,
+            "loseAnswer": s.lose,
             "slow": s.slow,
             "held": s.held,
             "latencyMs": s.latency.as_millis() as u64,
@@ -253,6 +275,19 @@ impl Faults {
             tokio::time::sleep(latency).await;
         }
         fail
+    }
+
+    /// Whether the answer to `req`, once served, is to be lost (counted
+    /// against the first matching rule).
+    pub(crate) fn loses_answer(&self, req: RequestInfo<'_>) -> bool {
+        let mut s = self.lock();
+        let Some(rule) = s.lose.iter_mut().find(|r| r.count > 0 && r.matching.applies(&req)) else {
+            return false;
+        };
+        rule.count -= 1;
+        s.lose.retain(|r| r.count > 0);
+        s.injected += 1;
+        true
     }
 
     /// The latency and the failure code (if any) the rules give `req`.
@@ -304,6 +339,9 @@ pub struct FaultRequest {
     /// Requests to hold without an answer (see [`Faults::hang`]).
     #[serde(default)]
     pub hang: Vec<Match>,
+    /// Requests to serve without an answer (see [`Faults::lose_answers`]).
+    #[serde(default)]
+    pub lose_answer: Vec<LoseRule>,
     /// Requests to delay (see [`Faults::slow`]).
     #[serde(default)]
     pub slow: Vec<SlowRule>,

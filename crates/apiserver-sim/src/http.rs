@@ -154,6 +154,8 @@ async fn api(
         }
         Route::Api(t) => t,
     };
+    // Decided as the request arrives, acted on once it is served.
+    let lose = !watch && shared.faults.loses_answer(req);
     let result = match (&method, &t.name) {
         (&Method::GET, None) if watch => return watch_response(&shared, &t, &query),
         (&Method::GET, None) => list(&shared, &t, &query, &headers),
@@ -185,6 +187,11 @@ async fn api(
             "the server does not allow this method on the requested resource ({method} {path})"
         ))),
     };
+    if lose {
+        // Served (a write is applied) but never answered: the client
+        // gives up, or the server stops.
+        return std::future::pending().await;
+    }
     result.unwrap_or_else(IntoResponse::into_response)
 }
 

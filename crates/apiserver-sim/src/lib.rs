@@ -49,7 +49,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-pub use faults::{FailRule, FaultRequest, Faults, Match, SlowRule};
+pub use faults::{FailRule, FaultRequest, Faults, LoseRule, Match, SlowRule};
 pub use patch::{json_patch, merge, strategic};
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::ApiError;
@@ -105,6 +105,9 @@ pub(crate) fn apply_fault_request(shared: &Shared, req: FaultRequest) {
     }
     for m in req.hang {
         shared.faults.hang(m);
+    }
+    for r in req.lose_answer {
+        shared.faults.lose_answers(r.matching, r.count);
     }
     for r in req.slow {
         shared.faults.slow(r.matching, Duration::from_millis(r.delay_ms));

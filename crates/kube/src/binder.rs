@@ -142,10 +142,21 @@ pub(crate) async fn bind(
     });
     let pp = PostParams::default();
     let mut delay = Duration::from_millis(100);
-    for attempt in 0..6 {
+    // Whether an attempt may have landed with its answer lost (no answer,
+    // a broken connection, a 5xx): then a failure is checked against the
+    // pod before it is reported.
+    let mut maybe_landed = false;
+    for _ in 0..6 {
         if !leadership.is_leading() {
-            status.metrics.binding("error");
-            return BindResult::Failed("lost leadership before binding".into());
+            return failed(
+                &api,
+                job,
+                status,
+                timeout,
+                maybe_landed,
+                "lost leadership before binding",
+            )
+            .await;
         }
         // A request may not outlive the lease it was sent under.
         let limit = timeout.min(leadership.remaining());
@@ -157,7 +168,7 @@ pub(crate) async fn bind(
             }
             Ok(Err(kube::Error::Api(s))) if s.code == 409 => {
                 // Our own earlier attempt may have landed (its answer lost).
-                if attempt > 0
+                if maybe_landed
                     && s.message
                         .ends_with(&format!("is already assigned to node \"{}\"", job.node))
                 {
@@ -172,6 +183,8 @@ pub(crate) async fn bind(
                 return BindResult::Drop(s.message.clone());
             }
             Ok(Err(kube::Error::Api(s))) if s.code == 429 || s.code >= 500 => {
+                // 429 is a refusal before any work; a 5xx may come after the write.
+                maybe_landed |= s.code != 429;
                 status.metrics.binding("retry");
                 tracing::debug!(pod = %job.key(), code = s.code, "binding refused; retrying");
             }
@@ -180,10 +193,12 @@ pub(crate) async fn bind(
                 return BindResult::Failed(s.message.clone());
             }
             Ok(Err(e)) => {
+                maybe_landed = true;
                 status.metrics.binding("retry");
                 tracing::debug!(pod = %job.key(), error = %e, "binding request failed; retrying");
             }
             Err(_) => {
+                maybe_landed = true;
                 status.metrics.binding("timeout");
                 tracing::warn!(pod = %job.key(), after = ?limit, "binding request did not answer in time; retrying");
             }
@@ -191,6 +206,57 @@ pub(crate) async fn bind(
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(Duration::from_secs(2));
     }
+    failed(
+        &api,
+        job,
+        status,
+        timeout,
+        maybe_landed,
+        "the API server kept refusing the binding",
+    )
+    .await
+}
+
+/// The binding failed with `why`; but when an attempt may have landed with
+/// its answer lost, the pod as it is now decides: bound to this node by
+/// that attempt is a success (reported as such, with its Scheduled event),
+/// bound elsewhere or gone is dropped. Reading needs no lease.
+async fn failed(
+    api: &Api<Pod>,
+    job: &BindJob,
+    status: &Status,
+    timeout: Duration,
+    maybe_landed: bool,
+    why: &str,
+) -> BindResult {
+    if maybe_landed {
+        for _ in 0..3 {
+            match tokio::time::timeout(timeout, api.get(&job.name)).await {
+                Ok(Ok(pod)) if pod.metadata.uid.as_deref() == Some(job.uid.as_str()) => {
+                    match pod.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()) {
+                        Some(node) if node == job.node => {
+                            status.metrics.binding("ok");
+                            return BindResult::Ok;
+                        }
+                        Some(node) => {
+                            status.metrics.binding("conflict");
+                            return BindResult::Drop(format!("the pod was bound to node \"{node}\" meanwhile"));
+                        }
+                        None => break,
+                    }
+                }
+                Ok(Ok(_)) => {
+                    status.metrics.binding("gone");
+                    return BindResult::Drop("the pod was replaced while it was being bound".into());
+                }
+                Ok(Err(kube::Error::Api(s))) if s.code == 404 => {
+                    status.metrics.binding("gone");
+                    return BindResult::Drop("the pod was deleted while it was being bound".into());
+                }
+                Ok(Err(_)) | Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
     status.metrics.binding("error");
-    BindResult::Failed("the API server kept refusing the binding".into())
+    BindResult::Failed(why.to_owned())
 }
