@@ -283,3 +283,60 @@ fn kubectl_strict_validation_refuses_unknown_fields() {
     );
     assert_eq!(out, "nginx:2");
 }
+
+/// `bench --e2e --master` on a cluster that is not the bench's own (the
+/// double as a separate process, holding the example cluster): the bench
+/// makes its nodes and pods beside what is there, measures, and leaves
+/// the cluster as it found it. `--null` binds only to the bench's nodes.
+#[test]
+fn the_end_to_end_bench_runs_on_any_cluster_and_cleans_up() {
+    let s = start(&[]);
+    let state = || {
+        let (ok, out, err) = kubectl(
+            &s,
+            &[
+                "get",
+                "nodes,pods,namespaces,leases,events",
+                "-A",
+                "-o",
+                "custom-columns=KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name,NODE:.spec.nodeName",
+            ],
+        );
+        assert!(ok, "kubectl failed: {err}");
+        out
+    };
+    let before = state();
+    for null in [false, true] {
+        let mut args = vec![
+            "bench", "--e2e", "--master", &s.url, "--nodes", "20", "--pods", "200", "--json",
+        ];
+        if null {
+            args.push("--null");
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            (v["bound"].as_u64(), v["events_after_stop"].as_u64()),
+            (Some(200), Some(200)),
+            "{text}"
+        );
+        if !null {
+            assert_eq!(v["overcommitted_nodes"], 0, "{text}");
+        }
+        let ns = v["namespace"].as_str().unwrap();
+        assert!(ns.starts_with("wasmsched-bench-"), "{text}");
+        let removed = &v["removed"];
+        assert_eq!(
+            (removed["pods"].as_u64(), removed["nodes"].as_u64()),
+            (Some(200), Some(20)),
+            "{text}"
+        );
+        assert!(removed["events"].as_u64() >= Some(200), "{text}");
+        assert_eq!(state(), before, "the cluster is as the bench found it");
+    }
+}

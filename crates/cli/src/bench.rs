@@ -40,12 +40,23 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// End to end: run the daemon (`wasmsched run`, a child process) against
-    /// the API server double and measure create→bound.
+    /// the API server double (or a cluster: --master, --kubeconfig) and
+    /// measure create→bound.
     #[arg(long)]
     e2e: bool,
     /// With --e2e: pods created per second (0: all at once).
     #[arg(long, default_value_t = 0)]
     rate: u32,
+    /// With --e2e: run on this API server instead of the double (e.g.
+    /// `kubectl proxy`'s http://127.0.0.1:8001; with --kubeconfig, its
+    /// credentials at this URL). The bench makes fake nodes and its pods in
+    /// a namespace of its own, and removes them at the end.
+    #[arg(long, value_name = "URL", requires = "e2e")]
+    master: Option<String>,
+    /// With --e2e: run on the cluster of this kubeconfig instead of the
+    /// double (see --master).
+    #[arg(long, value_name = "FILE", requires = "e2e")]
+    kubeconfig: Option<PathBuf>,
     /// With --e2e: bind each pod to the next node in turn, without a
     /// scheduling cycle, everything else as usual (the same client,
     /// watchers, events and conditions): the API server's limit for this
@@ -192,6 +203,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .shadow_percent
                 .unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
             web: args.web,
+            cluster: (args.master.is_some() || args.kubeconfig.is_some()).then_some(crate::bench_e2e::Target {
+                kubeconfig: args.kubeconfig,
+                master: args.master,
+            }),
         });
     }
     let mut config = crate::load_config(args.config.as_deref())?;

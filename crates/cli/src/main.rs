@@ -6,6 +6,7 @@
 mod apiserver;
 mod bench;
 mod bench_e2e;
+mod bench_e2e_cluster;
 mod bench_extender;
 mod bench_first_load;
 mod bench_startup;

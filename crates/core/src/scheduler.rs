@@ -197,12 +197,20 @@ pub struct Scheduler {
     taps: Vec<Shadow>,
 }
 
-/// The next node in turn, for [`Scheduler::set_null_placement`].
-fn null_place(snapshot: &Snapshot, next: &mut usize) -> Result<crate::framework::ScheduleResult, ScheduleError> {
-    if snapshot.nodes.is_empty() {
-        return Err(ScheduleError::Error("no nodes".into()));
-    }
-    let i = *next % snapshot.nodes.len();
+/// The next node in turn that the pod's node selector and required node
+/// affinity allow, for [`Scheduler::set_null_placement`].
+fn null_place(
+    snapshot: &Snapshot,
+    pod: &crate::PodInfo,
+    next: &mut usize,
+) -> Result<crate::framework::ScheduleResult, ScheduleError> {
+    let n = snapshot.nodes.len();
+    let Some(i) = (0..n)
+        .map(|k| (*next + k) % n)
+        .find(|&i| crate::plugins::node_affinity::NodeAffinity::matches(pod, &snapshot.nodes[i]))
+    else {
+        return Err(ScheduleError::Error("no node matches the pod's node selector".into()));
+    };
     *next = i + 1;
     Ok(crate::framework::ScheduleResult {
         node: snapshot.nodes[i].name().to_owned(),
@@ -269,8 +277,9 @@ impl Scheduler {
         })
     }
 
-    /// Places each pod on the next node in turn, without a scheduling cycle
-    /// (no filter, no score: a node may be overcommitted). Everything
+    /// Places each pod on the next node in turn that its node selector and
+    /// required node affinity allow, without a scheduling cycle (no other
+    /// filter, no score: a node may be overcommitted). Everything
     /// around the cycle stays (the queue, assuming, binding, events): what
     /// a client that did no scheduling would cost the API server, for
     /// `bench --e2e --null`. Not for a cluster.
@@ -735,7 +744,7 @@ impl Scheduler {
             // the scheduler: the pod is retried after backoff.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 if null {
-                    return null_place(snapshot, next_start);
+                    return null_place(snapshot, &qp.pod, next_start);
                 }
                 let mut result = fw.schedule(&mut state, &qp.pod, snapshot, next_start, rng, explain);
                 if let Ok(r) = &mut result {
