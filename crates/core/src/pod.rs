@@ -181,6 +181,25 @@ pub fn normalized_image_name(name: &str) -> String {
 }
 
 impl PodInfo {
+    /// Keeps of `object` only what names the pod (name, namespace, UID,
+    /// labels). For a bound pod nothing reads more: its spec and status are
+    /// parsed into the fields above, and the object is most of its memory
+    /// (a cluster's bound pods far outnumber its pending ones).
+    pub fn shed_object(&mut self) {
+        let m = &self.object.metadata;
+        let slim = Pod {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: m.name.clone(),
+                namespace: m.namespace.clone(),
+                uid: m.uid.clone(),
+                labels: m.labels.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        self.object = Arc::new(slim);
+    }
+
     /// Parses a Pod. A malformed field is an error naming the pod and field.
     pub fn from_pod(pod: &Pod) -> Result<Self, ModelError> {
         Self::from_shared(Arc::new(pod.clone()))

@@ -469,7 +469,10 @@ impl Scheduler {
     /// pod's object, not copied).
     pub fn on_shared_pod(&mut self, pod: Arc<Pod>, now: Instant) -> Result<(), ModelError> {
         match PodInfo::from_shared(pod.clone()) {
-            Ok(info) => {
+            Ok(mut info) => {
+                if info.node_name.is_some() || info.terminal {
+                    info.shed_object();
+                }
                 self.on_pod_info(Arc::new(info), now);
                 Ok(())
             }
