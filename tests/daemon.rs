@@ -351,6 +351,22 @@ async fn an_unschedulable_pod_gets_a_condition_and_one_event_then_binds_when_a_n
         "bound {:?} after the node came",
         t.elapsed()
     );
+    // A pod that finishes frees its node (it leaves the daemon's watch, which
+    // asks for unfinished pods only, as kube-scheduler's informer does).
+    add_pod(&s, "big-2", "wasm-scheduler", "40");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!bound(&s.get::<Pod>("default", "big-2").unwrap()), "huge is full");
+    s.store()
+        .patch(
+            wasmsched_apiserver_sim::resources::PODS,
+            "default",
+            "big",
+            Some("status"),
+            "application/merge-patch+json",
+            &json!({"status": {"phase": "Succeeded"}}),
+        )
+        .unwrap();
+    wait_all_bound(&s, 2, Duration::from_secs(10)).await;
 }
 
 /// Watches dropped every second and history compacted (every resume is a

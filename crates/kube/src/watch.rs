@@ -32,6 +32,8 @@ pub(crate) struct Kind<K> {
     gone: fn(&K) -> Msg,
     synced: fn(HashSet<String>) -> Msg,
     synced_flag: fn(&Status) -> &AtomicBool,
+    /// A field selector the API server applies (none: every object).
+    fields: Option<&'static str>,
 }
 
 /// `namespace/name` of a pod.
@@ -50,18 +52,27 @@ pub(crate) const NODES: Kind<Node> = Kind {
     gone: |n| Msg::NodeGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NodesSynced,
     synced_flag: |s| &s.nodes_synced,
+    fields: None,
 };
 
+/// Pods, as kube-scheduler's informer lists them: not those that finished
+/// (a pod that finishes leaves the watch as deleted, freeing its node),
+/// and without `metadata.managedFields`, which nothing reads and which is
+/// often most of a pod's size.
 pub(crate) const PODS: Kind<Pod> = Kind {
     what: "pods",
     key: pod_key,
-    apply: |p| Msg::Pod(Box::new(p)),
+    apply: |mut p| {
+        p.metadata.managed_fields = None;
+        Msg::Pod(Box::new(p))
+    },
     gone: |p| Msg::PodGone {
         key: pod_key(p),
         uid: p.metadata.uid.clone().unwrap_or_default(),
     },
     synced: Msg::PodsSynced,
     synced_flag: |s| &s.pods_synced,
+    fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
 };
 
 pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
@@ -71,6 +82,7 @@ pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
     gone: |n| Msg::NamespaceGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NamespacesSynced,
     synced_flag: |s| &s.namespaces_synced,
+    fields: None,
 };
 
 /// `namespace/name` of a namespaced object.
@@ -107,6 +119,7 @@ macro_rules! workload_kind {
             gone: |o| workload_gone($kind, o),
             synced: |keys| Msg::WorkloadsSynced($kind, keys),
             synced_flag: |s| &s.workloads_synced,
+            fields: None,
         };
     };
 }
@@ -151,6 +164,7 @@ macro_rules! storage_kind {
             gone: |o| storage_gone($kind, o),
             synced: |keys| Msg::StorageSynced($kind, keys),
             synced_flag: |s| &s.storage_synced,
+            fields: None,
         };
     };
 }
@@ -180,9 +194,11 @@ pub(crate) async fn watch_kind<K>(
 {
     let api: Api<K> = Api::all(client);
     // kube-rs' backoff: exponential with jitter, reset after a healthy stretch.
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let mut config = watcher::Config::default();
+    if let Some(f) = kind.fields {
+        config = config.fields(f);
+    }
+    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
     let mut init: HashSet<String> = HashSet::new();
     loop {
         let ev = tokio::select! {
