@@ -1,10 +1,10 @@
 // Types of the wasmsched JavaScript SDK (plugins/sdk/js/wasmsched.js).
-// WIT -> JS: option<T> is `T | undefined` on StarlingMonkey (the default
-// engine), `T | null` on QuickJS; s64/u64 are BigInts on StarlingMonkey,
-// Numbers on QuickJS (declared `number` here: wrap them in Number()).
+// WIT -> JS: option<T> is `T | null` on QuickJS (the default engine),
+// `T | undefined` on StarlingMonkey; s64/u64 are BigInts on both (declared
+// `number` here: wrap them in Number()).
 // Records are objects with camelCase keys.
 
-/** An absent option<T>: `undefined` on StarlingMonkey, `null` on QuickJS;
+/** An absent option<T>: `null` on QuickJS, `undefined` on StarlingMonkey;
  * test it with `v == null`. */
 export type Opt<T> = T | null | undefined;
 

@@ -15,8 +15,8 @@ export default definePlugin({
     // `images` of imageSize(i, image) (absent: 0), for every node i. (The
     // per-node form, a loop over i calling nodes.imageSize(i, image), gives
     // the same scores but costs a host call per node and image.)
-    // Number(): s64 is a BigInt on StarlingMonkey (lists of them are
-    // BigInt64Arrays), a Number on QuickJS.
+    // Number(): s64 is a BigInt (lists of them are Arrays of BigInts on
+    // QuickJS, BigInt64Arrays on StarlingMonkey).
     return Array.from(nodes.imageBytes(pod.images()), (total) =>
       Math.min(100, Math.floor(Number(total) / BYTES_PER_POINT)),
     );

@@ -11,7 +11,7 @@ export default definePlugin({
 
   score(_pod: Pod, nodes: Nodes): number[] {
     // One host call for the batch: randoms()[i] == random(i). u64 values
-    // arrive as BigInts on StarlingMonkey: BigInt() keeps % exact.
+    // arrive as BigInts: BigInt() keeps % exact.
     return Array.from(nodes.randoms(), (r) => Number(BigInt(r) % 101n));
   },
 });
