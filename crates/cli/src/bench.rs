@@ -27,7 +27,8 @@ pub struct Args {
     /// percentageOfNodesToScore (0 = kube-scheduler's adaptive default).
     #[arg(long)]
     percentage: Option<u32>,
-    /// Worker threads for filtering and scoring (default: the machine's cores).
+    /// Worker threads for filtering and scoring (default: the machine's
+    /// cores); with --e2e, the daemon's `parallelism`.
     #[arg(long)]
     parallelism: Option<usize>,
     /// Scheduler configuration to use instead of the defaults.
@@ -203,6 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .shadow_percent
                 .unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
             web: args.web,
+            parallelism: args.parallelism,
             cluster: (args.master.is_some() || args.kubeconfig.is_some()).then_some(crate::bench_e2e::Target {
                 kubeconfig: args.kubeconfig,
                 master: args.master,

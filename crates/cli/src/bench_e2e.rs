@@ -31,6 +31,8 @@ pub struct E2e {
     /// Shadow versions of them (`--shadow`), at `shadow_percent`.
     pub shadow: Option<PathBuf>,
     pub shadow_percent: u32,
+    /// The daemon's `parallelism` (`--parallelism`; default: its own).
+    pub parallelism: Option<usize>,
     /// Keep the web view open during the run (its cluster view fetched
     /// every 2 s, as the page does), and measure its first load after.
     pub web: bool,
@@ -73,6 +75,10 @@ pub(crate) fn daemon_config(e: &E2e, scheduler: &str, lease: (&str, &str)) -> an
         "leaderElection": {"leaderElect": true, "resourceNamespace": lease.0, "resourceName": lease.1},
         "profiles": [{"schedulerName": scheduler}],
     });
+    if let Some(p) = e.parallelism {
+        anyhow::ensure!(p > 0, "--parallelism must be at least 1");
+        config["parallelism"] = json!(p);
+    }
     if let Some(dir) = &e.wasm {
         // The names its files provide (compiled here once: the daemon
         // then loads them from the compiled cache).
