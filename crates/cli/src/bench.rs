@@ -151,7 +151,9 @@ pub fn cpu_seconds_of(pid: &str) -> Option<f64> {
     Some(ns as f64 / 1e9)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
+/// The `p` quantile (0..=1) of `sorted`, in milliseconds (0 when empty):
+/// the smallest value with at least a share `p` of the values at or below it.
+pub(crate) fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

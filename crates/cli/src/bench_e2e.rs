@@ -399,22 +399,12 @@ pub(crate) async fn measure<C: Cluster>(
     let events_after_stop = cluster.scheduled_events().await?;
     let overcommitted = cluster.overcommitted().await?;
     let share = |n: usize| 100.0 * n as f64 / bound_at.len().max(1) as f64;
-    let mut lat: Vec<f64> = bound_at
+    let mut lat: Vec<Duration> = bound_at
         .iter()
-        .filter_map(|(k, t)| {
-            created
-                .get(k)
-                .map(|c| t.saturating_duration_since(*c).as_secs_f64() * 1000.0)
-        })
+        .filter_map(|(k, t)| created.get(k).map(|c| t.saturating_duration_since(*c)))
         .collect();
-    lat.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        if lat.is_empty() {
-            0.0
-        } else {
-            lat[((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1]
-        }
-    };
+    lat.sort();
+    let pct = |p: f64| crate::bench::percentile(&lat, p);
     let last_bound = bound_at.values().max().copied().unwrap_or(start);
     let span = last_bound.saturating_duration_since(start).as_secs_f64().max(1e-9);
     let per_sec = bound_at.len() as f64 / span;

@@ -83,14 +83,6 @@ impl Conn {
     }
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i].as_secs_f64() * 1e3
-}
-
 /// Latencies of one verb in one mode.
 #[derive(Default)]
 struct Verb {
@@ -104,8 +96,8 @@ impl Verb {
         json!({
             "requests": self.took.len(),
             "requests_per_second": if total > 0.0 { (self.took.len() as f64 / total).round() } else { 0.0 },
-            "p50_ms": (percentile(&self.took, 0.50) * 1000.0).round() / 1000.0,
-            "p99_ms": (percentile(&self.took, 0.99) * 1000.0).round() / 1000.0,
+            "p50_ms": (crate::bench::percentile(&self.took, 0.50) * 1000.0).round() / 1000.0,
+            "p99_ms": (crate::bench::percentile(&self.took, 0.99) * 1000.0).round() / 1000.0,
         })
     }
 }
