@@ -65,6 +65,15 @@ pub(crate) struct RequestInfo<'a> {
     pub watch: bool,
 }
 
+/// What the faults make of a request ([`Faults::before`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Admit {
+    /// Answer it with this HTTP status, without serving it.
+    Fail(u16),
+    /// Serve it; with `lose_answer`, never send the answer.
+    Serve { lose_answer: bool },
+}
+
 /// A failure rule: answer matching requests with `code` (500, 429 with
 /// `Retry-After`, 503, 504), either the next `count` of them or a `fraction`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,8 +262,9 @@ impl Faults {
     }
 
     /// Consulted on every API request: waits out a pause, a hang and the
-    /// latency, then says whether to fail it, with which code.
-    pub(crate) async fn before(&self, req: RequestInfo<'_>) -> Option<u16> {
+    /// latency, then says whether to fail it, with which code, or to serve
+    /// it and whether to lose its answer.
+    pub(crate) async fn before(&self, req: RequestInfo<'_>) -> Admit {
         let mut rx = self.paused.subscribe();
         let _ = rx.wait_for(|p| !*p).await;
         let verdict = {
@@ -263,25 +273,31 @@ impl Faults {
                 s.held += 1;
                 None
             } else {
-                Some(Self::fail_or_pass(&mut s, &req))
+                let (latency, fail) = Self::fail_or_pass(&mut s, &req);
+                let admit = match fail {
+                    Some(code) => Admit::Fail(code),
+                    None => Admit::Serve {
+                        lose_answer: !req.watch && Self::lose_answer(&mut s, &req),
+                    },
+                };
+                Some((latency, admit))
             }
         };
         // A hung request is never answered: the client gives up, or the
         // server stops.
-        let Some((latency, fail)) = verdict else {
+        let Some((latency, admit)) = verdict else {
             return std::future::pending().await;
         };
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        fail
+        admit
     }
 
     /// Whether the answer to `req`, once served, is to be lost (counted
     /// against the first matching rule).
-    pub(crate) fn loses_answer(&self, req: RequestInfo<'_>) -> bool {
-        let mut s = self.lock();
-        let Some(rule) = s.lose.iter_mut().find(|r| r.count > 0 && r.matching.applies(&req)) else {
+    fn lose_answer(s: &mut State, req: &RequestInfo<'_>) -> bool {
+        let Some(rule) = s.lose.iter_mut().find(|r| r.count > 0 && r.matching.applies(req)) else {
             return false;
         };
         rule.count -= 1;

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::Shared;
-use crate::faults::{FaultRequest, RequestInfo};
+use crate::faults::{Admit, FaultRequest, RequestInfo};
 use crate::openapi::{self, FieldValidation};
 use crate::resources::{self, BINDINGS, PODS, RESOURCES};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -132,16 +132,41 @@ async fn api(
         user_agent,
         watch,
     };
-    if let Some(code) = shared.faults.before(req).await {
-        return ApiError::from_code(code).into_response();
+    let lose_answer = match shared.faults.before(req).await {
+        Admit::Fail(code) => return ApiError::from_code(code).into_response(),
+        Admit::Serve { lose_answer } => lose_answer,
+    };
+    let response = serve(&shared, &method, req, &headers, &query, &body);
+    if lose_answer {
+        // Served (a write is applied) but never answered: the client
+        // gives up, or the server stops.
+        return std::future::pending().await;
     }
+    response
+}
+
+/// The answer to an API request that passed the faults.
+fn serve(
+    shared: &Arc<Shared>,
+    method: &Method,
+    req: RequestInfo<'_>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    body: &Bytes,
+) -> Response {
+    let RequestInfo {
+        path,
+        user_agent,
+        watch,
+        ..
+    } = req;
     if let Some(rest) = path.strip_prefix("/openapi/v3")
         && (rest.is_empty() || rest.starts_with('/'))
     {
         if method != Method::GET {
             return ApiError::method_not_allowed(format!("{method} is not allowed on {path}")).into_response();
         }
-        return openapi::serve(rest, query.get("hash").map(String::as_str), &headers);
+        return openapi::serve(rest, query.get("hash").map(String::as_str), headers);
     }
     let route = match route(path, &shared.addr.to_string()) {
         Ok(r) => r,
@@ -154,17 +179,15 @@ async fn api(
         }
         Route::Api(t) => t,
     };
-    // Decided as the request arrives, acted on once it is served.
-    let lose = !watch && shared.faults.loses_answer(req);
-    let result = match (&method, &t.name) {
-        (&Method::GET, None) if watch => return watch_response(&shared, &t, &query),
-        (&Method::GET, None) => list(&shared, &t, &query, &headers),
-        (&Method::GET, Some(name)) => get(&shared, &t, name, &headers),
-        (&Method::POST, None) => create(&shared, &t, &body, &query, user_agent),
+    let result = match (method, &t.name) {
+        (&Method::GET, None) if watch => return watch_response(shared, &t, query),
+        (&Method::GET, None) => list(shared, &t, query, headers),
+        (&Method::GET, Some(name)) => get(shared, &t, name, headers),
+        (&Method::POST, None) => create(shared, &t, body, query, user_agent),
         (&Method::POST, Some(name)) if t.sub.as_deref() == Some("binding") => {
-            bind(&shared, &t, name, &body, &query, user_agent)
+            bind(shared, &t, name, body, query, user_agent)
         }
-        (&Method::PUT, Some(name)) => update(&shared, &t, name, &body, &query),
+        (&Method::PUT, Some(name)) => update(shared, &t, name, body, query),
         (&Method::PATCH, Some(name)) => {
             let ct = headers
                 .get(header::CONTENT_TYPE)
@@ -173,10 +196,10 @@ async fn api(
                 .unwrap_or("")
                 .trim()
                 .to_owned();
-            patch(&shared, &t, name, &ct, &body, &query)
+            patch(shared, &t, name, &ct, body, query)
         }
         (&Method::DELETE, Some(name)) => {
-            let opts = if body.is_empty() { None } else { parse_body(&body).ok() };
+            let opts = if body.is_empty() { None } else { parse_body(body).ok() };
             let pre = opts.as_ref().and_then(|o| o.get("preconditions"));
             shared
                 .lock()
@@ -187,11 +210,6 @@ async fn api(
             "the server does not allow this method on the requested resource ({method} {path})"
         ))),
     };
-    if lose {
-        // Served (a write is applied) but never answered: the client
-        // gives up, or the server stops.
-        return std::future::pending().await;
-    }
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
