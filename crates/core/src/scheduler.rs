@@ -1042,6 +1042,49 @@ items:
         .unwrap()
     }
 
+    /// A bound pod from the API keeps only what names it; a pending one
+    /// keeps its whole object (reports and plugins read it).
+    #[test]
+    fn bound_pods_keep_only_their_names_and_labels() {
+        let mut s = sched();
+        let now = Instant::now();
+        let mut p = pending("waiting", "100m");
+        p.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
+        p.metadata.annotations = Some([("note".to_owned(), "x".repeat(1000))].into());
+        s.on_pod(&p, now).unwrap();
+        assert!(s.queue.get("default/waiting").unwrap().pod.object.spec.is_some());
+        p.spec.as_mut().unwrap().node_name = Some("small".into());
+        s.on_pod(&p, now).unwrap();
+        let cached = &s.cache.pod("default/waiting").unwrap().pod;
+        assert_eq!(cached.node_name.as_deref(), Some("small"));
+        assert_eq!(cached.requests.requests.milli_cpu, 100, "parsed before shedding");
+        let o = &cached.object;
+        assert!(o.spec.is_none() && o.status.is_none() && o.metadata.annotations.is_none());
+        assert_eq!(o.metadata.name.as_deref(), Some("waiting"));
+        assert_eq!(o.metadata.labels, p.metadata.labels);
+    }
+
+    /// Null placement takes the nodes in turn, skipping those the pod's
+    /// node selector does not allow.
+    #[test]
+    fn null_placement_honours_the_node_selector() {
+        let mut s = sched();
+        s.set_null_placement(true);
+        let now = Instant::now();
+        for i in 0..4 {
+            let mut p = pending(&format!("p{i}"), "100m");
+            p.spec.as_mut().unwrap().node_selector =
+                Some([("topology.kubernetes.io/zone".to_owned(), "b".to_owned())].into());
+            s.on_pod(&p, now).unwrap();
+        }
+        let mut nodes = Vec::new();
+        while let Some(a) = s.schedule_one(now, false) {
+            nodes.push(a.result.unwrap().node);
+        }
+        nodes.sort();
+        assert_eq!(nodes, ["big", "big", "gpu", "gpu"]);
+    }
+
     #[test]
     fn places_respecting_usage_and_explains_failures() {
         let mut s = sched();
