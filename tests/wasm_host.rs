@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 use wasmsched_core::framework::CycleState;
+use wasmsched_core::node::NodeRow;
 use wasmsched_core::{Cache, NodeData, NodeInfo, Plugin, PodInfo};
 use wasmsched_wasm::{CallError, LoadError, PluginHost, PluginSlot, Tier, Tiering, WasmConfig, WasmEngine};
 
@@ -40,8 +41,13 @@ fn pod(annotations: serde_json::Value) -> PodInfo {
     PodInfo::from_pod(&p).unwrap()
 }
 
-fn refs(n: &[Arc<NodeInfo>]) -> Vec<&Arc<NodeInfo>> {
+fn refs<T>(n: &[T]) -> Vec<&T> {
     n.iter().collect()
+}
+
+/// The nodes' rows, as a cycle passes them beside the nodes.
+fn rows(n: &[Arc<NodeInfo>]) -> Vec<NodeRow> {
+    n.iter().map(|n| NodeRow::of(n)).collect()
 }
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -102,7 +108,7 @@ fn label_gate_filters_through_the_framework_adapter() {
     let pi = pod(json!({"cluster.type": "raspberry"}));
     assert!(slot.pre_filter(&mut state, &pi, &snapshot).is_success());
     let mut rejected = Vec::new();
-    slot.filter_nodes(&state, &pi, &refs(&ns), &mut rejected);
+    slot.filter_nodes(&state, &pi, &refs(&ns), &refs(&rows(&ns)), &mut rejected);
     let got: Vec<(usize, String)> = rejected.iter().map(|(i, s)| (*i, s.message())).collect();
     let why = "node(s) were not of the requested cluster.type raspberry".to_owned();
     assert_eq!(got, [(1, why.clone()), (2, why)]);
@@ -224,13 +230,15 @@ fn failure_policy_fail_is_an_error_and_ignore_skips_the_plugin() {
     let state = CycleState::default();
     let (_h, fail) = slot("misbehave", &guest::misbehave(), r#"{"mode":"error"}"#, json!({}));
     let mut rejected = Vec::new();
-    fail.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    fail.filter_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut rejected);
     // An error, not a rejection: the cycle fails (SchedulerError), the pod backs off.
     assert_eq!(rejected.len(), 1);
     assert_eq!(rejected[0].1.code(), wasmsched_core::Code::Error);
     assert_eq!(rejected[0].1.message(), "plugin misbehave: refusing 3 nodes on purpose");
     let mut out = [7; 3];
-    let err = fail.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+    let err = fail
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap_err();
     assert_eq!(err.message(), "plugin misbehave: refusing 3 nodes on purpose");
     let (_h, ignore) = slot(
         "misbehave",
@@ -239,9 +247,11 @@ fn failure_policy_fail_is_an_error_and_ignore_skips_the_plugin() {
         json!({"plugins": [{"name": "misbehave", "failurePolicy": "ignore"}]}),
     );
     let mut rejected = Vec::new();
-    ignore.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    ignore.filter_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut rejected);
     assert!(rejected.is_empty());
-    ignore.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap();
+    ignore
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap();
     assert_eq!(out, [0; 3]);
     assert_eq!(ignore.stats().traps.load(std::sync::atomic::Ordering::Relaxed), 2);
 }
@@ -542,7 +552,7 @@ fn hot_reload_follows_configmap_updates_and_keeps_the_last_good_version() {
             let mut calls = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 let mut out = [0; 2];
-                slot.score_nodes(&state, &p, &refs(&ns), &mut out)
+                slot.score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
                     .expect("no call fails during a swap");
                 calls += 1;
             }
@@ -611,7 +621,9 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let state = CycleState::default();
     let (_h, slot) = slot("misbehave", &guest::misbehave(), r#"{"mode":"range"}"#, json!({}));
     let mut out = [0; 2];
-    let err = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+    let err = slot
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap_err();
     assert_eq!(
         err.message(),
         "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
@@ -885,7 +897,9 @@ fn a_plugin_that_keeps_failing_backs_off() {
     let (_, took) = timed(|| {
         for _ in 0..50 {
             let mut out = [0; 2];
-            let e = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+            let e = slot
+                .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+                .unwrap_err();
             assert!(e.message().starts_with("plugin misbehave: "), "{}", e.message());
         }
     });
@@ -952,11 +966,13 @@ fn a_missing_plugin_refuses_pods_under_fail_and_is_skipped_under_ignore() {
     // Enabled at filter or score alone (no PreFilter or PreScore runs): the
     // filter rejects every node and the score fails, naming why.
     let mut rejected = Vec::new();
-    slot.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    slot.filter_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut rejected);
     assert_eq!(rejected.len(), 2);
     assert!(rejected.iter().all(|(_, st)| st.message() == why));
     let mut out = [0; 2];
-    let err = slot.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err();
+    let err = slot
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap_err();
     assert_eq!(err.message(), why);
     let ignore = host_dir(
         &dir,
@@ -965,9 +981,12 @@ fn a_missing_plugin_refuses_pods_under_fail_and_is_skipped_under_ignore() {
     let slot = ignore.slot("label-gate", "{}".into()).unwrap();
     assert!(slot.pre_filter(&mut state, &p, &snapshot).is_skip());
     let mut rejected = Vec::new();
-    slot.filter_nodes(&state, &p, &refs(&ns), &mut rejected);
+    slot.filter_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut rejected);
     assert!(rejected.is_empty());
-    assert_eq!(slot.score_nodes(&state, &p, &refs(&ns), &mut [7; 2]), Ok(()));
+    assert_eq!(
+        slot.score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut [7; 2]),
+        Ok(())
+    );
     // A file whose configure fails: not loaded, not fatal, and says why.
     std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
     let host = host_dir(&dir, json!({}));
@@ -1504,7 +1523,10 @@ fn what_a_plugin_says_is_cut_and_escaped() {
     let (_host, big) = slot("misbehave", &guest::misbehave(), r#"{"mode": "big-error"}"#, json!({}));
     for call in 0..5 {
         let mut out = [0; 2];
-        let msg = big.score_nodes(&state, &p, &refs(&ns), &mut out).unwrap_err().message();
+        let msg = big
+            .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+            .unwrap_err()
+            .message();
         assert!(printable(&msg), "{msg}");
         if call < 3 {
             assert!(msg.len() <= bound, "{} bytes", msg.len());
@@ -1681,7 +1703,7 @@ fn a_plugin_that_fails_every_third_call_backs_off() {
     let state = CycleState::default();
     let call = || {
         let mut out = [0; 2];
-        let _ = slot.score_nodes(&state, &p, &refs(&ns), &mut out);
+        let _ = slot.score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out);
     };
     let stats = slot.stats();
     // Each instance traps on its third call (a spare made beside the
@@ -1783,7 +1805,7 @@ fn spare_instances_are_made_at_lower_priority() {
     let p = pod(json!({}));
     let mut out = [0; 1];
     // A trap discards the instance; the pool is refilled in the background.
-    let _ = slot.score_nodes(&CycleState::default(), &p, &refs(&ns), &mut out);
+    let _ = slot.score_nodes(&CycleState::default(), &p, &refs(&ns), &refs(&rows(&ns)), &mut out);
     let nice = |stat: &str| -> Option<i64> {
         // Fields after the command's closing parenthesis; nice is the 19th
         // field of the line, the 17th after it.

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use crate::node::{ImageIndex, Labels, NodeData, NodeInfo, Usage};
+use crate::node::{ImageIndex, Labels, NodeData, NodeInfo, NodeRow, Usage};
 use crate::pod::{PodInfo, PodKey};
 use crate::shapes::{ShapeEntry, ShapeTable, count_on_node};
 
@@ -27,6 +27,11 @@ pub struct CachedPod {
     /// Whether it is only assumed (binding not yet confirmed).
     pub assumed: bool,
 }
+
+/// How many distinct lists of node taints get an id
+/// ([`NodeData::taint_set`]); the ids are never reused, so this bounds what
+/// they hold in a cluster whose taints keep changing.
+pub const MAX_TAINT_SETS: usize = 4096;
 
 /// The cluster state the scheduler keeps.
 #[derive(Debug, Default)]
@@ -56,6 +61,8 @@ pub struct Cache {
     labels_generation: u64,
     /// Node ids given out (from 1) and free for reuse.
     next_node_id: u32,
+    /// Taint lists by their id ([`NodeData::taint_set`]), from 1.
+    taint_sets: FxHashMap<Vec<crate::node::Taint>, u32>,
     free_node_ids: Vec<u32>,
     /// Bumped when the node set (or a node's zone) changes: snapshots rebuild.
     structure_generation: u64,
@@ -69,8 +76,11 @@ pub struct Cache {
 /// node sampling spread over zones.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// Nodes in sampling order.
+    /// Nodes in sampling order. Whoever replaces or changes one calls
+    /// [`Snapshot::refresh_row`] for its position.
     pub nodes: Vec<Arc<NodeInfo>>,
+    /// Each node's [`NodeRow`], by position in `nodes`.
+    rows: Vec<NodeRow>,
     /// Image name → its size on each node holding it.
     pub image_nodes: Arc<ImageIndex>,
     /// Namespace name → labels.
@@ -132,9 +142,20 @@ impl Domains {
     /// snapshot, a label lookup for any other.
     #[inline]
     pub fn of(&self, key: &str, node: &NodeData) -> u32 {
-        match self.of_id.get(node.id as usize) {
-            Some(&d) if node.id != 0 => d,
-            _ => self.of_labels(key, &node.labels),
+        match self.of_id(node.id) {
+            Some(d) => d,
+            None => self.of_labels(key, &node.labels),
+        }
+    }
+
+    /// The domain of the snapshot's node of id `id` ([`NodeData::id`]);
+    /// `None` for a node not from the snapshot these domains were made of.
+    #[inline]
+    pub fn of_id(&self, id: u32) -> Option<u32> {
+        if id == 0 {
+            None
+        } else {
+            self.of_id.get(id as usize).copied()
         }
     }
 
@@ -208,6 +229,18 @@ impl Snapshot {
     /// Whether there are no nodes.
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
+    }
+
+    /// The nodes' rows, by position (what filters read of every node).
+    #[inline]
+    pub fn rows(&self) -> &[NodeRow] {
+        &self.rows
+    }
+
+    /// Recomputes the row of the node at `pos` after it was replaced or
+    /// changed.
+    pub fn refresh_row(&mut self, pos: usize) {
+        self.rows[pos] = NodeRow::of(&self.nodes[pos]);
     }
 
     /// The domains of topology key `key` (computed once per key while
@@ -390,6 +423,7 @@ impl Cache {
                 self.next_node_id
             }),
         };
+        data.taint_set = self.taint_set(&data.taints);
         let data = Arc::new(data);
         if let Some(&i) = self.index.get(&data.name) {
             let old = self.nodes[i].node.clone();
@@ -417,6 +451,21 @@ impl Cache {
             self.nodes.push(Arc::new(NodeInfo { node: data, usage }));
             self.structure_generation += 1;
         }
+    }
+
+    /// The id of a list of taints: the one it has, or a new one. Lists are
+    /// few in a cluster; past [`MAX_TAINT_SETS`] a new one gets none (0),
+    /// and plugins read such nodes' taints themselves.
+    fn taint_set(&mut self, taints: &[crate::node::Taint]) -> u32 {
+        if let Some(&id) = self.taint_sets.get(taints) {
+            return id;
+        }
+        if self.taint_sets.len() >= MAX_TAINT_SETS {
+            return 0;
+        }
+        let id = self.taint_sets.len() as u32 + 1;
+        self.taint_sets.insert(taints.to_vec(), id);
+        id
     }
 
     /// Removes a node. Its pods stay accounted (they are deleted by their
@@ -637,6 +686,7 @@ impl Cache {
             for &i in &self.dirty {
                 if let Some(&p) = snap.pos.get(i) {
                     snap.nodes[p] = self.nodes[i].clone();
+                    snap.refresh_row(p);
                 }
             }
         }
@@ -768,6 +818,7 @@ impl Cache {
                 }
             }
         }
+        snap.rows = snap.nodes.iter().map(|n| NodeRow::of(n)).collect();
         snap.by_name = Arc::new(
             snap.nodes
                 .iter()

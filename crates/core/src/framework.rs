@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use crate::cache::Snapshot;
 use crate::events::{Change, ClusterEvent, QueueingHint};
-use crate::node::NodeInfo;
+use crate::node::{NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 
 /// The highest score a plugin may give a node (after NormalizeScore).
@@ -254,12 +254,15 @@ pub trait Plugin: Send + Sync {
 
     /// Filter over a chunk of nodes: pushes `(index in nodes, status)` for
     /// every node that does not pass (rejected, or an error), in increasing
-    /// index order. Nodes that pass cost nothing.
+    /// index order. Nodes that pass cost nothing. `rows[i]` is the
+    /// [`NodeRow`] of `nodes[i]`: a plugin that can decide from it avoids
+    /// reading the node.
     fn filter_nodes(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        _rows: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
         for (i, n) in nodes.iter().enumerate() {
@@ -300,11 +303,13 @@ pub trait Plugin: Send + Sync {
     }
 
     /// Score over a chunk of nodes: writes one score per node into `out`.
+    /// `rows[i]` is the [`NodeRow`] of `nodes[i]`.
     fn score_nodes(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        _rows: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         score_each(self, state, pod, nodes, out)

@@ -43,7 +43,7 @@ impl TaintEffect {
 }
 
 /// A node taint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Taint {
     /// Taint key.
     pub key: String,
@@ -106,6 +106,10 @@ pub struct NodeData {
     /// A small id the cache gives the node for its life there (0: not
     /// from a cache): per-node tables index by it.
     pub id: u32,
+    /// An id the cache gives the node's list of taints, the same for
+    /// every node with the same list (0: none given): a plugin deciding by
+    /// taints decides once per list.
+    pub taint_set: u32,
     /// `spec.taints` with a known effect.
     pub taints: Vec<Taint>,
     /// Image sizes by every name in `status.images[].names`.
@@ -175,6 +179,7 @@ impl NodeData {
             zone,
             object: Arc::new(node.clone()),
             id: 0,
+            taint_set: 0,
         })
     }
 }
@@ -214,6 +219,77 @@ pub struct NodeInfo {
     pub node: Arc<NodeData>,
     /// Usage by the pods bound or assumed on it.
     pub usage: Usage,
+}
+
+/// What the filters read of every node a cycle visits, kept by the
+/// snapshot in one array by position ([`crate::cache::Snapshot::rows`]).
+///
+/// At tens of thousands of nodes a pod that few nodes fit visits most of
+/// them, and reading each node's [`NodeInfo`] and [`NodeData`] (two
+/// allocations apart) cost a cache miss or more per node and filter; the
+/// rows are read in order from contiguous memory. A filter that needs more
+/// than this reads the node as before.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeRow {
+    /// Allocatable CPU (millicores).
+    pub alloc_milli_cpu: i64,
+    /// Allocatable memory (bytes).
+    pub alloc_memory: i64,
+    /// Allocatable ephemeral storage (bytes).
+    pub alloc_ephemeral_storage: i64,
+    /// Allocatable pods.
+    pub alloc_pods: i64,
+    /// CPU the pods on it request ([`Usage::requested`]).
+    pub used_milli_cpu: i64,
+    /// Memory the pods on it request.
+    pub used_memory: i64,
+    /// Ephemeral storage the pods on it request.
+    pub used_ephemeral_storage: i64,
+    /// Pods on it.
+    pub pods: i64,
+    /// [`Usage::non_zero_milli_cpu`].
+    pub non_zero_milli_cpu: i64,
+    /// [`Usage::non_zero_memory`].
+    pub non_zero_memory: i64,
+    /// [`NodeData::id`].
+    pub id: u32,
+    /// [`NodeData::taint_set`].
+    pub taint_set: u32,
+    /// `spec.unschedulable`.
+    pub unschedulable: bool,
+    /// Whether some taint has the effect `NoSchedule` or `NoExecute`.
+    pub hard_taints: bool,
+    /// Whether some taint has the effect `PreferNoSchedule`.
+    pub soft_taints: bool,
+    /// Whether some scalar resource (extended resources, hugepages) is
+    /// allocatable in a non-zero amount.
+    pub scalars: bool,
+}
+
+impl NodeRow {
+    /// The row of `info`.
+    pub fn of(info: &NodeInfo) -> Self {
+        let (a, u) = (&info.node.allocatable, &info.usage);
+        let effect = |f: fn(TaintEffect) -> bool| info.node.taints.iter().any(|t| f(t.effect));
+        NodeRow {
+            alloc_milli_cpu: a.milli_cpu,
+            alloc_memory: a.memory,
+            alloc_ephemeral_storage: a.ephemeral_storage,
+            alloc_pods: a.pods,
+            used_milli_cpu: u.requested.milli_cpu,
+            used_memory: u.requested.memory,
+            used_ephemeral_storage: u.requested.ephemeral_storage,
+            pods: u.pods,
+            non_zero_milli_cpu: u.non_zero_milli_cpu,
+            non_zero_memory: u.non_zero_memory,
+            id: info.node.id,
+            taint_set: info.node.taint_set,
+            unschedulable: info.node.unschedulable,
+            hard_taints: effect(|e| matches!(e, TaintEffect::NoSchedule | TaintEffect::NoExecute)),
+            soft_taints: effect(|e| e == TaintEffect::PreferNoSchedule),
+            scalars: a.scalar.iter().any(|(_, q)| *q != 0),
+        }
+    }
 }
 
 impl NodeInfo {

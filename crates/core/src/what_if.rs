@@ -97,6 +97,7 @@ impl WhatIf {
             Arc::make_mut(e).place(snap.cache_idx[pos] as usize, delta);
         }
         apply(&mut Arc::make_mut(&mut snap.nodes[pos]).usage, pod, id as u32, add);
+        snap.refresh_row(pos);
         let (aff, anti) = affinity_kinds(pod);
         let step = |n: &mut usize, on: bool| {
             if on {
@@ -115,6 +116,7 @@ impl WhatIf {
         let snap = Arc::make_mut(&mut self.snap);
         for (pos, node) in self.saved_nodes.drain(..) {
             snap.nodes[pos] = node;
+            snap.refresh_row(pos);
         }
         let shapes = Arc::make_mut(&mut snap.shapes);
         for (id, entry) in self.saved_shapes.drain(..) {

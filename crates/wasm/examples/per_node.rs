@@ -16,6 +16,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 use wasmsched_core::framework::{CycleState, Status};
+use wasmsched_core::node::NodeRow;
 use wasmsched_core::{Cache, NodeData, NodeInfo, Plugin, PodInfo, Points};
 use wasmsched_wasm::{PluginHost, WasmConfig, WasmEngine};
 
@@ -34,6 +35,7 @@ impl Plugin for NativeNodePrice {
         _: &CycleState,
         _: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        _: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         for (o, n) in out.iter_mut().zip(nodes) {
@@ -66,6 +68,7 @@ fn main() {
     }
     let snapshot = cache.snapshot();
     let nodes: Vec<&Arc<NodeInfo>> = snapshot.nodes.iter().collect();
+    let rows: Vec<&NodeRow> = snapshot.rows().iter().collect();
     let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap();
     let pod = PodInfo::from_pod(&pod).unwrap();
     let host = PluginHost::new(WasmEngine::new(None).unwrap(), WasmConfig::default(), 1);
@@ -91,11 +94,11 @@ fn main() {
     let mut b = vec![0; n];
     let time = |p: &dyn Plugin, out: &mut [i64]| {
         // warm up, then the best of 20 rounds (the machine is shared)
-        p.score_nodes(&state, &pod, &nodes, out).unwrap();
+        p.score_nodes(&state, &pod, &nodes, &rows, out).unwrap();
         (0..20)
             .map(|_| {
                 let t = Instant::now();
-                p.score_nodes(&state, &pod, &nodes, out).unwrap();
+                p.score_nodes(&state, &pod, &nodes, &rows, out).unwrap();
                 t.elapsed().as_secs_f64() * 1e9 / n as f64
             })
             .fold(f64::INFINITY, f64::min)

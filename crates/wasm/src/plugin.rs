@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use serde::Deserialize;
 use wasmsched_core::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use wasmsched_core::framework::{Code, CycleState, Points, Status};
+use wasmsched_core::node::NodeRow;
 use wasmsched_core::{NodeInfo, Plugin, PodInfo, Snapshot};
 use wasmtime::{Store, Trap};
 
@@ -995,9 +996,10 @@ impl Plugin for PluginSlot {
     }
 
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let row = NodeRow::of(node);
         let node = Arc::new(node.clone());
         let mut rejected = Vec::new();
-        self.filter_nodes(state, pod, &[&node], &mut rejected);
+        self.filter_nodes(state, pod, &[&node], &[&row], &mut rejected);
         rejected.pop().map_or_else(Status::success, |(_, s)| s)
     }
 
@@ -1006,6 +1008,7 @@ impl Plugin for PluginSlot {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        _: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
         let Some(v) = self.serving() else {
@@ -1077,9 +1080,10 @@ impl Plugin for PluginSlot {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
+        let row = NodeRow::of(node);
         let node = Arc::new(node.clone());
         let mut out = [0];
-        self.score_nodes(state, pod, &[&node], &mut out)?;
+        self.score_nodes(state, pod, &[&node], &[&row], &mut out)?;
         Ok(out[0])
     }
 
@@ -1088,6 +1092,7 @@ impl Plugin for PluginSlot {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        _: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         let Some(v) = self.serving() else {

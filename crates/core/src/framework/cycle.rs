@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::{Code, CycleState, Enabled, Framework, MAX_NODE_SCORE, MIN_NODE_SCORE, Status, num_feasible_nodes_to_find};
 use crate::cache::Snapshot;
-use crate::node::NodeInfo;
+use crate::node::{NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 use crate::rng::Rng;
 
@@ -477,6 +477,7 @@ impl Framework {
         }
 
         let nodes: Vec<&Arc<NodeInfo>> = feasible.iter().map(|&i| &snapshot.nodes[i]).collect();
+        let rows: Vec<&NodeRow> = feasible.iter().map(|&i| &snapshot.rows()[i]).collect();
         if nodes.len() == 1 && !explain {
             if let Some(r) = state.record_mut() {
                 r.feasible.push((feasible[0], None));
@@ -494,7 +495,7 @@ impl Framework {
 
         // Score, NormalizeScore, weights
         let mut per_plugin: Vec<(Vec<i64>, Vec<i64>)> = Vec::new();
-        let totals = self.weighted_scores(state, pod, &nodes, explain.then_some(&mut per_plugin))?;
+        let totals = self.weighted_scores(state, pod, &nodes, &rows, explain.then_some(&mut per_plugin))?;
         if let Some(r) = state.record_mut() {
             r.feasible = feasible.iter().zip(&totals).map(|(&i, &t)| (i, Some(t))).collect();
         }
@@ -639,18 +640,19 @@ impl Framework {
         Ok(())
     }
 
-    /// Score, NormalizeScore and weights over the feasible `nodes`: the
-    /// weighted total of each. With `keep`, each plugin's scores before and
-    /// after NormalizeScore are kept (for explanations).
+    /// Score, NormalizeScore and weights over the feasible `nodes` (with
+    /// their rows): the weighted total of each. With `keep`, each plugin's
+    /// scores before and after NormalizeScore are kept (for explanations).
     pub(crate) fn weighted_scores(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         mut keep: Option<&mut Vec<(Vec<i64>, Vec<i64>)>>,
     ) -> Result<Vec<i64>, ScheduleError> {
         let p = self.score.len();
-        let raw = self.score_all(state, pod, nodes)?;
+        let raw = self.score_all(state, pod, nodes, rows)?;
         let mut totals = vec![0i64; nodes.len()];
         let mut column = vec![0i64; nodes.len()];
         for (j, e) in self.score.iter().enumerate() {
@@ -787,7 +789,8 @@ impl Framework {
     ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
         let filters = self.active_filters(state);
         let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
-        let mut out = filter_chunk(state, pod, &nodes, &filters);
+        let rows: Vec<&NodeRow> = idx.iter().map(|&i| &snapshot.rows()[i]).collect();
+        let mut out = filter_chunk(state, pod, nodes, rows, &filters);
         let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
         for (k, &v) in out.verdict.iter().enumerate() {
             if v == FEASIBLE {
@@ -833,8 +836,10 @@ impl Framework {
     ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
         let run = |offset: usize, n: usize| {
-            let nodes: Vec<&Arc<NodeInfo>> = (0..n).map(|k| &snapshot.nodes[(from + offset + k) % all]).collect();
-            (offset, filter_chunk(state, pod, &nodes, filters))
+            let pos = (0..n).map(|k| (from + offset + k) % all);
+            let nodes: Vec<&Arc<NodeInfo>> = pos.clone().map(|p| &snapshot.nodes[p]).collect();
+            let rows: Vec<&NodeRow> = pos.map(|p| &snapshot.rows()[p]).collect();
+            (offset, filter_chunk(state, pod, nodes, rows, filters))
         };
         match &self.pool {
             Some(pool) if len >= PARALLEL_THRESHOLD => {
@@ -854,6 +859,7 @@ impl Framework {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
     ) -> Result<Vec<i64>, ScheduleError> {
         let p = self.score.len();
         let mut raw = vec![0i64; nodes.len() * p];
@@ -862,13 +868,14 @@ impl Framework {
         }
         let run = |offset: usize, out: &mut [i64]| -> Result<(), ScheduleError> {
             let chunk_nodes = &nodes[offset..offset + out.len() / p];
+            let chunk_rows = &rows[offset..offset + out.len() / p];
             let mut col = vec![0i64; chunk_nodes.len()];
             for (j, e) in self.score.iter().enumerate() {
                 if state.skip_score[j] {
                     continue;
                 }
                 let t = state.clock();
-                let r = e.plugin.score_nodes(state, pod, chunk_nodes, &mut col);
+                let r = e.plugin.score_nodes(state, pod, chunk_nodes, chunk_rows, &mut col);
                 state.record(
                     &*e.plugin,
                     "Score",
@@ -905,22 +912,28 @@ impl Framework {
 fn filter_chunk(
     state: &CycleState,
     pod: &PodInfo,
-    nodes: &[&Arc<NodeInfo>],
+    mut batch: Vec<&Arc<NodeInfo>>,
+    mut rows: Vec<&NodeRow>,
     filters: &[(usize, &Enabled)],
 ) -> ChunkOut {
+    // A row out of step with its node would let filters decide on stale
+    // data: every test run checks them.
+    debug_assert!(
+        batch.iter().zip(&rows).all(|(n, r)| NodeRow::of(n) == **r),
+        "a snapshot row is out of step with its node"
+    );
     let mut out = ChunkOut {
-        verdict: vec![FEASIBLE; nodes.len()],
+        verdict: vec![FEASIBLE; batch.len()],
         rejected: Vec::new(),
     };
-    // `alive[i]` is the chunk offset of `batch[i]`; both shrink together,
-    // and only when a filter rejected something.
-    let mut alive: Vec<u32> = (0..nodes.len() as u32).collect();
-    let mut batch: Vec<&Arc<NodeInfo>> = nodes.to_vec();
+    // `alive[i]` is the chunk offset of `batch[i]` (and `rows[i]`); all
+    // three shrink together, and only when a filter rejected something.
+    let mut alive: Vec<u32> = (0..batch.len() as u32).collect();
     let mut rejected: Vec<(usize, Status)> = Vec::new();
     for &(fi, e) in filters {
         rejected.clear();
         let t = state.clock();
-        e.plugin.filter_nodes(state, pod, &batch, &mut rejected);
+        e.plugin.filter_nodes(state, pod, &batch, &rows, &mut rejected);
         let code = if rejected.is_empty() {
             Code::Success
         } else {
@@ -951,11 +964,13 @@ fn filter_chunk(
             if out.verdict[alive[i] as usize] == FEASIBLE {
                 alive[keep] = alive[i];
                 batch[keep] = batch[i];
+                rows[keep] = rows[i];
                 keep += 1;
             }
         }
         alive.truncate(keep);
         batch.truncate(keep);
+        rows.truncate(keep);
         if alive.is_empty() {
             break;
         }

@@ -83,11 +83,12 @@ impl Framework {
     ) -> Result<(Vec<i64>, i64), ScheduleError> {
         self.start_cycle(state, snapshot);
         let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
+        let rows: Vec<&crate::node::NodeRow> = idx.iter().map(|&i| &snapshot.rows()[i]).collect();
         if nodes.is_empty() {
             return Ok((Vec::new(), 0));
         }
         self.run_pre_score(state, pod, snapshot, &nodes)?;
-        let totals = self.weighted_scores(state, pod, &nodes, None)?;
+        let totals = self.weighted_scores(state, pod, &nodes, &rows, None)?;
         let max = self
             .score
             .iter()

@@ -4,7 +4,7 @@
 //! piling pods onto a few nodes).
 
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
-use crate::node::NodeInfo;
+use crate::node::{NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -29,7 +29,7 @@ impl Plugin for ImageLocality {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        Ok(node_score(&spreads(state, pod), pod.containers, node))
+        Ok(score_of(&spreads(state, pod), pod.containers, node.node.id, node))
     }
 
     fn score_nodes(
@@ -37,11 +37,12 @@ impl Plugin for ImageLocality {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         let spreads = spreads(state, pod);
-        for (o, n) in out.iter_mut().zip(nodes) {
-            *o = node_score(&spreads, pod.containers, n);
+        for ((o, n), r) in out.iter_mut().zip(nodes).zip(rows) {
+            *o = score_of(&spreads, pod.containers, r.id, n);
         }
         Ok(())
     }
@@ -69,27 +70,31 @@ fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
         .collect()
 }
 
-fn node_score(spreads: &[Spread], containers: usize, node: &NodeInfo) -> i64 {
+/// The score of a node, given the size it holds of each spread image.
+#[inline]
+fn node_score<'s>(spreads: &[Spread<'s>], containers: usize, size: impl Fn(&Spread<'s>) -> Option<i64>) -> i64 {
     let max = MAX_CONTAINER_THRESHOLD * containers as i64;
     if spreads.is_empty() || max <= MIN_THRESHOLD {
         return 0;
     }
-    // A node of the cache is found in each image's table (small, read for
-    // every node, so in the processor's cache); one made elsewhere (id 0)
-    // by its own images.
-    let id = node.node.id;
     let sum: i64 = spreads
         .iter()
-        .filter_map(|(img, on, spread)| {
-            let size = if id != 0 {
-                on.get(&id)
-            } else {
-                node.node.images.get(*img)
-            };
-            size.map(|&size| (size as f64 * spread) as i64)
-        })
+        .filter_map(|sp| size(sp).map(|size| (size as f64 * sp.2) as i64))
         .sum();
     MAX_NODE_SCORE * (sum.clamp(MIN_THRESHOLD, max) - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
+}
+
+/// The score of `node`: a node of the cache is found by its id in each
+/// image's table (small, read for every node, so in the processor's
+/// cache); one made elsewhere (id 0) by its own images. The node is not
+/// read for the first: at thousands of nodes each read is a cache miss.
+#[inline]
+fn score_of(spreads: &[Spread], containers: usize, id: u32, node: &NodeInfo) -> i64 {
+    if id != 0 {
+        node_score(spreads, containers, |(_, on, _)| on.get(&id).copied())
+    } else {
+        node_score(spreads, containers, |(img, _, _)| node.node.images.get(*img).copied())
+    }
 }
 
 #[cfg(test)]

@@ -242,6 +242,21 @@ pub(crate) mod testutil {
         }
     }
 
+    /// What `plugin`'s batch Filter rejects of `nodes` (with their rows,
+    /// as a cycle passes them).
+    pub fn filter_batch(
+        plugin: &dyn crate::framework::Plugin,
+        state: &crate::framework::CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+    ) -> Vec<(usize, crate::framework::Status)> {
+        let rows: Vec<crate::node::NodeRow> = nodes.iter().map(|n| crate::node::NodeRow::of(n)).collect();
+        let rows: Vec<&crate::node::NodeRow> = rows.iter().collect();
+        let mut rejected = Vec::new();
+        plugin.filter_nodes(state, pod, nodes, &rows, &mut rejected);
+        rejected
+    }
+
     /// A node with `cpu`, `mem` and 110 pods allocatable.
     pub fn node_alloc(name: &str, cpu: &str, mem: &str) -> NodeInfo {
         node(
@@ -307,9 +322,11 @@ pub(crate) mod testutil {
         .map(|(c, m, uc, um)| Arc::new(with_pod(node_alloc("n", c, m), &pod_req(uc, um))))
         .collect();
         let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
+        let rows: Vec<crate::node::NodeRow> = nodes.iter().map(|n| crate::node::NodeRow::of(n)).collect();
+        let rows: Vec<&crate::node::NodeRow> = rows.iter().collect();
         for pd in pods {
             let mut out = vec![0; nodes.len()];
-            plugin.score_nodes(&st, pd, &refs, &mut out).unwrap();
+            plugin.score_nodes(&st, pd, &refs, &rows, &mut out).unwrap();
             let each: Vec<i64> = nodes.iter().map(|n| plugin.score(&st, pd, n).unwrap()).collect();
             assert_eq!(out, each, "{}", pd.name);
         }

@@ -9,13 +9,14 @@ use std::sync::Arc;
 
 use crate::cache::{Domains, Snapshot};
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
-use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
-use crate::node::{NodeData, NodeInfo};
+use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score, score_each};
+use crate::node::{NodeData, NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 use crate::selector::{Operator, Term};
 
 /// Where the pre-filter leaves the pod's compiled constraints.
 const PRE_FILTER_KEY: &str = "PreFilterNodeAffinity";
+const PRE_SCORE_KEY: &str = "PreScoreNodeAffinity";
 
 /// A label value no node has: equal to no domain id (nor to
 /// [`Domains::NONE`]).
@@ -58,7 +59,11 @@ impl Check {
 
     #[inline]
     fn admits(&self, node: &NodeData) -> bool {
-        let d = self.domains.of(&self.key, node);
+        self.admits_domain(self.domains.of(&self.key, node))
+    }
+
+    #[inline]
+    fn admits_domain(&self, d: u32) -> bool {
         match self.op {
             Operator::In => d != Domains::NONE && self.ids.contains(&d),
             Operator::NotIn => d == Domains::NONE || !self.ids.contains(&d),
@@ -67,6 +72,48 @@ impl Check {
             // Not compiled (see `Compiled::terms`).
             Operator::Gt | Operator::Lt => unreachable!("Gt and Lt are matched on labels"),
         }
+    }
+}
+
+/// A term's checks by domain ids, when every expression is one of `In`,
+/// `NotIn`, `Exists`, `DoesNotExist` and no field is named; `None`: the
+/// term is matched on the labels.
+fn compile_term(snapshot: &Snapshot, t: &Term) -> Option<Vec<Check>> {
+    let simple = t.fields.is_empty()
+        && !t.expressions.is_empty()
+        && t.expressions
+            .iter()
+            .all(|r| !matches!(r.op, Operator::Gt | Operator::Lt));
+    simple.then(|| {
+        t.expressions
+            .iter()
+            .map(|r| Check::new(snapshot, &r.key, r.op, &r.values))
+            .collect()
+    })
+}
+
+/// The pod's and the profile's preferred terms with their weights,
+/// compiled at PreScore as the required ones are at PreFilter.
+struct Preferred {
+    terms: Vec<(i64, Option<Vec<Check>>)>,
+}
+
+impl Preferred {
+    /// The score of the node of `row` (the sum of the weights of the terms
+    /// it matches); `None` when a term must be matched on the labels or the
+    /// node is not the snapshot's.
+    #[inline]
+    fn score_row(&self, row: &NodeRow) -> Option<i64> {
+        let mut sum = 0;
+        'terms: for (w, checks) in &self.terms {
+            for c in checks.as_ref()? {
+                if !c.admits_domain(c.domains.of_id(row.id)?) {
+                    continue 'terms;
+                }
+            }
+            sum += w;
+        }
+        Some(sum)
     }
 }
 
@@ -87,21 +134,34 @@ impl Compiled {
             .required_affinity
             .iter()
             .flatten()
-            .map(|t| {
-                let simple = t.fields.is_empty()
-                    && !t.expressions.is_empty()
-                    && t.expressions
-                        .iter()
-                        .all(|r| !matches!(r.op, Operator::Gt | Operator::Lt));
-                simple.then(|| {
-                    t.expressions
-                        .iter()
-                        .map(|r| Check::new(snapshot, &r.key, r.op, &r.values))
-                        .collect()
-                })
-            })
+            .map(|t| compile_term(snapshot, t))
             .collect();
         Compiled { selector, terms }
+    }
+
+    /// [`Compiled::matches`] from the node's row alone; `None` when a
+    /// term must be matched on the labels or the node is not the
+    /// snapshot's.
+    #[inline]
+    fn matches_row(&self, pod: &PodInfo, row: &NodeRow) -> Option<bool> {
+        let admits = |c: &Check| c.domains.of_id(row.id).map(|d| c.admits_domain(d));
+        for c in &self.selector {
+            if !admits(c)? {
+                return Some(false);
+            }
+        }
+        if pod.required_affinity.is_none() {
+            return Some(true);
+        }
+        'terms: for checks in &self.terms {
+            for c in checks.as_ref()? {
+                if !admits(c)? {
+                    continue 'terms;
+                }
+            }
+            return Some(true);
+        }
+        Some(false)
     }
 
     /// [`NodeAffinity::matches_node`] by domain ids.
@@ -311,13 +371,20 @@ impl Plugin for NodeAffinity {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
         let compiled = state.read::<Compiled>(PRE_FILTER_KEY);
-        for (i, n) in nodes.iter().enumerate() {
-            if !self.enforced(&n.node) {
+        for (i, (n, r)) in nodes.iter().zip(rows).enumerate() {
+            // Without a profile's added affinity, most nodes are decided
+            // by their row, without reading the node.
+            let by_row = match compiled {
+                Some(c) if self.added_required.is_none() => c.matches_row(pod, r),
+                _ => None,
+            };
+            if by_row.is_none() && !self.enforced(&n.node) {
                 rejected.push((i, Status::unresolvable(ERR_REASON_ENFORCED)));
-            } else if !matches_with(compiled, pod, &n.node) {
+            } else if !by_row.unwrap_or_else(|| matches_with(compiled, pod, &n.node)) {
                 rejected.push((i, Status::unresolvable(ERR_REASON_POD)));
             }
         }
@@ -334,12 +401,40 @@ impl Plugin for NodeAffinity {
         }
     }
 
-    fn pre_score(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot, _: &[&Arc<NodeInfo>]) -> Status {
         if pod.preferred_affinity.is_empty() && self.added_preferred.is_empty() {
-            Status::skip()
-        } else {
-            Status::success()
+            return Status::skip();
         }
+        let terms = pod
+            .preferred_affinity
+            .iter()
+            .chain(&self.added_preferred)
+            .map(|(w, t)| (*w, compile_term(snapshot, t)))
+            .collect();
+        state.write(PRE_SCORE_KEY, Preferred { terms });
+        Status::success()
+    }
+
+    /// By the nodes' rows when the terms compiled, reading only the
+    /// nodes that need their labels.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let Some(preferred) = state.read::<Preferred>(PRE_SCORE_KEY) else {
+            return score_each(self, state, pod, nodes, out);
+        };
+        for ((o, n), r) in out.iter_mut().zip(nodes).zip(rows) {
+            *o = match preferred.score_row(r) {
+                Some(v) => v,
+                None => self.score(state, pod, n)?,
+            };
+        }
+        Ok(())
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -361,7 +456,7 @@ impl Plugin for NodeAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testutil::{node, pod};
+    use crate::plugins::testutil::{filter_batch, node, pod};
     use serde_json::json;
 
     fn labeled(name: &str, labels: serde_json::Value) -> NodeInfo {
@@ -419,8 +514,7 @@ mod tests {
             let mut state = CycleState::default();
             assert!(plugin.pre_filter(&mut state, &p, &snapshot).is_success(), "{spec}");
             assert!(state.read::<Compiled>(PRE_FILTER_KEY).is_some());
-            let mut rejected = Vec::new();
-            plugin.filter_nodes(&state, &p, &infos, &mut rejected);
+            let rejected = filter_batch(&plugin, &state, &p, &infos);
             let compiled: Vec<&str> = rejected.iter().map(|(i, _)| infos[*i].name()).collect();
             let by_labels: Vec<&str> = infos
                 .iter()
@@ -436,6 +530,40 @@ mod tests {
                     n.name()
                 );
             }
+        }
+        // Preferred terms, compiled at PreScore: the scores by rows are the
+        // scores by labels.
+        let rows: Vec<NodeRow> = infos.iter().map(|n| NodeRow::of(n)).collect();
+        let rows: Vec<&NodeRow> = rows.iter().collect();
+        let pref = |w: i64, exprs: serde_json::Value| json!({"weight": w, "preference": {"matchExpressions": exprs}});
+        let prefs = [
+            json!([pref(
+                3,
+                json!([{"key": "zone", "operator": "In", "values": ["a", "c"]}])
+            )]),
+            json!([
+                pref(2, json!([{"key": "disk", "operator": "Exists"}])),
+                pref(
+                    5,
+                    json!([{"key": "zone", "operator": "NotIn", "values": ["b"]}, {"key": "gen", "operator": "DoesNotExist"}])
+                ),
+            ]),
+            json!([
+                pref(7, json!([{"key": "gen", "operator": "Gt", "values": ["4"]}])),
+                pref(1, json!([{"key": "zone", "operator": "Exists"}])),
+            ]),
+        ];
+        for terms in prefs {
+            let p = pod(
+                json!({"containers": [], "affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": terms}}}),
+            );
+            let mut state = CycleState::default();
+            assert!(plugin.pre_score(&mut state, &p, &snapshot, &infos).is_success());
+            let mut by_rows = vec![0; infos.len()];
+            plugin.score_nodes(&state, &p, &infos, &rows, &mut by_rows).unwrap();
+            let by_labels: Vec<i64> = infos.iter().map(|n| plugin.score(&state, &p, n).unwrap()).collect();
+            assert_eq!(by_rows, by_labels, "{terms}");
+            assert!(by_labels.iter().any(|&s| s > 0), "{terms}");
         }
     }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::node_resources_fit::{ResourceSpec, validate_resources};
 use crate::cache::Snapshot;
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status, score_each};
-use crate::node::NodeInfo;
+use crate::node::{NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, is_scalar_resource_name};
 
@@ -104,23 +104,23 @@ impl Plugin for BalancedAllocation {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         if self.resources != [ResourceKey::Cpu, ResourceKey::Memory] {
             return score_each(self, state, pod, nodes, out);
         }
         let (cpu, mem) = (pod.requests.requests.milli_cpu, pod.requests.requests.memory);
-        for (o, n) in out.iter_mut().zip(nodes) {
-            let (alloc, used) = (&n.node.allocatable, &n.usage.requested);
-            *o = match (alloc.milli_cpu, alloc.memory) {
+        for (o, r) in out.iter_mut().zip(rows) {
+            *o = match (r.alloc_milli_cpu, r.alloc_memory) {
                 // One fraction or none: no deviation, with the pod or without.
                 (0, _) | (_, 0) => change_in_balance(&[], &[]),
                 (ac, am) => {
                     let (ac, am) = (ac as f64, am as f64);
                     let f = |u: i64, a: f64| (u as f64 / a).min(1.0);
                     change_in_balance(
-                        &[f(used.milli_cpu + cpu, ac), f(used.memory + mem, am)],
-                        &[f(used.milli_cpu, ac), f(used.memory, am)],
+                        &[f(r.used_milli_cpu + cpu, ac), f(r.used_memory + mem, am)],
+                        &[f(r.used_milli_cpu, ac), f(r.used_memory, am)],
                     )
                 }
             };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::node_resources_balanced_allocation::scored;
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{Code, CycleState, MAX_NODE_SCORE, Plugin, Points, Reason, Status, score_each};
-use crate::node::{NodeData, NodeInfo};
+use crate::node::{NodeData, NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 use crate::resources::{ResourceKey, Resources, is_extended_resource_name};
 
@@ -222,46 +222,64 @@ impl NodeResourcesFit {
     /// Whether the pod fits, with every reason it does not (kube-scheduler's
     /// `fitsRequest`). A fit allocates nothing.
     pub fn fits(&self, pod: &PodInfo, node: &NodeInfo) -> Status {
-        self.fits_with(pod, node, &scalar_reasons(pod))
+        self.fits_with(pod, &NodeRow::of(node), node, &self.scalar_asks(pod))
     }
 
-    /// [`Self::fits`] with the `Insufficient <resource>` reasons of the pod's
-    /// scalar resources built beforehand (once per batch, not per node).
-    fn fits_with(&self, pod: &PodInfo, node: &NodeInfo, scalar_reasons: &[Reason]) -> Status {
+    /// The pod's scalar requests this filter checks, with their
+    /// `Insufficient <resource>` reasons: built once per batch, not per node.
+    fn scalar_asks<'p>(&self, pod: &'p PodInfo) -> Vec<(&'p str, i64, Reason)> {
+        pod.requests
+            .requests
+            .scalar
+            .iter()
+            .filter(|(name, q)| *q != 0 && !self.ignored(name))
+            .map(|(name, q)| (name.as_str(), *q, Reason::from(format!("Insufficient {name}"))))
+            .collect()
+    }
+
+    /// [`Self::fits`] from the node's row, with the pod's [`Self::scalar_asks`]:
+    /// the node itself is read only for scalar resources, and only when it
+    /// has some.
+    fn fits_with(&self, pod: &PodInfo, r: &NodeRow, node: &NodeInfo, scalar_asks: &[(&str, i64, Reason)]) -> Status {
         let mut out: Option<Status> = None;
         let mut reject = |r: Reason| match &mut out {
             Some(st) => st.push_reason(r),
             None => out = Some(Status::unschedulable(r)),
         };
-        let (alloc, used, req) = (&node.node.allocatable, &node.usage.requested, &pod.requests.requests);
-        if node.usage.pods >= alloc.pods {
+        let req = &pod.requests.requests;
+        if r.pods >= r.alloc_pods {
             reject(Reason::Static("Too many pods"));
         }
         // A request beyond the node's whole allocatable cannot be helped by
         // removing pods (kube-scheduler's `Unresolvable`).
         let mut beyond = false;
         if !req.is_zero() {
-            if req.milli_cpu > 0 && req.milli_cpu > alloc.milli_cpu.saturating_sub(used.milli_cpu) {
+            if req.milli_cpu > 0 && req.milli_cpu > r.alloc_milli_cpu.saturating_sub(r.used_milli_cpu) {
                 reject(Reason::Static("Insufficient cpu"));
-                beyond |= req.milli_cpu > alloc.milli_cpu;
+                beyond |= req.milli_cpu > r.alloc_milli_cpu;
             }
-            if req.memory > 0 && req.memory > alloc.memory.saturating_sub(used.memory) {
+            if req.memory > 0 && req.memory > r.alloc_memory.saturating_sub(r.used_memory) {
                 reject(Reason::Static("Insufficient memory"));
-                beyond |= req.memory > alloc.memory;
+                beyond |= req.memory > r.alloc_memory;
             }
             if req.ephemeral_storage > 0
-                && req.ephemeral_storage > alloc.ephemeral_storage.saturating_sub(used.ephemeral_storage)
+                && req.ephemeral_storage > r.alloc_ephemeral_storage.saturating_sub(r.used_ephemeral_storage)
             {
                 reject(Reason::Static("Insufficient ephemeral-storage"));
-                beyond |= req.ephemeral_storage > alloc.ephemeral_storage;
+                beyond |= req.ephemeral_storage > r.alloc_ephemeral_storage;
             }
-            for ((name, q), reason) in req.scalar.iter().zip(scalar_reasons) {
-                if *q == 0 || self.ignored(name) {
-                    continue;
-                }
-                if *q > alloc.scalar_get(name).saturating_sub(used.scalar_get(name)) {
+            for (name, q, reason) in scalar_asks {
+                // A node with no scalar resource allocatable has none of
+                // this one: a positive request is beyond it, whatever its
+                // pods use.
+                let (alloc, used) = if r.scalars || *q <= 0 {
+                    scalar_amounts(node, name)
+                } else {
+                    (0, 0)
+                };
+                if *q > alloc.saturating_sub(used) {
                     reject(reason.clone());
-                    beyond |= *q > alloc.scalar_get(name);
+                    beyond |= *q > alloc;
                 }
             }
         }
@@ -307,6 +325,17 @@ impl NodeResourcesFit {
     }
 }
 
+/// (allocatable, requested) of scalar resource `name` on `node`. Not
+/// inlined: the compiler would otherwise read the node ahead of the loop
+/// that needs it, for every node, at a cache miss each.
+#[inline(never)]
+fn scalar_amounts(node: &NodeInfo, name: &str) -> (i64, i64) {
+    (
+        node.node.allocatable.scalar_get(name),
+        node.usage.requested.scalar_get(name),
+    )
+}
+
 /// Whether `after` has more than `before` of some resource `req` asks for.
 fn more_of_requested(req: &Resources, before: &Resources, after: &Resources) -> bool {
     (req.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
@@ -316,15 +345,6 @@ fn more_of_requested(req: &Resources, before: &Resources, after: &Resources) -> 
             .scalar
             .iter()
             .any(|(k, v)| *v > 0 && after.scalar_get(k) > before.scalar_get(k))
-}
-
-fn scalar_reasons(pod: &PodInfo) -> Vec<Reason> {
-    pod.requests
-        .requests
-        .scalar
-        .iter()
-        .map(|(n, _)| Reason::from(format!("Insufficient {n}")))
-        .collect()
 }
 
 /// `(capacity - requested) * 100 / capacity`, 0 when over capacity.
@@ -402,11 +422,12 @@ impl Plugin for NodeResourcesFit {
         _: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
-        let reasons = scalar_reasons(pod);
-        for (i, n) in nodes.iter().enumerate() {
-            let st = self.fits_with(pod, n, &reasons);
+        let asks = self.scalar_asks(pod);
+        for (i, (n, r)) in nodes.iter().zip(rows).enumerate() {
+            let st = self.fits_with(pod, r, n, &asks);
             if !st.is_success() {
                 rejected.push((i, st));
             }
@@ -420,6 +441,7 @@ impl Plugin for NodeResourcesFit {
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         out: &mut [i64],
     ) -> Result<(), Status> {
         let plain = matches!(
@@ -437,15 +459,14 @@ impl Plugin for NodeResourcesFit {
             StrategyType::LeastAllocated => least_requested_score,
             _ => most_requested_score,
         };
-        for (o, n) in out.iter_mut().zip(nodes) {
-            let (alloc, u) = (&n.node.allocatable, &n.usage);
+        for (o, r) in out.iter_mut().zip(rows) {
             let (mut total, mut weights) = (0, 0);
-            if alloc.milli_cpu != 0 {
-                total += one(u.non_zero_milli_cpu + cpu, alloc.milli_cpu) * wc;
+            if r.alloc_milli_cpu != 0 {
+                total += one(r.non_zero_milli_cpu + cpu, r.alloc_milli_cpu) * wc;
                 weights += wc;
             }
-            if alloc.memory != 0 {
-                total += one(u.non_zero_memory + mem, alloc.memory) * wm;
+            if r.alloc_memory != 0 {
+                total += one(r.non_zero_memory + mem, r.alloc_memory) * wm;
                 weights += wm;
             }
             *o = if weights == 0 { 0 } else { total / weights };

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::events::{Change, ClusterEvent, QueueingHint};
 use crate::framework::{CycleState, Plugin, Points, Status};
-use crate::node::{NodeInfo, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
+use crate::node::{NodeInfo, NodeRow, TAINT_NODE_UNSCHEDULABLE, Taint, TaintEffect};
 use crate::pod::{PodInfo, tolerated};
 
 /// The reason, in kube-scheduler's words.
@@ -42,20 +42,21 @@ impl Plugin for NodeUnschedulable {
         }
     }
 
-    /// The first filter to read each node: one flag per node, and nothing
+    /// The first filter to read each node: one flag of its row, and nothing
     /// at all for a pod that tolerates the cordon.
     fn filter_nodes(
         &self,
         _: &CycleState,
         pod: &PodInfo,
-        nodes: &[&Arc<NodeInfo>],
+        _: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
         if tolerated(&pod.tolerations, &self.taint) {
             return;
         }
-        for (i, n) in nodes.iter().enumerate() {
-            if n.node.unschedulable {
+        for (i, r) in rows.iter().enumerate() {
+            if r.unschedulable {
                 rejected.push((i, Status::unresolvable(ERR_REASON)));
             }
         }
@@ -81,7 +82,7 @@ impl Plugin for NodeUnschedulable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testutil::{node, pod};
+    use crate::plugins::testutil::{filter_batch, node, pod};
     use serde_json::json;
 
     #[test]
@@ -100,12 +101,11 @@ mod tests {
         // A batch rejects what single nodes reject.
         let nodes = [Arc::new(open.clone()), Arc::new(cordoned.clone())];
         let refs: Vec<&Arc<NodeInfo>> = nodes.iter().collect();
-        let mut rejected = Vec::new();
-        p.filter_nodes(&st, &plain, &refs, &mut rejected);
-        assert_eq!(rejected, [(1, Status::unresolvable(ERR_REASON))]);
-        rejected.clear();
-        p.filter_nodes(&st, &tolerant, &refs, &mut rejected);
-        assert!(rejected.is_empty());
+        assert_eq!(
+            filter_batch(&p, &st, &plain, &refs),
+            [(1, Status::unresolvable(ERR_REASON))]
+        );
+        assert!(filter_batch(&p, &st, &tolerant, &refs).is_empty());
     }
 
     #[test]

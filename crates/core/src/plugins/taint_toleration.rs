@@ -3,9 +3,11 @@
 //! Nodes the node controller taints `not-ready` or `unreachable` are thus
 //! avoided by every pod that does not tolerate those taints.
 
+use std::sync::Arc;
+
 use crate::events::{Action, Change, ClusterEvent, QueueingHint, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status, default_normalize_score};
-use crate::node::{NodeData, NodeInfo, Taint, TaintEffect};
+use crate::node::{NodeData, NodeInfo, NodeRow, Taint, TaintEffect};
 use crate::pod::{PodInfo, tolerated};
 
 /// The reason, as kube-scheduler v1.36 words it: no taint key or value
@@ -30,6 +32,47 @@ impl Plugin for TaintToleration {
             None => Status::success(),
             Some(_) => Status::unresolvable(ERR_REASON_UNTOLERATED),
         }
+    }
+
+    /// Most nodes have no `NoSchedule` or `NoExecute` taint: their rows
+    /// say so. The others share a few lists of taints: the verdict is
+    /// taken once per list in a batch, the node read only when its list
+    /// has no id.
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        let mut by_set = BySet::default();
+        for (i, (n, r)) in nodes.iter().zip(rows).enumerate() {
+            if r.hard_taints && !by_set.get(r.taint_set, || self.filter(state, pod, n).is_success()) {
+                rejected.push((i, Status::unresolvable(ERR_REASON_UNTOLERATED)));
+            }
+        }
+    }
+
+    /// Nodes without a `PreferNoSchedule` taint score 0 by their rows; the
+    /// others once per list of taints, as Filter.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        rows: &[&NodeRow],
+        out: &mut [i64],
+    ) -> Result<(), Status> {
+        let mut by_set = BySet::default();
+        for ((o, n), r) in out.iter_mut().zip(nodes).zip(rows) {
+            *o = if r.soft_taints {
+                by_set.get(r.taint_set, || self.score(state, pod, n).unwrap_or(0))
+            } else {
+                0
+            };
+        }
+        Ok(())
     }
 
     fn score(&self, _: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
@@ -76,6 +119,35 @@ pub const TAINT_EVENTS: &[ClusterEvent] = &[
         action: Action::UPDATE_POD_TOLERATION,
     },
 ];
+
+/// What a batch found for each list of taints ([`NodeData::taint_set`]).
+#[derive(Default)]
+struct BySet<T> {
+    seen: Vec<(u32, T)>,
+}
+
+impl<T: Copy> BySet<T> {
+    /// Lists remembered at most: a cluster has a handful; past this the
+    /// rest are decided node by node.
+    const MAX: usize = 16;
+
+    /// The value for list `set`, computed by `f` (reading the node) the
+    /// first time, or every time for a list without an id.
+    #[inline]
+    fn get(&mut self, set: u32, f: impl FnOnce() -> T) -> T {
+        if set == 0 {
+            return f();
+        }
+        if let Some((_, v)) = self.seen.iter().find(|(s, _)| *s == set) {
+            return *v;
+        }
+        let v = f();
+        if self.seen.len() < Self::MAX {
+            self.seen.push((set, v));
+        }
+        v
+    }
+}
 
 /// The first NoSchedule/NoExecute taint of the node the pod does not tolerate.
 fn untolerated<'a>(pod: &PodInfo, node: &'a NodeData) -> Option<&'a Taint> {
@@ -126,6 +198,59 @@ mod tests {
                     "case {i}"
                 ),
             }
+        }
+    }
+
+    /// Nodes of a cache share an id per list of taints: a batch decides
+    /// once per list, and must decide as node by node.
+    #[test]
+    fn batches_by_list_of_taints_agree_with_each_node() {
+        use crate::node::NodeRow;
+        use crate::plugins::testutil::{cluster, filter_batch};
+        let gpu = json!({"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]});
+        let spot = json!({"taints": [{"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]});
+        let both = json!({"taints": [
+            {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+            {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}]});
+        let specs = [&gpu, &spot, &json!({}), &gpu, &both, &spot, &both, &json!({})];
+        let nodes: Vec<(String, Value, Value)> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (format!("n{i}"), json!({}), (*s).clone()))
+            .collect();
+        let refs: Vec<(&str, Value, Value)> = nodes
+            .iter()
+            .map(|(n, l, s)| (n.as_str(), l.clone(), s.clone()))
+            .collect();
+        let snapshot = cluster(&refs, &[], &[]);
+        let infos: Vec<&Arc<NodeInfo>> = snapshot.nodes.iter().collect();
+        let sets: Vec<u32> = infos.iter().map(|n| n.node.taint_set).collect();
+        assert!(sets.iter().all(|&s| s != 0));
+        assert_eq!(
+            sets.iter().collect::<std::collections::BTreeSet<_>>().len(),
+            4,
+            "{sets:?}"
+        );
+        let rows: Vec<NodeRow> = infos.iter().map(|n| NodeRow::of(n)).collect();
+        let rows: Vec<&NodeRow> = rows.iter().collect();
+        let st = CycleState::default();
+        let plugin = TaintToleration;
+        for tolerations in [
+            json!([]),
+            json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+            json!([{"key": "spot", "operator": "Exists"}]),
+            json!([{"operator": "Exists"}]),
+        ] {
+            let p = pod(json!({"containers": [], "tolerations": tolerations}));
+            let batch: Vec<usize> = filter_batch(&plugin, &st, &p, &infos).iter().map(|(i, _)| *i).collect();
+            let each: Vec<usize> = (0..infos.len())
+                .filter(|&i| !plugin.filter(&st, &p, infos[i]).is_success())
+                .collect();
+            assert_eq!(batch, each, "{tolerations}");
+            let mut scores = vec![0; infos.len()];
+            plugin.score_nodes(&st, &p, &infos, &rows, &mut scores).unwrap();
+            let each: Vec<i64> = infos.iter().map(|n| plugin.score(&st, &p, n).unwrap()).collect();
+            assert_eq!(scores, each, "{tolerations}");
         }
     }
 
