@@ -7,6 +7,7 @@
 # a run takes (the same pods: less is better).
 #
 #   scripts/bench-compare.sh REV [PAIRS]        # PAIRS: 5 by default
+#   BENCH_COMMANDS=$'bench ... --json\nbench ... --json' scripts/bench-compare.sh REV
 #
 # Use it before a change that touches a hot path, and put its output in
 # the commit or in docs/benchmarks.md. Only ratios mean anything: the
@@ -44,6 +45,10 @@ commands=(
     "bench --nodes 5000 --pods 5000 --percentage 100 --json"
     "bench --nodes 5000 --pods 10000 --json"
 )
+# Other commands, one per line: BENCH_COMMANDS=$'bench --nodes 50000 --pods 10000 --json'
+if [[ -n "${BENCH_COMMANDS:-}" ]]; then
+    mapfile -t commands <<<"$BENCH_COMMANDS"
+fi
 
 # The last line of `bench --json` is one JSON object.
 field() { tail -n 1 | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
