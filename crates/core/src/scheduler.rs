@@ -311,7 +311,11 @@ impl Scheduler {
     /// Runs `f` on the filter/score worker pool, so the parallel sections of
     /// each cycle split work among the pool's threads directly instead of
     /// handing it over from outside (which costs a wake-up per section).
-    /// Drive the scheduling loop through this.
+    /// Drive a loop of cycles run back to back through this (`bench`,
+    /// `simulate`); entering it for a single cycle is itself a hand-off,
+    /// so a caller whose cycles come one at a time (the daemon) calls
+    /// [`Scheduler::schedule_one`] directly, and its sections split only
+    /// big blocks.
     pub fn with_pool<R: Send>(&mut self, f: impl FnOnce(&mut Self) -> R + Send) -> R {
         match self.frameworks.first().and_then(|fw| fw.pool()).cloned() {
             Some(pool) => pool.install(|| f(self)),

@@ -190,7 +190,10 @@ impl Loop {
     fn cycle(&mut self) -> bool {
         let started = Instant::now();
         let panics_before = self.sched.panics();
-        let Some(attempt) = self.sched.with_pool(|s| s.schedule_one(started, false)) else {
+        // Not through `with_pool`: entering the pool for one cycle is a
+        // hand-off every cycle, and most cycles split no work; a section
+        // that does hands its work over itself.
+        let Some(attempt) = self.sched.schedule_one(started, false) else {
             return false;
         };
         if self.sched.panics() != panics_before {

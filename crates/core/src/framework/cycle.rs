@@ -13,8 +13,22 @@ use crate::pod::PodInfo;
 use crate::rng::Rng;
 
 /// Below this many nodes a block is filtered or scored on the calling
-/// thread: handing work to the pool costs more than it saves.
-const PARALLEL_THRESHOLD: usize = 128;
+/// thread: handing work to the pool costs more than it saves. The loop that
+/// runs cycles inside the pool (`Scheduler::with_pool`, as `bench` and
+/// `simulate` do) splits a block from 128 nodes: its worker is already on
+/// the pool. One that runs them outside (the daemon, whose cycles come one
+/// at a time between API events) splits from 1024: each split is a
+/// hand-off to a worker, some 50 µs of CPU (waking it, and its spinning
+/// before it sleeps again), as much as filtering and scoring about 500
+/// nodes from their rows, and the daemon shares its cores with the API
+/// server and its own clients.
+fn parallel_threshold(pool: &rayon::ThreadPool) -> usize {
+    if pool.current_thread_index().is_some() {
+        128
+    } else {
+        1024
+    }
+}
 
 /// The outcome of a successful cycle.
 #[derive(Debug, Clone)]
@@ -842,7 +856,7 @@ impl Framework {
             (offset, filter_chunk(state, pod, nodes, rows, filters))
         };
         match &self.pool {
-            Some(pool) if len >= PARALLEL_THRESHOLD => {
+            Some(pool) if len >= parallel_threshold(pool) => {
                 // One chunk per worker: a block is a few hundred nodes at
                 // adaptive sampling, too little work to pay for more hand-offs.
                 let chunk = len.div_ceil(pool.current_num_threads()).max(32);
@@ -892,7 +906,7 @@ impl Framework {
             Ok(())
         };
         match &self.pool {
-            Some(pool) if nodes.len() >= PARALLEL_THRESHOLD => {
+            Some(pool) if nodes.len() >= parallel_threshold(pool) => {
                 let chunk = nodes.len().div_ceil(pool.current_num_threads()).max(32);
                 pool.install(|| {
                     raw.par_chunks_mut(chunk * p)
