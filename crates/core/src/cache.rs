@@ -237,6 +237,12 @@ impl Snapshot {
         &self.rows
     }
 
+    /// The nodes at `positions`, and their rows, as batch plugin calls
+    /// take them.
+    pub fn at(&self, positions: impl Iterator<Item = usize>) -> (Vec<&Arc<NodeInfo>>, Vec<&NodeRow>) {
+        positions.map(|p| (&self.nodes[p], &self.rows[p])).unzip()
+    }
+
     /// Recomputes the row of the node at `pos` after it was replaced or
     /// changed.
     pub fn refresh_row(&mut self, pos: usize) {

@@ -490,14 +490,12 @@ impl Framework {
             return Err(ScheduleError::Unschedulable(Box::new(fit)));
         }
 
-        let nodes: Vec<&Arc<NodeInfo>> = feasible.iter().map(|&i| &snapshot.nodes[i]).collect();
-        let rows: Vec<&NodeRow> = feasible.iter().map(|&i| &snapshot.rows()[i]).collect();
-        if nodes.len() == 1 && !explain {
+        if feasible.len() == 1 && !explain {
             if let Some(r) = state.record_mut() {
                 r.feasible.push((feasible[0], None));
             }
             return Ok(ScheduleResult {
-                node: nodes[0].name().to_owned(),
+                node: snapshot.nodes[feasible[0]].name().to_owned(),
                 evaluated_nodes: processed,
                 feasible_nodes: 1,
                 explanation: None,
@@ -505,6 +503,7 @@ impl Framework {
             });
         }
 
+        let (nodes, rows) = snapshot.at(feasible.iter().copied());
         self.run_pre_score(state, pod, snapshot, &nodes)?;
 
         // Score, NormalizeScore, weights
@@ -802,8 +801,7 @@ impl Framework {
         idx: &[usize],
     ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
         let filters = self.active_filters(state);
-        let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
-        let rows: Vec<&NodeRow> = idx.iter().map(|&i| &snapshot.rows()[i]).collect();
+        let (nodes, rows) = snapshot.at(idx.iter().copied());
         let mut out = filter_chunk(state, pod, nodes, rows, &filters);
         let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
         for (k, &v) in out.verdict.iter().enumerate() {
@@ -850,9 +848,7 @@ impl Framework {
     ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
         let run = |offset: usize, n: usize| {
-            let pos = (0..n).map(|k| (from + offset + k) % all);
-            let nodes: Vec<&Arc<NodeInfo>> = pos.clone().map(|p| &snapshot.nodes[p]).collect();
-            let rows: Vec<&NodeRow> = pos.map(|p| &snapshot.rows()[p]).collect();
+            let (nodes, rows) = snapshot.at((0..n).map(|k| (from + offset + k) % all));
             (offset, filter_chunk(state, pod, nodes, rows, filters))
         };
         match &self.pool {

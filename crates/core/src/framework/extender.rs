@@ -2,12 +2,9 @@
 //! has chosen the candidate nodes (and sampled them), so Filter runs on
 //! exactly those, and Score on exactly those it sends to `prioritize`.
 
-use std::sync::Arc;
-
 use super::cycle::ScheduleError;
 use super::{CycleState, Framework, Status};
 use crate::cache::Snapshot;
-use crate::node::NodeInfo;
 use crate::pod::PodInfo;
 
 /// The verdicts of an extender's `filter`.
@@ -82,8 +79,7 @@ impl Framework {
         idx: &[usize],
     ) -> Result<(Vec<i64>, i64), ScheduleError> {
         self.start_cycle(state, snapshot);
-        let nodes: Vec<&Arc<NodeInfo>> = idx.iter().map(|&i| &snapshot.nodes[i]).collect();
-        let rows: Vec<&crate::node::NodeRow> = idx.iter().map(|&i| &snapshot.rows()[i]).collect();
+        let (nodes, rows) = snapshot.at(idx.iter().copied());
         if nodes.is_empty() {
             return Ok((Vec::new(), 0));
         }

@@ -92,6 +92,19 @@ fn compile_term(snapshot: &Snapshot, t: &Term) -> Option<Vec<Check>> {
     })
 }
 
+/// Whether every check admits the node of id `id` (a row's), by domain
+/// ids; `None` when the node is not the snapshot's the checks were made
+/// against.
+#[inline]
+fn admit_by_id(checks: &[Check], id: u32) -> Option<bool> {
+    for c in checks {
+        if !c.admits_domain(c.domains.of_id(id)?) {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
 /// The pod's and the profile's preferred terms with their weights,
 /// compiled at PreScore as the required ones are at PreFilter.
 struct Preferred {
@@ -105,13 +118,10 @@ impl Preferred {
     #[inline]
     fn score_row(&self, row: &NodeRow) -> Option<i64> {
         let mut sum = 0;
-        'terms: for (w, checks) in &self.terms {
-            for c in checks.as_ref()? {
-                if !c.admits_domain(c.domains.of_id(row.id)?) {
-                    continue 'terms;
-                }
+        for (w, checks) in &self.terms {
+            if admit_by_id(checks.as_ref()?, row.id)? {
+                sum += w;
             }
-            sum += w;
         }
         Some(sum)
     }
@@ -144,22 +154,16 @@ impl Compiled {
     /// snapshot's.
     #[inline]
     fn matches_row(&self, pod: &PodInfo, row: &NodeRow) -> Option<bool> {
-        let admits = |c: &Check| c.domains.of_id(row.id).map(|d| c.admits_domain(d));
-        for c in &self.selector {
-            if !admits(c)? {
-                return Some(false);
-            }
+        if !admit_by_id(&self.selector, row.id)? {
+            return Some(false);
         }
         if pod.required_affinity.is_none() {
             return Some(true);
         }
-        'terms: for checks in &self.terms {
-            for c in checks.as_ref()? {
-                if !admits(c)? {
-                    continue 'terms;
-                }
+        for checks in &self.terms {
+            if admit_by_id(checks.as_ref()?, row.id)? {
+                return Some(true);
             }
-            return Some(true);
         }
         Some(false)
     }
