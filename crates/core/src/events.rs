@@ -335,7 +335,12 @@ pub fn scaled_down(old: &PodInfo, new: &PodInfo) -> bool {
 /// when only its status (or resourceVersion, managedFields) changed, as
 /// kube-scheduler's `isPodUpdated` judges it.
 pub fn pod_change(old: &PodInfo, new: &PodInfo) -> Option<Action> {
-    let (o, n) = (&*old.object, &*new.object);
+    if old.object.json() == new.object.json() {
+        return None;
+    }
+    // Pending pods' objects are kept packed; an update is rare enough to
+    // read both again.
+    let (o, n) = (&old.object.pod(), &new.object.pod());
     let meta_same = o.metadata.labels == n.metadata.labels
         && o.metadata.annotations == n.metadata.annotations
         && o.metadata.deletion_timestamp == n.metadata.deletion_timestamp
@@ -374,5 +379,29 @@ mod tests {
             "Namespace/Update|Add"
         );
         assert_eq!(e(Resource::Node, Action::NONE), "Node/None");
+    }
+
+    /// A pending pod's update is judged on its packed object as
+    /// kube-scheduler's `isPodUpdated` judges it: status and
+    /// resourceVersion alone are no change.
+    #[test]
+    fn pod_updates_are_judged_on_the_packed_object() {
+        let info = |v: serde_json::Value| PodInfo::from_pod(&serde_json::from_value(v).unwrap()).unwrap();
+        let base = serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default", "resourceVersion": "1", "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+        });
+        let old = info(base.clone());
+        assert_eq!(pod_change(&old, &info(base.clone())), None);
+        let mut status = base.clone();
+        status["metadata"]["resourceVersion"] = "2".into();
+        status["status"] = serde_json::json!({"conditions": [{"type": "PodScheduled", "status": "False"}]});
+        assert_eq!(pod_change(&old, &info(status)), None);
+        let mut relabelled = base.clone();
+        relabelled["metadata"]["labels"]["app"] = "b".into();
+        assert_eq!(pod_change(&old, &info(relabelled)), Some(Action::UPDATE_POD_LABEL));
+        let mut smaller = base;
+        smaller["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "500m".into();
+        assert_eq!(pod_change(&old, &info(smaller)), Some(Action::UPDATE_POD_SCALE_DOWN));
     }
 }

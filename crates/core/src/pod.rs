@@ -166,8 +166,57 @@ pub struct PodInfo {
     pub unsupported: Option<String>,
     /// Its volumes, as the volume plugins read them.
     pub volumes: crate::storage::PodVolumes,
-    /// The object as received.
-    pub object: Arc<Pod>,
+    /// The object as received, packed (see [`PodObject`]).
+    pub object: PodObject,
+}
+
+/// A pod's object as received, kept as its JSON: a few hundred bytes where
+/// the parsed `Pod` takes several kilobytes (its 2.4 KB struct and the
+/// strings, maps and vectors under it). Everything the engine reads of a
+/// pod is parsed into [`PodInfo`] once; the object itself is read seldom
+/// (a plugin asking for the pod's JSON or a field the contract passes as
+/// is, an update compared with the version before, a failure's condition),
+/// and a cluster can hold tens of thousands of pending pods at once.
+/// Cloning shares the text.
+#[derive(Clone)]
+pub struct PodObject(Arc<str>);
+
+impl PodObject {
+    /// Packs a pod.
+    pub fn pack(pod: &Pod) -> Self {
+        // A `Pod` serializes infallibly (strings, numbers, maps with string
+        // keys): this cannot fail.
+        PodObject(serde_json::to_string(pod).expect("a Pod serializes to JSON").into())
+    }
+
+    /// `{}`, shared: a placeholder until the object is packed.
+    fn empty() -> Self {
+        static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+        PodObject(EMPTY.get_or_init(|| Arc::from("{}")).clone())
+    }
+
+    /// The pod, parsed again from its JSON.
+    pub fn pod(&self) -> Pod {
+        // The text is what `pack` wrote: k8s-openapi's types read back what
+        // they write.
+        serde_json::from_str(&self.0).expect("a packed Pod parses")
+    }
+
+    /// The object's JSON, as the API server would send it.
+    pub fn json(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether both are the same packed object (not only equal text).
+    pub fn ptr_eq(a: &Self, b: &Self) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+impl std::fmt::Debug for PodObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PodObject({} bytes)", self.0.len())
+    }
 }
 
 /// Adds `:latest` to an image name without a tag, as kube-scheduler's
@@ -181,23 +230,36 @@ pub fn normalized_image_name(name: &str) -> String {
 }
 
 impl PodInfo {
-    /// Keeps of `object` only what names the pod (name, namespace, UID,
-    /// labels). For a bound pod nothing reads more: its spec and status are
-    /// parsed into the fields above, and the object is most of its memory
-    /// (a cluster's bound pods far outnumber its pending ones).
-    pub fn shed_object(&mut self) {
-        let m = &self.object.metadata;
-        let slim = Pod {
+    /// What is kept of a bound or finished pod's object: what names the
+    /// pod (name, namespace, UID, labels). Nothing reads more of it: its
+    /// spec and status are parsed into the fields above, and the object is
+    /// most of its memory (a cluster's bound pods far outnumber its pending
+    /// ones).
+    fn slim_object(&self) -> Pod {
+        let labels =
+            (!self.labels.is_empty()).then(|| self.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        Pod {
             metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-                name: m.name.clone(),
-                namespace: m.namespace.clone(),
-                uid: m.uid.clone(),
-                labels: m.labels.clone(),
+                name: Some(self.name.clone()),
+                namespace: Some(self.namespace.clone()),
+                uid: (!self.uid.is_empty()).then(|| self.uid.clone()),
+                labels,
                 ..Default::default()
             },
             ..Default::default()
+        }
+    }
+
+    /// [`PodInfo::from_shared`] as the scheduler keeps a pod: a bound or
+    /// finished pod keeps of its object only what names it.
+    pub fn for_cache(shared: Arc<Pod>) -> Result<Self, ModelError> {
+        let mut info = Self::parse(&shared)?;
+        info.object = if info.node_name.is_some() || info.terminal {
+            PodObject::pack(&info.slim_object())
+        } else {
+            PodObject::pack(&shared)
         };
-        self.object = Arc::new(slim);
+        Ok(info)
     }
 
     /// Parses a Pod. A malformed field is an error naming the pod and field.
@@ -205,10 +267,15 @@ impl PodInfo {
         Self::from_shared(Arc::new(pod.clone()))
     }
 
-    /// [`PodInfo::from_pod`] keeping `object` itself: a watcher's pod is
-    /// moved in, not copied.
+    /// [`PodInfo::from_pod`] for a pod the caller shares.
     pub fn from_shared(shared: Arc<Pod>) -> Result<Self, ModelError> {
-        let pod = &*shared;
+        let mut info = Self::parse(&shared)?;
+        info.object = PodObject::pack(&shared);
+        Ok(info)
+    }
+
+    /// Parses everything but the object, which is left empty.
+    fn parse(pod: &Pod) -> Result<Self, ModelError> {
         let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = pod.metadata.name.clone().unwrap_or_default();
         if name.is_empty() {
@@ -380,7 +447,7 @@ impl PodInfo {
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec, &volumes),
             volumes: volumes.unwrap_or_default(),
-            object: shared.clone(),
+            object: PodObject::empty(),
         })
     }
 }
@@ -406,6 +473,41 @@ fn unsupported_field(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The packed object reads back as the pod it was made from, and its
+    /// text is the pod's JSON; a bound pod keeps only what names it.
+    #[test]
+    fn the_object_is_kept_packed() {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"app": "a"},
+                "annotations": {"note": "x"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "1"}}}],
+                "tolerations": [{"key": "k", "operator": "Exists"}]},
+            "status": {"phase": "Pending"}
+        }))
+        .unwrap();
+        let info = PodInfo::from_pod(&pod).unwrap();
+        assert_eq!(info.object.pod(), pod);
+        assert_eq!(info.object.json(), serde_json::to_string(&pod).unwrap());
+        assert!(PodObject::ptr_eq(&info.object, &info.clone().object));
+        assert!(!PodObject::ptr_eq(
+            &info.object,
+            &PodInfo::from_pod(&pod).unwrap().object
+        ));
+        let mut bound = pod.clone();
+        bound.spec.as_mut().unwrap().node_name = Some("n1".into());
+        let kept = PodInfo::for_cache(Arc::new(bound)).unwrap();
+        assert_eq!(kept.requests.requests.milli_cpu, 1000, "parsed from the whole object");
+        let slim = kept.object.pod();
+        assert!(slim.spec.is_none() && slim.status.is_none() && slim.metadata.annotations.is_none());
+        assert_eq!(slim.metadata.labels, pod.metadata.labels);
+        assert_eq!(
+            (slim.metadata.name, slim.metadata.uid),
+            (Some("p".into()), Some("u".into()))
+        );
+        let pending = PodInfo::for_cache(Arc::new(pod.clone())).unwrap();
+        assert_eq!(pending.object.pod(), pod);
+    }
 
     fn taint(key: &str, value: &str, effect: TaintEffect) -> Taint {
         Taint::new(key, value, effect)

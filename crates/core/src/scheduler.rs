@@ -472,11 +472,8 @@ impl Scheduler {
     /// [`Scheduler::on_pod`] for a pod the caller hands over (kept as the
     /// pod's object, not copied).
     pub fn on_shared_pod(&mut self, pod: Arc<Pod>, now: Instant) -> Result<(), ModelError> {
-        match PodInfo::from_shared(pod.clone()) {
-            Ok(mut info) => {
-                if info.node_name.is_some() || info.terminal {
-                    info.shed_object();
-                }
+        match PodInfo::for_cache(pod.clone()) {
+            Ok(info) => {
                 self.on_pod_info(Arc::new(info), now);
                 Ok(())
             }
@@ -1056,13 +1053,13 @@ items:
         p.metadata.labels = Some([("app".to_owned(), "web".to_owned())].into());
         p.metadata.annotations = Some([("note".to_owned(), "x".repeat(1000))].into());
         s.on_pod(&p, now).unwrap();
-        assert!(s.queue.get("default/waiting").unwrap().pod.object.spec.is_some());
+        assert!(s.queue.get("default/waiting").unwrap().pod.object.pod().spec.is_some());
         p.spec.as_mut().unwrap().node_name = Some("small".into());
         s.on_pod(&p, now).unwrap();
         let cached = &s.cache.pod("default/waiting").unwrap().pod;
         assert_eq!(cached.node_name.as_deref(), Some("small"));
         assert_eq!(cached.requests.requests.milli_cpu, 100, "parsed before shedding");
-        let o = &cached.object;
+        let o = &cached.object.pod();
         assert!(o.spec.is_none() && o.status.is_none() && o.metadata.annotations.is_none());
         assert_eq!(o.metadata.name.as_deref(), Some("waiting"));
         assert_eq!(o.metadata.labels, p.metadata.labels);

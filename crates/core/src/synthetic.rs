@@ -69,11 +69,17 @@ pub fn nodes(n: usize, seed: u64) -> Vec<Node> {
 
 /// `n` pending pods for `scheduler_name`.
 pub fn pods(n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
+    pod_stream(n, scheduler_name, seed).collect()
+}
+
+/// The pods of [`pods`], made one at a time (a bench that hands each over
+/// at once never holds them all twice).
+pub fn pod_stream(n: usize, scheduler_name: &str, seed: u64) -> impl Iterator<Item = Pod> + use<> {
+    let scheduler_name = scheduler_name.to_owned();
     let mut rng = Rng::new(seed ^ 0x5eed);
     let cpus = ["100m", "250m", "500m", "1", "2"];
     let mems = ["128Mi", "256Mi", "512Mi", "1Gi", "4Gi"];
-    (0..n)
-        .map(|i| {
+    (0..n).map(move |i| {
             let (img, _) = IMAGES[rng.below(IMAGES.len() as u64) as usize];
             let mut requests = json!({"cpu": cpus[rng.below(5) as usize], "memory": mems[rng.below(5) as usize]});
             let mut spec = json!({"schedulerName": scheduler_name, "priority": if rng.below(10) == 0 { 1000 } else { 0 }});
@@ -101,8 +107,7 @@ pub fn pods(n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
                 "status": {"phase": "Pending"}
             }))
             .expect("synthetic pod is valid")
-        })
-        .collect()
+    })
 }
 
 /// Pods that state inter-pod or spreading constraints, shaped like
@@ -169,15 +174,25 @@ impl Workload {
 /// `n` pending pods of `workload` for `scheduler_name`, named from
 /// `first` on (so an initial batch and a measured one do not collide).
 pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name: &str, seed: u64) -> Vec<Pod> {
+    workload_stream(workload, first, n, scheduler_name, seed).collect()
+}
+
+/// The pods of [`workload_pods`], made one at a time.
+pub fn workload_stream(
+    workload: Workload,
+    first: usize,
+    n: usize,
+    scheduler_name: &str,
+    seed: u64,
+) -> Box<dyn Iterator<Item = Pod>> {
     if workload == Workload::Plain {
-        let mut pods = pods(first + n, scheduler_name, seed);
-        return pods.split_off(first);
+        return Box::new(pod_stream(first + n, scheduler_name, seed).skip(first));
     }
+    let scheduler_name = scheduler_name.to_owned();
     if workload == Workload::Preemption {
         // The initial batch (from 0) is the low-priority filler.
         let (priority, cpu) = if first == 0 { (0, "900m") } else { (10, "3") };
-        return (first..first + n)
-            .map(|i| {
+        return Box::new((first..first + n).map(move |i| {
                 serde_json::from_value(json!({
                     "apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
@@ -187,8 +202,7 @@ pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name:
                     "status": {"phase": "Pending"}
                 }))
                 .expect("synthetic pod is valid")
-            })
-            .collect();
+        }));
     }
     let term = |key: &str, value: &str, topology: &str| json!({"labelSelector": {"matchLabels": {key: value}}, "topologyKey": topology});
     const HOST: &str = "kubernetes.io/hostname";
@@ -226,8 +240,7 @@ pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name:
             )
         }
     };
-    (first..first + n)
-        .map(|i| {
+    Box::new((first..first + n).map(move |i| {
             let mut spec = json!({"schedulerName": scheduler_name, "containers": [{"name": "main", "image": "registry.local/web:1.4",
                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]});
             if let Value::Object(m) = &extra {
@@ -242,8 +255,7 @@ pub fn workload_pods(workload: Workload, first: usize, n: usize, scheduler_name:
                 "status": {"phase": "Pending"}
             }))
             .expect("synthetic pod is valid")
-        })
-        .collect()
+    }))
 }
 
 #[cfg(test)]

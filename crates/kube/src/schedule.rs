@@ -175,7 +175,7 @@ impl Loop {
                 {
                     // kube-scheduler reports a failed binding as a SchedulerError.
                     let report = Report::failed(
-                        &q.pod.object,
+                        &q.pod.object.pod(),
                         &job.profile,
                         REASON_SCHEDULER_ERROR,
                         format!("running Bind plugin \"DefaultBinder\": {why}"),
@@ -253,7 +253,7 @@ impl Loop {
                     let victims = n.victims.iter().map(|v| v.key.clone()).collect();
                     self.notes.victims.insert(pod.key.clone(), victims);
                 }
-                self.report(Report::failed(&pod.object, &attempt.profile, reason, message));
+                self.report(Report::failed(&pod.object.pod(), &attempt.profile, reason, message));
             }
         }
         true

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use wasmsched_core::node::TaintEffect;
+use wasmsched_core::pod::PodObject;
 use wasmsched_core::resources::Resources;
 use wasmsched_core::{NodeInfo, PodInfo, Snapshot};
 use wasmtime::component::Resource;
@@ -423,6 +424,8 @@ pub struct HostState {
     pub(crate) plugin: Arc<str>,
     pub(crate) seed: u64,
     pub(crate) pod: Option<Arc<PodInfo>>,
+    /// The pod's object, unpacked at the first call that reads it.
+    pod_object: std::cell::OnceCell<Pod>,
     pub(crate) nodes: Vec<Arc<NodeInfo>>,
     /// The cycle's snapshot, for the pod views (none outside a cycle).
     pub(crate) snapshot: Option<Arc<Snapshot>>,
@@ -450,6 +453,7 @@ impl HostState {
             plugin,
             seed,
             pod: None,
+            pod_object: std::cell::OnceCell::new(),
             nodes: Vec::new(),
             snapshot: None,
             deadline: None,
@@ -484,6 +488,24 @@ impl HostState {
             Some(d) if self.epochs.load(std::sync::atomic::Ordering::Relaxed) > d => Err(DeadlineExceeded.into()),
             _ => Ok(()),
         }
+    }
+
+    /// Makes `pod` the call's pod (kept as it is when it is the same pod).
+    pub(crate) fn set_pod(&mut self, pod: &PodInfo) {
+        if !self
+            .pod
+            .as_ref()
+            .is_some_and(|p| PodObject::ptr_eq(&p.object, &pod.object))
+        {
+            self.pod = Some(Arc::new(pod.clone()));
+            self.pod_object = std::cell::OnceCell::new();
+        }
+    }
+
+    /// The call's pod object, unpacked once per pod.
+    fn pod_object(&self) -> wasmtime::Result<&Pod> {
+        let p = self.pod()?;
+        Ok(self.pod_object.get_or_init(|| p.object.pod()))
     }
 
     fn pod(&self) -> wasmtime::Result<&PodInfo> {
@@ -550,10 +572,6 @@ fn annotation<'a>(n: &'a NodeInfo, key: &str) -> Option<&'a str> {
 /// annotations.
 fn number(v: &str) -> Option<f64> {
     v.trim().parse::<f64>().ok().filter(|f| f.is_finite())
-}
-
-fn pod_object(p: &PodInfo) -> &Pod {
-    &p.object
 }
 
 fn node_object(n: &NodeInfo) -> &Node {
@@ -721,7 +739,8 @@ macro_rules! pod_accessors {
 
         fn label(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
             self::key("a label key", &key)?;
-            Ok(pod_object(self.pod()?)
+            Ok(self
+                .pod_object()?
                 .metadata
                 .labels
                 .as_ref()
@@ -729,12 +748,13 @@ macro_rules! pod_accessors {
         }
 
         fn labels(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-            Ok(pairs(pod_object(self.pod()?).metadata.labels.as_ref()))
+            Ok(pairs(self.pod_object()?.metadata.labels.as_ref()))
         }
 
         fn annotation(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
             self::key("an annotation key", &key)?;
-            Ok(pod_object(self.pod()?)
+            Ok(self
+                .pod_object()?
                 .metadata
                 .annotations
                 .as_ref()
@@ -742,7 +762,7 @@ macro_rules! pod_accessors {
         }
 
         fn annotations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-            Ok(pairs(pod_object(self.pod()?).metadata.annotations.as_ref()))
+            Ok(pairs(self.pod_object()?.metadata.annotations.as_ref()))
         }
 
         fn request(&mut self, _: Resource<PodHandle>, name: String) -> wasmtime::Result<i64> {
@@ -757,7 +777,7 @@ macro_rules! pod_accessors {
         }
 
         fn tolerations(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<Toleration>> {
-            let spec = pod_object(self.pod()?).spec.as_ref();
+            let spec = self.pod_object()?.spec.as_ref();
             Ok(spec
                 .and_then(|s| s.tolerations.as_ref())
                 .map(|ts| {
@@ -778,7 +798,7 @@ macro_rules! pod_accessors {
         }
 
         fn node_selector(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-            let spec = pod_object(self.pod()?).spec.as_ref();
+            let spec = self.pod_object()?.spec.as_ref();
             Ok(pairs(spec.and_then(|s| s.node_selector.as_ref())))
         }
 
@@ -791,7 +811,8 @@ macro_rules! pod_accessors {
         }
 
         fn owner_kind(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Option<String>> {
-            Ok(pod_object(self.pod()?)
+            Ok(self
+                .pod_object()?
                 .metadata
                 .owner_references
                 .as_ref()
@@ -800,7 +821,7 @@ macro_rules! pod_accessors {
         }
 
         fn json(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
-            Ok(serde_json::to_string(pod_object(self.pod()?))?)
+            Ok(self.pod()?.object.json().to_owned())
         }
 
         fn drop(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<()> {

@@ -626,9 +626,7 @@ impl Loaded {
         };
         {
             let data = inst.store.data_mut();
-            if !data.pod.as_ref().is_some_and(|p| Arc::ptr_eq(&p.object, &pod.object)) {
-                data.pod = Some(Arc::new(pod.clone()));
-            }
+            data.set_pod(pod);
             data.nodes.clear();
             data.nodes.extend(nodes.iter().map(|n| Arc::clone(n)));
             data.snapshot = snapshot.cloned();
