@@ -1,8 +1,10 @@
 //! NodeName: a pod that names a node in `spec.nodeName` fits only there.
 
+use std::sync::Arc;
+
 use crate::events::{Action, ClusterEvent, Resource};
 use crate::framework::{CycleState, Plugin, Points, Status};
-use crate::node::NodeInfo;
+use crate::node::{NodeInfo, NodeRow};
 use crate::pod::PodInfo;
 
 /// The reason, in kube-scheduler's words.
@@ -28,6 +30,26 @@ impl Plugin for NodeName {
         }
     }
 
+    /// A pod that names no node passes every node: nothing to visit.
+    fn filter_nodes(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        _rows: &[&NodeRow],
+        rejected: &mut Vec<(usize, Status)>,
+    ) {
+        if pod.node_name.is_none() {
+            return;
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            let st = self.filter(state, pod, n);
+            if !st.is_success() {
+                rejected.push((i, st));
+            }
+        }
+    }
+
     /// Only a new node can be the one the pod names.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent {
@@ -40,7 +62,7 @@ impl Plugin for NodeName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testutil::{node_alloc, pod};
+    use crate::plugins::testutil::{filter_batch, node_alloc, pod};
     use serde_json::json;
 
     #[test]
@@ -55,5 +77,15 @@ mod tests {
         );
         let s = NodeName.filter(&st, &pod(json!({"nodeName": "b", "containers": []})), &n);
         assert_eq!(s, Status::unresolvable(ERR_REASON));
+        let (a, b) = (Arc::new(n), Arc::new(node_alloc("b", "1", "1Gi")));
+        let batch = filter_batch(&NodeName, &st, &pod(json!({"containers": []})), &[&a, &b]);
+        assert!(batch.is_empty());
+        let batch = filter_batch(
+            &NodeName,
+            &st,
+            &pod(json!({"nodeName": "b", "containers": []})),
+            &[&a, &b],
+        );
+        assert_eq!(batch, vec![(0, Status::unresolvable(ERR_REASON))]);
     }
 }
