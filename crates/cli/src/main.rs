@@ -3,6 +3,7 @@
 //! The binary is thin: it parses flags, sets up logging and calls into the
 //! library crates.
 
+mod allocator;
 mod apiserver;
 mod bench;
 mod bench_e2e;
@@ -161,6 +162,7 @@ pub(crate) fn warn_unmatched(path: &str, source: &str, r: &wasmsched_core::metri
 }
 
 fn main() -> std::process::ExitCode {
+    allocator::keep_freed_memory();
     // A user's error is a message (with its causes), not a crash report:
     // no backtrace, whatever RUST_BACKTRACE says.
     match run_command() {
