@@ -280,7 +280,9 @@ fn list(
     let mut meta = json!({"resourceVersion": page.rv.to_string()});
     if let Some(c) = &page.continue_token {
         meta["continue"] = json!(c);
-        meta["remainingItemCount"] = json!(page.remaining);
+        if let Some(n) = page.remaining {
+            meta["remainingItemCount"] = json!(n);
+        }
     }
     let head = format!(
         "{{\"kind\":\"{}List\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",

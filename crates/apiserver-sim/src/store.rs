@@ -433,9 +433,10 @@ impl Store {
             (None, None) => std::ops::Bound::Unbounded,
         };
         let mut items = Vec::new();
-        // Without selectors the range is the selection: no object is read
-        // (counting what remains after each page would otherwise read every
-        // object left, each page: quadratic in a paged list of a big kind).
+        // Without selectors the range is the selection: no object is read.
+        // With them, what remains is not counted (kube-apiserver leaves
+        // `remainingItemCount` out of a list with a selector: counting would
+        // read every object left after each page, quadratic in a paged list).
         let everything = filter.labels.is_empty() && filter.fields.is_empty();
         let mut iter = map
             .range((start, std::ops::Bound::Unbounded))
@@ -456,11 +457,15 @@ impl Store {
             remaining: None,
         };
         if limit > 0 && page.items.len() == limit {
-            let rest = iter.count() as u64;
+            let rest = if everything {
+                iter.count() as u64
+            } else {
+                u64::from(iter.next().is_some())
+            };
             if rest > 0 {
                 let k = last.expect("a full page has a last item");
                 page.continue_token = Some(encode_continue(self.rv, k));
-                page.remaining = Some(rest);
+                page.remaining = everything.then_some(rest);
             }
         }
         page
