@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use super::cycle::{Diagnosis, FitError, ScheduleError, narrowed_out};
-use super::{CycleState, Framework, Status};
+use super::{Code, CycleState, Framework, Status};
 use crate::cache::Snapshot;
 use crate::nominator::Nominator;
 use crate::pod::PodInfo;
@@ -232,6 +232,22 @@ fn first_status(fit: &FitError) -> Status {
 }
 
 impl Diagnosis {
+    /// The snapshot positions, in order, of the nodes whose status
+    /// ([`Diagnosis::status_of`]) has `code`: one pass over the statuses,
+    /// where asking node by node would compare every node's name with every
+    /// rejected node's (quadratic in the nodes of a full cluster).
+    pub fn nodes_with(&self, snapshot: &Snapshot, code: Code) -> Vec<usize> {
+        let mut codes: rustc_hash::FxHashMap<&str, Code> = rustc_hash::FxHashMap::default();
+        for (name, st) in &self.node_statuses {
+            // The first status of a name is the one `status_of` gives.
+            codes.entry(name.as_str()).or_insert(st.code());
+        }
+        let absent = self.absent.as_ref().map(|(_, st)| st.code());
+        (0..snapshot.len())
+            .filter(|&i| codes.get(snapshot.nodes[i].name()).copied().or(absent) == Some(code))
+            .collect()
+    }
+
     /// The status of node `name`: its rejection, the status of the nodes
     /// PreFilter left out, or `None` if the cycle did not reject it.
     pub fn status_of(&self, name: &str) -> Option<&Status> {

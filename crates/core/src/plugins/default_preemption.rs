@@ -282,13 +282,7 @@ impl Plugin for DefaultPreemption {
         let all = snapshot.len();
         // Nodes where removing pods may help: those the filters rejected
         // as Unschedulable, not UnschedulableAndUnresolvable.
-        let potential: Vec<usize> = (0..all)
-            .filter(|&i| {
-                diagnosis
-                    .status_of(snapshot.nodes[i].name())
-                    .is_some_and(|st| st.code() == Code::Unschedulable)
-            })
-            .collect();
+        let potential = diagnosis.nodes_with(snapshot, Code::Unschedulable);
         let mut tried: Vec<(String, Status)> = Vec::new();
         let mut search = Vec::new();
         let mut candidates: (Vec<Candidate>, Vec<Candidate>) = (Vec::new(), Vec::new());
@@ -419,6 +413,43 @@ mod tests {
             s.on_pod(p, now).unwrap();
         }
         s
+    }
+
+    /// The nodes preemption looks at are those whose status is
+    /// Unschedulable, as `status_of` gives it node by node: the first
+    /// status of a node, else the status of the nodes PreFilter left out.
+    #[test]
+    fn nodes_with_a_code_are_those_status_of_gives() {
+        use crate::framework::{Code, Diagnosis, Status};
+        let nodes: Vec<Node> = (0..6).map(|i| node(&format!("n{i}"), "1")).collect();
+        let snapshot = sched(&nodes, &[]).snapshot_now();
+        let un = || Status::new(Code::Unschedulable, ["no".into()]);
+        let mut d = Diagnosis {
+            node_statuses: vec![
+                ("n1".into(), un()),
+                ("n2".into(), Status::unresolvable("never")),
+                ("n1".into(), Status::unresolvable("later, not the first")),
+                ("n4".into(), un()),
+            ],
+            ..Default::default()
+        };
+        let by_name = |d: &Diagnosis| -> Vec<usize> {
+            (0..snapshot.len())
+                .filter(|&i| {
+                    d.status_of(snapshot.nodes[i].name())
+                        .is_some_and(|st| st.code() == Code::Unschedulable)
+                })
+                .collect()
+        };
+        let named = |v: Vec<usize>| -> Vec<String> { v.iter().map(|&i| snapshot.nodes[i].name().to_owned()).collect() };
+        assert_eq!(named(d.nodes_with(&snapshot, Code::Unschedulable)), ["n1", "n4"]);
+        assert_eq!(d.nodes_with(&snapshot, Code::Unschedulable), by_name(&d));
+        d.absent = Some((2, un()));
+        assert_eq!(
+            named(d.nodes_with(&snapshot, Code::Unschedulable)),
+            ["n0", "n1", "n3", "n4", "n5"]
+        );
+        assert_eq!(d.nodes_with(&snapshot, Code::Unschedulable), by_name(&d));
     }
 
     fn attempt(s: &mut Scheduler, p: &Pod) -> Attempt {
