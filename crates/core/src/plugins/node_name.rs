@@ -33,21 +33,17 @@ impl Plugin for NodeName {
     /// A pod that names no node passes every node: nothing to visit.
     fn filter_nodes(
         &self,
-        state: &CycleState,
+        _: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
         _rows: &[&NodeRow],
         rejected: &mut Vec<(usize, Status)>,
     ) {
-        if pod.node_name.is_none() {
+        let Some(wanted) = &pod.node_name else {
             return;
-        }
-        for (i, n) in nodes.iter().enumerate() {
-            let st = self.filter(state, pod, n);
-            if !st.is_success() {
-                rejected.push((i, st));
-            }
-        }
+        };
+        let others = nodes.iter().enumerate().filter(|(_, n)| n.name() != wanted);
+        rejected.extend(others.map(|(i, _)| (i, Status::unresolvable(ERR_REASON))));
     }
 
     /// Only a new node can be the one the pod names.
