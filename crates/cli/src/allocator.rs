@@ -19,9 +19,17 @@ const TRIM_THRESHOLD: libc::c_int = 16 << 20;
 /// by page, in the next one (2.6–2.9× the page faults and half again the
 /// system time at 50 000 nodes, `docs/benchmarks.md`). Fixed thresholds of
 /// a few megabytes keep that memory, whatever the layout; setting them
-/// turns glibc's own adjustment off, so both are set.
+/// turns glibc's own adjustment off, so both are set. An operator's own
+/// settings (`GLIBC_TUNABLES`, `MALLOC_*_` variables) are left as they are.
 #[allow(unsafe_code)]
 pub fn keep_freed_memory() {
+    let own = std::env::vars_os().any(|(k, _)| {
+        let k = k.to_string_lossy();
+        k == "GLIBC_TUNABLES" || (k.starts_with("MALLOC_") && k.ends_with('_'))
+    });
+    if own {
+        return;
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets the allocator's parameters; it is called
     // before any other thread starts.
