@@ -264,14 +264,14 @@ impl PodInfo {
 
     /// Parses a Pod. A malformed field is an error naming the pod and field.
     pub fn from_pod(pod: &Pod) -> Result<Self, ModelError> {
-        Self::from_shared(Arc::new(pod.clone()))
+        let mut info = Self::parse(pod)?;
+        info.object = PodObject::pack(pod);
+        Ok(info)
     }
 
     /// [`PodInfo::from_pod`] for a pod the caller shares.
     pub fn from_shared(shared: Arc<Pod>) -> Result<Self, ModelError> {
-        let mut info = Self::parse(&shared)?;
-        info.object = PodObject::pack(&shared);
-        Ok(info)
+        Self::from_pod(&shared)
     }
 
     /// Parses everything but the object, which is left empty.
