@@ -306,7 +306,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     drop(names);
     // The initial pods are scheduled first, unmeasured.
     for p in synthetic::workload_stream(args.workload, 0, args.init_pods, &profile, args.seed) {
-        sched.on_shared_pod(std::sync::Arc::new(p), now)?;
+        sched.on_pod(&p, now)?;
     }
     let init_scheduled = sched.with_pool(|sched| {
         let mut n = 0;
@@ -319,7 +319,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         n
     });
     for p in synthetic::workload_stream(args.workload, args.init_pods, args.pods, &profile, args.seed) {
-        sched.on_shared_pod(std::sync::Arc::new(p), now)?;
+        sched.on_pod(&p, now)?;
     }
     let setup = setup.elapsed();
 

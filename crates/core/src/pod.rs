@@ -250,14 +250,14 @@ impl PodInfo {
         }
     }
 
-    /// [`PodInfo::from_shared`] as the scheduler keeps a pod: a bound or
+    /// [`PodInfo::from_pod`] as the scheduler keeps a pod: a bound or
     /// finished pod keeps of its object only what names it.
-    pub fn for_cache(shared: Arc<Pod>) -> Result<Self, ModelError> {
-        let mut info = Self::parse(&shared)?;
+    pub fn for_cache(pod: &Pod) -> Result<Self, ModelError> {
+        let mut info = Self::parse(pod)?;
         info.object = if info.node_name.is_some() || info.terminal {
             PodObject::pack(&info.slim_object())
         } else {
-            PodObject::pack(&shared)
+            PodObject::pack(pod)
         };
         Ok(info)
     }
@@ -267,11 +267,6 @@ impl PodInfo {
         let mut info = Self::parse(pod)?;
         info.object = PodObject::pack(pod);
         Ok(info)
-    }
-
-    /// [`PodInfo::from_pod`] for a pod the caller shares.
-    pub fn from_shared(shared: Arc<Pod>) -> Result<Self, ModelError> {
-        Self::from_pod(&shared)
     }
 
     /// Parses everything but the object, which is left empty.
@@ -496,7 +491,7 @@ mod tests {
         ));
         let mut bound = pod.clone();
         bound.spec.as_mut().unwrap().node_name = Some("n1".into());
-        let kept = PodInfo::for_cache(Arc::new(bound)).unwrap();
+        let kept = PodInfo::for_cache(&bound).unwrap();
         assert_eq!(kept.requests.requests.milli_cpu, 1000, "parsed from the whole object");
         let slim = kept.object.pod();
         assert!(slim.spec.is_none() && slim.status.is_none() && slim.metadata.annotations.is_none());
@@ -505,7 +500,7 @@ mod tests {
             (slim.metadata.name, slim.metadata.uid),
             (Some("p".into()), Some("u".into()))
         );
-        let pending = PodInfo::for_cache(Arc::new(pod.clone())).unwrap();
+        let pending = PodInfo::for_cache(&pod).unwrap();
         assert_eq!(pending.object.pod(), pod);
     }
 

@@ -466,13 +466,7 @@ impl Scheduler {
     /// queued, its older version leaves the queue (it must not be placed by
     /// a spec that is no longer the pod's).
     pub fn on_pod(&mut self, pod: &Pod, now: Instant) -> Result<(), ModelError> {
-        self.on_shared_pod(Arc::new(pod.clone()), now)
-    }
-
-    /// [`Scheduler::on_pod`] for a pod the caller hands over (kept as the
-    /// pod's object, not copied).
-    pub fn on_shared_pod(&mut self, pod: Arc<Pod>, now: Instant) -> Result<(), ModelError> {
-        match PodInfo::for_cache(pod.clone()) {
+        match PodInfo::for_cache(pod) {
             Ok(info) => {
                 self.on_pod_info(Arc::new(info), now);
                 Ok(())

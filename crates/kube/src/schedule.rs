@@ -519,11 +519,10 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             }
         }
         Msg::Pod(p) => {
-            let p = Arc::new(*p);
-            if let Err(e) = sched.on_shared_pod(p.clone(), now) {
+            if let Err(e) = sched.on_pod(&p, now) {
                 metrics.malformed_objects.inc();
                 tracing::warn!(error = %e, "a pod cannot be parsed");
-                return Applied::MalformedPod(Box::new(Arc::unwrap_or_clone(p)), e.to_string());
+                return Applied::MalformedPod(p, e.to_string());
             }
         }
         Msg::PodGone { key, uid } => sched.on_pod_deleted(&key, &uid, now),

@@ -527,6 +527,14 @@ impl HostState {
     }
 }
 
+/// Parsed labels as the contract gives them: sorted by key, as the
+/// object's map is.
+fn sorted_labels(labels: &wasmsched_core::node::Labels) -> Vec<(String, String)> {
+    let mut l: Vec<(String, String)> = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    l.sort_unstable();
+    l
+}
+
 fn pairs(map: Option<&std::collections::BTreeMap<String, String>>) -> Vec<(String, String)> {
     map.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default()
@@ -739,16 +747,11 @@ macro_rules! pod_accessors {
 
         fn label(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
             self::key("a label key", &key)?;
-            Ok(self
-                .pod_object()?
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(&key).cloned()))
+            Ok(self.pod()?.labels.get(&key).cloned())
         }
 
         fn labels(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-            Ok(pairs(self.pod_object()?.metadata.labels.as_ref()))
+            Ok(sorted_labels(&self.pod()?.labels))
         }
 
         fn annotation(&mut self, _: Resource<PodHandle>, key: String) -> wasmtime::Result<Option<String>> {
@@ -798,8 +801,8 @@ macro_rules! pod_accessors {
         }
 
         fn node_selector(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<(String, String)>> {
-            let spec = self.pod_object()?.spec.as_ref();
-            Ok(pairs(spec.and_then(|s| s.node_selector.as_ref())))
+            // Parsed in the object's (key) order.
+            Ok(self.pod()?.node_selector.clone())
         }
 
         fn priority(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<i32> {
@@ -811,13 +814,7 @@ macro_rules! pod_accessors {
         }
 
         fn owner_kind(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Option<String>> {
-            Ok(self
-                .pod_object()?
-                .metadata
-                .owner_references
-                .as_ref()
-                .and_then(|o| o.iter().find(|r| r.controller == Some(true)))
-                .map(|r| r.kind.clone()))
+            Ok(self.pod()?.controller.as_ref().map(|c| c.1.clone()))
         }
 
         fn json(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<String> {
@@ -846,15 +843,7 @@ macro_rules! node_accessors {
         }
 
         fn labels(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<(String, String)>> {
-            let mut l: Vec<(String, String)> = self
-                .node(i)?
-                .node
-                .labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            l.sort_unstable();
-            Ok(l)
+            Ok(sorted_labels(&self.node(i)?.node.labels))
         }
 
         fn annotation(&mut self, _: Resource<NodesHandle>, i: u32, key: String) -> wasmtime::Result<Option<String>> {
