@@ -174,7 +174,11 @@ pub const RECENT_CALLS: u32 = 10;
 /// pool never holds more: an instance made on the scheduling path while
 /// every pooled one was busy is dropped after its call.
 pub fn warm_instances() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16)
+    // Asked once: the standard library reads the cgroup's CPU quota from
+    // /proc and /sys on every call, which cost a plugin call ~15 µs when
+    // asked per call.
+    static WARM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WARM.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 16))
 }
 
 /// Failures in a row before a plugin backs off.
