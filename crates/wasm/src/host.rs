@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use wasmsched_core::node::TaintEffect;
+use wasmsched_core::node::{TaintEffect, number};
 use wasmsched_core::pod::PodObject;
 use wasmsched_core::resources::Resources;
 use wasmsched_core::{NodeInfo, PodInfo, Snapshot};
@@ -576,11 +576,6 @@ fn annotation<'a>(n: &'a NodeInfo, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
-/// A decimal number as plugins read prices and weights from labels and
-/// annotations.
-fn number(v: &str) -> Option<f64> {
-    v.trim().parse::<f64>().ok().filter(|f| f.is_finite())
-}
 
 fn node_object(n: &NodeInfo) -> &Node {
     &n.node.object
@@ -997,7 +992,7 @@ macro_rules! node_accessors {
             Ok(self
                 .nodes()?
                 .iter()
-                .map(|n| annotation(n, &key).and_then(number))
+                .map(|n| n.node.annotation_numbers.get(&key))
                 .collect())
         }
 
