@@ -619,23 +619,36 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let ns = nodes(&[None, None]);
     let p = pod(json!({}));
     let state = CycleState::default();
-    let (_h, slot) = slot("misbehave", &guest::misbehave(), r#"{"mode":"range"}"#, json!({}));
+    let (_h, range) = slot("misbehave", &guest::misbehave(), r#"{"mode":"range"}"#, json!({}));
     let mut out = [0; 2];
-    let err = slot
+    let err = range
         .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
         .unwrap_err();
     assert_eq!(
         err.message(),
         "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
     );
+    // Scores packed (contract 0.5) are taken as values; packed bytes that
+    // are not 8 per score are the plugin's error.
+    let (_h, packed) = slot("misbehave", &guest::misbehave(), r#"{"mode":"packed"}"#, json!({}));
+    packed
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap();
+    assert_eq!(out, [50, 50]);
+    let (_h, short) = slot("misbehave", &guest::misbehave(), r#"{"mode":"bad-packed"}"#, json!({}));
+    let err = short
+        .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        "plugin misbehave: score returned 15 packed bytes, not 8 per score"
+    );
     // A component of another world: valid, but it does not export the plugin interface.
     let other = guest::assemble("other-world", "(component)");
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(
-            m.contains(
-                "does not export wasmsched:plugin/plugin@0.4.0 (or 0.3.0, 0.2.0 or 0.1.0, the earlier contracts)"
-            ),
+            m.contains("does not export wasmsched:plugin/plugin@0.5.0 (or 0.4.0 to 0.1.0, the earlier contracts)"),
             "{m}"
         ),
         e => panic!("{e:?}"),
@@ -1200,24 +1213,39 @@ fn a_file_that_compiles_too_long_is_refused() {
     assert_eq!(host.compiling(), 0);
 }
 
-/// Components built against contracts 0.1, 0.2 and 0.3 still load on the
-/// host of 0.4, keep their event registrations (0.1: every change), and
-/// answer as the same plugin built from today's source (against 0.4),
-/// which declares the metric sources it reads (0.3 could not).
+/// Components built against contracts 0.1 to 0.4 still load on the host
+/// of 0.5, keep their event registrations (0.1: every change), and answer
+/// as the same plugin built from today's source (against 0.5), which
+/// declares the metric sources it reads (0.3 could not); a 0.4 plugin's
+/// scores, raw and normalized, are those of today's build.
 #[test]
 fn components_built_against_earlier_contracts_keep_loading() {
     let host = host_for(None, json!({}));
     let v0_1 = host.load_file(&guest::label_gate_v0_1(), "{}").unwrap();
     let v0_2 = host.load_file(&guest::label_gate_v0_2(), "{}").unwrap();
     let v0_3 = host.load_file(&guest::v0_3("label-gate"), "{}").unwrap();
+    let v0_4 = host.load_file(&guest::v0_4("label-gate"), "{}").unwrap();
     let new = host.load_file(&guest::label_gate(), "{}").unwrap();
     assert_eq!(
-        (v0_1.contract, v0_2.contract, v0_3.contract, new.contract),
-        ("0.1", "0.2", "0.3", "0.4")
+        (v0_1.contract, v0_2.contract, v0_3.contract, v0_4.contract, new.contract),
+        ("0.1", "0.2", "0.3", "0.4", "0.5")
     );
     assert_eq!(v0_1.events, None, "0.1 plugins register for every change");
     assert_eq!(v0_3.events, new.events, "0.3 registrations carry over");
+    assert_eq!(v0_4.events, new.events, "0.4 registrations carry over");
     assert_eq!((v0_3.metric_sources(), new.metric_sources()), (None, Some(&[][..])));
+    assert_eq!(v0_4.metric_sources(), new.metric_sources());
+    let price_v0_4 = host.load_file(&guest::v0_4("node-price"), "{}").unwrap();
+    let price = host.load_file(&guest::node_price(), "{}").unwrap();
+    let priced = nodes(&[Some("0.10"), Some("0.30"), None, Some("0.20")]);
+    let anyone = pod(json!({}));
+    let scored = |l: &wasmsched_wasm::Loaded| {
+        let raw = l.score(&anyone, &refs(&priced), None).unwrap();
+        let normalized = l.normalize(&anyone, &raw).unwrap();
+        (raw, normalized)
+    };
+    assert_eq!(scored(&price_v0_4), scored(&price));
+    assert_eq!(scored(&price).1, [100, 0, 0, 50]);
     let args = r#"{"source": "rtt"}"#;
     let fastest_v0_3 = host.load_file(&guest::v0_3("fastest-node"), args).unwrap();
     let fastest = host
@@ -1248,6 +1276,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
     assert_eq!(verdicts(&v0_1), verdicts(&new));
     assert_eq!(verdicts(&v0_2), verdicts(&new));
     assert_eq!(verdicts(&v0_3), verdicts(&new));
+    assert_eq!(verdicts(&v0_4), verdicts(&new));
 }
 
 /// The next pod's cycle fails, rejected by `plugin` alone, with `message`

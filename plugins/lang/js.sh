@@ -444,7 +444,7 @@ const BORROWS = {
   filter: [2, ["pod", "nodes"]],
   "pre-score": [2, ["pod", "nodes"]],
   score: [2, ["pod", "nodes"]],
-  "normalize-score": [3, ["pod"]],
+  "normalize-score": [4, ["pod"]], // the pod, then `scores` as tag, pointer, length
 };
 const dropType = {};
 for (const [i, b] of out.entries()) {

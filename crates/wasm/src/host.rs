@@ -1,5 +1,5 @@
 //! The host side of the contract: bindings generated from `wit/` (the
-//! current minor, 0.4) and from `wit/0.3.0/`, `wit/0.2.0/` and `wit/0.1.0/` (so that
+//! current minor, 0.5) and from `wit/0.4.0/` down to `wit/0.1.0/` (so that
 //! plugins built against earlier minors keep loading), and the read-only
 //! views of the pod, the node batch, the cluster's pods and the live
 //! metrics a plugin call receives. Every minor's imports are served by the
@@ -19,11 +19,24 @@ use wasmtime::format_err;
 use crate::limits::{Budget, Limiter};
 use crate::plugin::PluginStats;
 
-/// Contract 0.4 (`wit/plugin.wit`): what the SDKs build against.
-pub mod v0_4 {
+/// Contract 0.5 (`wit/plugin.wit`): what the SDKs build against.
+pub mod v0_5 {
     wasmtime::component::bindgen!({
         world: "scheduler-plugin",
         path: "../../wit",
+        imports: { default: trappable },
+        with: {
+            "wasmsched:plugin/cluster.pod": super::PodHandle,
+            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+        },
+    });
+}
+
+/// Contract 0.4 (`wit/0.4.0/plugin.wit`), served unchanged.
+pub mod v0_4 {
+    wasmtime::component::bindgen!({
+        world: "scheduler-plugin",
+        path: "../../wit/0.4.0",
         imports: { default: trappable },
         with: {
             "wasmsched:plugin/cluster.pod": super::PodHandle,
@@ -71,15 +84,16 @@ pub mod v0_1 {
     });
 }
 
-pub use v0_4::exports;
+pub use v0_5::exports;
 
 /// An instance's exports, whichever minor it was built against; calls
-/// return 0.4's types (earlier minors' are subsets).
+/// return 0.5's types (earlier minors' are subsets).
 pub(crate) enum Bindings {
     V0_1(v0_1::SchedulerPlugin),
     V0_2(v0_2::SchedulerPlugin),
     V0_3(v0_3::SchedulerPlugin),
     V0_4(v0_4::SchedulerPlugin),
+    V0_5(v0_5::SchedulerPlugin),
 }
 
 /// A component made ready to instantiate, for its minor.
@@ -89,6 +103,7 @@ pub(crate) enum BindingsPre {
     V0_2(v0_2::SchedulerPluginPre<HostState>),
     V0_3(v0_3::SchedulerPluginPre<HostState>),
     V0_4(v0_4::SchedulerPluginPre<HostState>),
+    V0_5(v0_5::SchedulerPluginPre<HostState>),
 }
 
 use exports::wasmsched::plugin::plugin as guest;
@@ -146,6 +161,7 @@ macro_rules! from_minor {
 from_minor!(from_v0_1, super::v0_1::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_2, super::v0_2::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_3, super::v0_3::exports::wasmsched::plugin::plugin);
+from_minor!(from_v0_4, super::v0_4::exports::wasmsched::plugin::plugin);
 
 /// An earlier minor's event registration, as the current one's.
 macro_rules! events_from {
@@ -192,6 +208,7 @@ macro_rules! events_from {
 
 events_from!(events_v0_2, v0_2);
 events_from!(events_v0_3, v0_3);
+events_from!(events_v0_4, v0_4);
 
 impl BindingsPre {
     /// The minor of the contract, as `0.x`.
@@ -201,6 +218,7 @@ impl BindingsPre {
             BindingsPre::V0_2(_) => "0.2",
             BindingsPre::V0_3(_) => "0.3",
             BindingsPre::V0_4(_) => "0.4",
+            BindingsPre::V0_5(_) => "0.5",
         }
     }
 
@@ -210,6 +228,7 @@ impl BindingsPre {
             BindingsPre::V0_2(p) => p.engine(),
             BindingsPre::V0_3(p) => p.engine(),
             BindingsPre::V0_4(p) => p.engine(),
+            BindingsPre::V0_5(p) => p.engine(),
         }
     }
 
@@ -219,6 +238,7 @@ impl BindingsPre {
             BindingsPre::V0_2(p) => Bindings::V0_2(p.instantiate(store)?),
             BindingsPre::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
             BindingsPre::V0_4(p) => Bindings::V0_4(p.instantiate(store)?),
+            BindingsPre::V0_5(p) => Bindings::V0_5(p.instantiate(store)?),
         })
     }
 }
@@ -256,7 +276,16 @@ impl Bindings {
                     events: events_v0_3(m.events),
                 })
             }
-            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+            Bindings::V0_4(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: from_v0_4::points(m.points),
+                    events: events_v0_4(m.events),
+                })
+            }
+            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_metadata(s),
         }
     }
 
@@ -266,6 +295,7 @@ impl Bindings {
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
         }
     }
 
@@ -274,6 +304,7 @@ impl Bindings {
     pub(crate) fn metric_sources(&self, s: Store<'_>) -> wasmtime::Result<Option<Vec<String>>> {
         match self {
             Bindings::V0_4(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
+            Bindings::V0_5(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             _ => Ok(None),
         }
     }
@@ -293,7 +324,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_filter(s, pod)?
                 .map(from_v0_3::status)),
-            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+            Bindings::V0_4(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_4::status)),
+            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
         }
     }
 
@@ -312,7 +347,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_filter(s, pod, nodes)?
                 .map(from_v0_3::rejections)),
-            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+            Bindings::V0_4(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_4::rejections)),
+            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
         }
     }
 
@@ -331,27 +370,71 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_score(s, pod, nodes)?
                 .map(from_v0_3::status)),
-            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+            Bindings::V0_4(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(from_v0_4::status)),
+            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
         }
     }
 
-    pub(crate) fn score(&self, s: Store<'_>) -> Call<Vec<i64>> {
+    /// Score's raw scores, and whether the plugin returned them packed.
+    pub(crate) fn score(&self, s: Store<'_>) -> Call<(Vec<i64>, bool)> {
         let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
-        match self {
-            Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
-            Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
-            Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
-            Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_score(s, pod, nodes),
-        }
+        let values = |r: Result<Vec<i64>, String>| r.map(|v| (v, false));
+        Ok(match self {
+            Bindings::V0_1(b) => values(b.wasmsched_plugin_plugin().call_score(s, pod, nodes)?),
+            Bindings::V0_2(b) => values(b.wasmsched_plugin_plugin().call_score(s, pod, nodes)?),
+            Bindings::V0_3(b) => values(b.wasmsched_plugin_plugin().call_score(s, pod, nodes)?),
+            Bindings::V0_4(b) => values(b.wasmsched_plugin_plugin().call_score(s, pod, nodes)?),
+            Bindings::V0_5(b) => b
+                .wasmsched_plugin_plugin()
+                .call_score(s, pod, nodes)?
+                .and_then(|scores| unpack_scores(scores, "score")),
+        })
     }
 
-    pub(crate) fn normalize_score(&self, s: Store<'_>, scores: &[i64]) -> Call<Vec<i64>> {
+    /// NormalizeScore, handing the scores in the form Score returned them.
+    pub(crate) fn normalize_score(&self, s: Store<'_>, scores: &[i64], packed: bool) -> Call<Vec<i64>> {
         let pod = Resource::new_borrow(0);
         match self {
             Bindings::V0_1(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
+            Bindings::V0_5(b) => {
+                let scores = if packed {
+                    guest::Scores::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
+                } else {
+                    guest::Scores::Values(scores.to_vec())
+                };
+                Ok(b.wasmsched_plugin_plugin()
+                    .call_normalize_score(s, pod, &scores)?
+                    .and_then(|out| unpack_scores(out, "normalize-score").map(|(v, _)| v)))
+            }
+        }
+    }
+}
+
+/// Scores as the host keeps them, and whether they came packed; packed
+/// bytes that are not 8 per score are the plugin's error.
+fn unpack_scores(scores: guest::Scores, point: &str) -> Result<(Vec<i64>, bool), String> {
+    match scores {
+        guest::Scores::Values(v) => Ok((v, false)),
+        guest::Scores::Packed(bytes) => {
+            let chunks = bytes.chunks_exact(8);
+            if !chunks.remainder().is_empty() {
+                return Err(format!(
+                    "{point} returned {} packed bytes, not 8 per score",
+                    bytes.len()
+                ));
+            }
+            Ok((
+                chunks
+                    .map(|c| i64::from_le_bytes(c.try_into().expect("chunks of 8")))
+                    .collect(),
+                true,
+            ))
         }
     }
 }
@@ -575,7 +658,6 @@ fn annotation<'a>(n: &'a NodeInfo, key: &str) -> Option<&'a str> {
         .get(key)
         .map(String::as_str)
 }
-
 
 fn node_object(n: &NodeInfo) -> &Node {
     &n.node.object
@@ -1236,10 +1318,11 @@ pub fn unix_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Contract 0.3's imports (0.2's, and live metrics), which 0.4 serves
-/// unchanged: expanded for each minor's types.
+/// Contract 0.3's imports (0.2's, and live metrics), which 0.4 and 0.5
+/// serve unchanged (0.5 adds its packed columns): expanded for each minor's
+/// types.
 macro_rules! serve_metrics_minor {
-    ($name:ident, $minor:ident) => {
+    ($name:ident, $minor:ident $(, $more:ident)?) => {
         mod $name {
             use super::$minor::wasmsched::plugin::cluster::{
                 self, Condition, Image, LabelRequirement, Metric, PodSelector, Quantity, Taint, Toleration,
@@ -1316,6 +1399,8 @@ macro_rules! serve_metrics_minor {
                         })
                         .collect()))
                 }
+
+                $($more!();)?
             }
 
             impl host::Host for HostState {
@@ -1325,8 +1410,44 @@ macro_rules! serve_metrics_minor {
     };
 }
 
+/// Contract 0.5's packed columns: the numeric columns as little-endian
+/// bytes, which an interpreter's bindings take in one copy.
+macro_rules! packed_columns {
+    () => {
+        fn label_numbers_packed(&mut self, r: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<u8>> {
+            let v = <Self as cluster::HostNodes>::label_numbers(self, r, key)?;
+            Ok(v.into_iter()
+                .flat_map(|x| x.unwrap_or(f64::NAN).to_le_bytes())
+                .collect())
+        }
+
+        fn annotation_numbers_packed(&mut self, r: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<u8>> {
+            let v = <Self as cluster::HostNodes>::annotation_numbers(self, r, key)?;
+            Ok(v.into_iter()
+                .flat_map(|x| x.unwrap_or(f64::NAN).to_le_bytes())
+                .collect())
+        }
+
+        fn allocatable_all_packed(&mut self, r: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<u8>> {
+            let v = <Self as cluster::HostNodes>::allocatable_all(self, r, name)?;
+            Ok(v.into_iter().flat_map(i64::to_le_bytes).collect())
+        }
+
+        fn requested_all_packed(&mut self, r: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<u8>> {
+            let v = <Self as cluster::HostNodes>::requested_all(self, r, name)?;
+            Ok(v.into_iter().flat_map(i64::to_le_bytes).collect())
+        }
+
+        fn randoms_packed(&mut self, r: Resource<NodesHandle>) -> wasmtime::Result<Vec<u8>> {
+            let v = <Self as cluster::HostNodes>::randoms(self, r)?;
+            Ok(v.into_iter().flat_map(u64::to_le_bytes).collect())
+        }
+    };
+}
+
 serve_metrics_minor!(serve_v0_3, v0_3);
 serve_metrics_minor!(serve_v0_4, v0_4);
+serve_metrics_minor!(serve_v0_5, v0_5, packed_columns);
 
 #[cfg(test)]
 mod tests {

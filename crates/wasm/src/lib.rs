@@ -1,8 +1,8 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.4.0`; components built against 0.1.0, 0.2.0 and
-//! 0.3.0 keep loading).
+//! (`wasmsched:plugin@0.5.0`; components built against 0.1.0 to 0.4.0 keep
+//! loading).
 //! This crate compiles it once (and keeps the compiled artifact on disk; a
 //! big one serves first on baseline code while the optimised code compiles),
 //! checks that it imports nothing but the plugin world, instantiates it with a memory cap, calls it with a deadline

@@ -204,7 +204,7 @@ pub struct Loaded {
     /// The compiler of the code it runs (baseline until Cranelift's code
     /// replaces it, for a big component in a scheduler).
     pub tier: crate::Tier,
-    /// The minor of the contract it was built against (`0.1` to `0.4`).
+    /// The minor of the contract it was built against (`0.1` to `0.5`).
     pub contract: &'static str,
     /// The language it was written in, when the component says
     /// (`Rust`, `Go`, `Python`, ...).
@@ -224,6 +224,9 @@ pub struct Loaded {
     refilling: std::sync::atomic::AtomicBool,
     /// The metric sources it declares (contract 0.4 on; none before).
     metric_sources: Option<Vec<String>>,
+    /// Its Score last returned packed scores (contract 0.5): NormalizeScore
+    /// gets them packed too.
+    packed_scores: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -426,6 +429,7 @@ impl Loaded {
             needs_spare: std::sync::atomic::AtomicBool::new(true),
             refilling: Default::default(),
             metric_sources: None,
+            packed_scores: std::sync::atomic::AtomicBool::new(false),
         };
         let within = loaded.limits.load_deadline();
         let mut inst = loaded.fresh(within).map_err(|e| match e {
@@ -750,7 +754,8 @@ impl Loaded {
     ) -> Result<Vec<i64>, CallError> {
         let mut out = Vec::with_capacity(nodes.len());
         for chunk in nodes.chunks(MAX_BATCH) {
-            let scores = self.call(pod, chunk, snapshot, |g, s| g.score(s))?;
+            let (scores, packed) = self.call(pod, chunk, snapshot, |g, s| g.score(s))?;
+            self.packed_scores.store(packed, Ordering::Relaxed);
             if scores.len() != chunk.len() {
                 return Err(CallError::Plugin(format!(
                     "returned {} scores for {} nodes",
@@ -765,7 +770,8 @@ impl Loaded {
 
     /// NormalizeScore.
     pub fn normalize(&self, pod: &PodInfo, scores: &[i64]) -> Result<Vec<i64>, CallError> {
-        let out = self.call(pod, &[], None, |g, s| g.normalize_score(s, scores))?;
+        let packed = self.packed_scores.load(Ordering::Relaxed);
+        let out = self.call(pod, &[], None, |g, s| g.normalize_score(s, scores, packed))?;
         if out.len() != scores.len() {
             return Err(CallError::Plugin(format!(
                 "normalize-score returned {} scores for {}",

@@ -136,6 +136,19 @@ export interface Nodes {
   requestedAll(name: string): number[];
   imageBytes(names: string[]): number[];
   randoms(): number[];
+  // Packed columns (contract 0.5): the numeric columns above as bytes, 8
+  // per node in batch order, little-endian; read them through a typed array
+  // (`new Float64Array(b.buffer, b.byteOffset, b.length / 8)`).
+  /** `labelNumbers` as f64 values; NaN for none. */
+  labelNumbersPacked(key: string): Uint8Array;
+  /** `annotationNumbers` as f64 values; NaN for none. */
+  annotationNumbersPacked(key: string): Uint8Array;
+  /** `allocatableAll` as s64 values (a BigInt64Array). */
+  allocatableAllPacked(name: string): Uint8Array;
+  /** `requestedAll` as s64 values (a BigInt64Array). */
+  requestedAllPacked(name: string): Uint8Array;
+  /** `randoms` as u64 values (a BigUint64Array). */
+  randomsPacked(): Uint8Array;
   // Pod views: the pods bound or assumed in the cluster that `selector`
   // selects, counted; they throw a PluginError when the host rejects the
   // selector.

@@ -17,9 +17,9 @@
 // string) returns an error to the host. `pod` and `nodes` are the contract's
 // handles, with the WIT accessors in camelCase (see README.md and
 // wasmsched.d.ts); the pod views take a plain-object selector. The SDK
-// builds against contract 0.4 (wit/plugin.wit).
+// builds against contract 0.5 (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.4.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.5.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -125,18 +125,32 @@ function status(v) {
 // componentize-qjs 0.4); an absent option as null on QuickJS, as undefined
 // on StarlingMonkey.
 const NONE = globalThis.__wasmsched_backend === "quickjs" ? null : undefined;
-// Scores (list<s64>) go back as a BigInt64Array, which every engine takes in
-// one copy: StarlingMonkey lowers an Array of BigInts element by element
-// (~1.5 ms for 500 scores, more than the rest of a simple plugin's call).
-// A score that is not an integer throws (RangeError) on every engine.
+// Scores cross as the contract's `scores` variant, `{ tag: "values", val }`
+// or `{ tag: "packed", val }` (a Uint8Array, 8 bytes per score, little-endian
+// s64). They go back packed: the bytes of a BigInt64Array, which every engine
+// takes in one copy (StarlingMonkey lowers an Array of BigInts element by
+// element: ~1.5 ms for 500 scores), and which the host hands back to
+// normalizeScore as one Uint8Array where QuickJS would lift `values` into
+// BigInts one by one. A score that is not an integer throws (RangeError) on
+// every engine.
 function scores(v) {
-  if (v instanceof BigInt64Array) return v;
-  const a = Array.isArray(v) ? v : Array.from(v);
-  const out = new BigInt64Array(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = BigInt(a[i]);
-  return out;
+  let out = v;
+  if (!(v instanceof BigInt64Array)) {
+    const a = Array.isArray(v) ? v : Array.from(v);
+    out = new BigInt64Array(a.length);
+    for (let i = 0; i < a.length; i++) out[i] = BigInt(a[i]);
+  }
+  return { tag: "packed", val: new Uint8Array(out.buffer, out.byteOffset, out.byteLength) };
 }
-function numbers(v) {
+// What normalizeScore receives: Numbers, whichever form the scores came in.
+function numbers(s) {
+  let v = s.val;
+  if (s.tag === "packed") {
+    if (v.length % 8 !== 0) throw new PluginError(`${v.length} packed bytes are not 8 per score`);
+    // A BigInt64Array needs an offset that is a multiple of 8: copy if not.
+    if (!(v instanceof Uint8Array) || v.byteOffset % 8 !== 0) v = Uint8Array.from(v);
+    v = new BigInt64Array(v.buffer, v.byteOffset, v.length / 8);
+  }
   if (Array.isArray(v) && typeof v[0] !== "bigint") return v;
   return Array.from(v, Number);
 }

@@ -41,7 +41,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
-//! The SDK targets contract wasmsched:plugin@0.4.0 (wit/plugin.wit).
+//! The SDK targets contract wasmsched:plugin@0.5.0 (wit/plugin.wit).
 
 const std = @import("std");
 

@@ -3,157 +3,172 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `wasmsched:plugin/cluster@0.4.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.5.0`
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.namespace")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.namespace")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_namespace(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.uid")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.uid")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_uid(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_label(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_labels(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotation(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.request")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.request")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_pod_request(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.requests")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.requests")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_requests(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.tolerations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.tolerations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_tolerations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_images(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.node-selector")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.node-selector")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_node_selector(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.priority")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.priority")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_pod_priority(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.scheduler-name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.scheduler-name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_scheduler_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.owner-kind")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.owner-kind")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_owner_kind(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]pod.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_json(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.len")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.len")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_len(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_name(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_labels(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotations(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatables")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatables")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatables(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requested")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_requested(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requesteds")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requesteds")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requesteds(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.pod-count")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.pod-count")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_count(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.unschedulable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.unschedulable")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_unschedulable(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.taints")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.taints")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_taints(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.conditions")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.conditions")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_conditions(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.image-size")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.image-size")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_size(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_images(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.random")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.random")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_random(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_json(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.names")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.names")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_names(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.label-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.annotation-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.allocatable-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.requested-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.image-bytes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.image-bytes")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_bytes(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.randoms")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.randoms")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.pod-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-numbers-packed")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-numbers-packed")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable-all-packed")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested-all-packed")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.randoms-packed")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms_packed(int32_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.pod-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_counts(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.domain-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.domain-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domain_counts(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.domains")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.domains")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domains(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[method]nodes.metrics")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.metrics")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_metrics(int32_t, uint8_t *, size_t, uint8_t *);
 
-// Imported Functions from `wasmsched:plugin/host@0.4.0`
+// Imported Functions from `wasmsched:plugin/host@0.5.0`
 
-__attribute__((__import_module__("wasmsched:plugin/host@0.4.0"), __import_name__("log")))
+__attribute__((__import_module__("wasmsched:plugin/host@0.5.0"), __import_name__("log")))
 extern void __wasm_import_wasmsched_plugin_host_log(int32_t, uint8_t *, size_t);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.4.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.5.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#metadata")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#metadata")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t * arg0) {
   if ((*((size_t*) (arg0 + sizeof(void*)))) > 0) {
     free(*((uint8_t **) (arg0 + 0)));
@@ -180,7 +195,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#configure")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#configure")))
 void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -195,7 +210,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#metric-sources")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#metric-sources")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
@@ -211,7 +226,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(ui
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#pre-filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#pre-filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -229,7 +244,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -256,7 +271,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#pre-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#pre-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -274,18 +289,35 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
-      size_t len = *((size_t*) (arg0 + (2*sizeof(void*))));
-      if (len > 0) {
-        uint8_t *ptr = *((uint8_t **) (arg0 + sizeof(void*)));
-        for (size_t i = 0; i < len; i++) {
-          uint8_t *base = ptr + i * 8;
-          (void) base;
+      switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + sizeof(void*)))) {
+        case 0: {
+          size_t len = *((size_t*) (arg0 + (3*sizeof(void*))));
+          if (len > 0) {
+            uint8_t *ptr = *((uint8_t **) (arg0 + (2*sizeof(void*))));
+            for (size_t i = 0; i < len; i++) {
+              uint8_t *base = ptr + i * 8;
+              (void) base;
+            }
+            free(ptr);
+          }
+          break;
         }
-        free(ptr);
+        case 1: {
+          size_t len0 = *((size_t*) (arg0 + (3*sizeof(void*))));
+          if (len0 > 0) {
+            uint8_t *ptr1 = *((uint8_t **) (arg0 + (2*sizeof(void*))));
+            for (size_t i2 = 0; i2 < len0; i2++) {
+              uint8_t *base = ptr1 + i2 * 1;
+              (void) base;
+            }
+            free(ptr1);
+          }
+          break;
+        }
       }
       break;
     }
@@ -298,18 +330,35 @@ void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * a
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.4.0#normalize-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#normalize-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_normalize_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
-      size_t len = *((size_t*) (arg0 + (2*sizeof(void*))));
-      if (len > 0) {
-        uint8_t *ptr = *((uint8_t **) (arg0 + sizeof(void*)));
-        for (size_t i = 0; i < len; i++) {
-          uint8_t *base = ptr + i * 8;
-          (void) base;
+      switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + sizeof(void*)))) {
+        case 0: {
+          size_t len = *((size_t*) (arg0 + (3*sizeof(void*))));
+          if (len > 0) {
+            uint8_t *ptr = *((uint8_t **) (arg0 + (2*sizeof(void*))));
+            for (size_t i = 0; i < len; i++) {
+              uint8_t *base = ptr + i * 8;
+              (void) base;
+            }
+            free(ptr);
+          }
+          break;
         }
-        free(ptr);
+        case 1: {
+          size_t len0 = *((size_t*) (arg0 + (3*sizeof(void*))));
+          if (len0 > 0) {
+            uint8_t *ptr1 = *((uint8_t **) (arg0 + (2*sizeof(void*))));
+            for (size_t i2 = 0; i2 < len0; i2++) {
+              uint8_t *base = ptr1 + i2 * 1;
+              (void) base;
+            }
+            free(ptr1);
+          }
+          break;
+        }
       }
       break;
     }
@@ -414,7 +463,7 @@ void wasmsched_plugin_cluster_pod_selector_free(wasmsched_plugin_cluster_pod_sel
   wasmsched_plugin_cluster_list_label_requirement_free(&ptr->match_expressions);
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[resource-drop]pod")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[resource-drop]pod")))
 extern void __wasm_import_wasmsched_plugin_cluster_pod_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle) {
@@ -425,7 +474,7 @@ wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsc
   return (wasmsched_plugin_cluster_borrow_pod_t) { arg.__handle };
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.4.0"), __import_name__("[resource-drop]nodes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[resource-drop]nodes")))
 extern void __wasm_import_wasmsched_plugin_cluster_nodes_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle) {
@@ -543,6 +592,16 @@ void scheduler_plugin_list_u64_free(scheduler_plugin_list_u64_t *ptr) {
   size_t list_len = ptr->len;
   if (list_len > 0) {
     uint64_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+    }
+    free(list_ptr);
+  }
+}
+
+void scheduler_plugin_list_u8_free(scheduler_plugin_list_u8_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    uint8_t *list_ptr = ptr->ptr;
     for (size_t i = 0; i < list_len; i++) {
     }
     free(list_ptr);
@@ -668,6 +727,19 @@ void exports_wasmsched_plugin_plugin_rejection_free(exports_wasmsched_plugin_plu
   scheduler_plugin_string_free(&ptr->reason);
 }
 
+void exports_wasmsched_plugin_plugin_scores_free(exports_wasmsched_plugin_plugin_scores_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      scheduler_plugin_list_s64_free(&ptr->val.values);
+      break;
+    }
+    case 1: {
+      scheduler_plugin_list_u8_free(&ptr->val.packed);
+      break;
+    }
+  }
+}
+
 void exports_wasmsched_plugin_plugin_result_void_string_free(exports_wasmsched_plugin_plugin_result_void_string_t *ptr) {
   if (!ptr->is_err) {
   } else {
@@ -702,9 +774,9 @@ void exports_wasmsched_plugin_plugin_result_list_rejection_string_free(exports_w
   }
 }
 
-void exports_wasmsched_plugin_plugin_result_list_s64_string_free(exports_wasmsched_plugin_plugin_result_list_s64_string_t *ptr) {
+void exports_wasmsched_plugin_plugin_result_scores_string_free(exports_wasmsched_plugin_plugin_result_scores_string_t *ptr) {
   if (!ptr->is_err) {
-    scheduler_plugin_list_s64_free(&ptr->val.ok);
+    exports_wasmsched_plugin_plugin_scores_free(&ptr->val.ok);
   } else {
     scheduler_plugin_string_free(&ptr->val.err);
   }
@@ -1135,6 +1207,46 @@ void wasmsched_plugin_cluster_method_nodes_randoms(wasmsched_plugin_cluster_borr
   *ret = (scheduler_plugin_list_u64_t) { (uint64_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
 }
 
+void wasmsched_plugin_cluster_method_nodes_label_numbers_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers_packed((self).__handle, (uint8_t *) (*key).ptr, (*key).len, ptr);
+  *ret = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed((self).__handle, (uint8_t *) (*key).ptr, (*key).len, ptr);
+  *ret = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void wasmsched_plugin_cluster_method_nodes_allocatable_all_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *name, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all_packed((self).__handle, (uint8_t *) (*name).ptr, (*name).len, ptr);
+  *ret = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void wasmsched_plugin_cluster_method_nodes_requested_all_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *name, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all_packed((self).__handle, (uint8_t *) (*name).ptr, (*name).len, ptr);
+  *ret = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void wasmsched_plugin_cluster_method_nodes_randoms_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms_packed((self).__handle, ptr);
+  *ret = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
 bool wasmsched_plugin_cluster_method_nodes_pod_counts(wasmsched_plugin_cluster_borrow_nodes_t self, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_u32_t *ret, scheduler_plugin_string_t *err) {
   __attribute__((__aligned__(sizeof(void*))))
   uint8_t ret_area[(3*sizeof(void*))];
@@ -1247,7 +1359,7 @@ void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_pl
   __wasm_import_wasmsched_plugin_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#metadata")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#metadata")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   exports_wasmsched_plugin_plugin_plugin_metadata_t ret;
   exports_wasmsched_plugin_plugin_metadata(&ret);
@@ -1268,7 +1380,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#configure")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#configure")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg, size_t arg0) {
   scheduler_plugin_string_t arg1 = (scheduler_plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_wasmsched_plugin_plugin_result_void_string_t ret;
@@ -1288,7 +1400,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg,
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#metric-sources")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#metric-sources")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   scheduler_plugin_list_string_t ret;
   exports_wasmsched_plugin_plugin_metric_sources(&ret);
@@ -1298,7 +1410,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#pre-filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#pre-filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) {
   int32_t borrow = 0;
   borrow = arg;
@@ -1329,7 +1441,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) 
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1364,7 +1476,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int3
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#pre-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#pre-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1400,14 +1512,14 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, i
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
   borrow = arg;
   borrow1 = arg0;
-  exports_wasmsched_plugin_plugin_result_list_s64_string_t ret;
-  scheduler_plugin_list_s64_t ok;
+  exports_wasmsched_plugin_plugin_result_scores_string_t ret;
+  exports_wasmsched_plugin_plugin_scores_t ok;
   scheduler_plugin_string_t err;
   ret.is_err = !exports_wasmsched_plugin_plugin_score((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, (exports_wasmsched_plugin_plugin_borrow_nodes_t) { arg0 }, &ok, &err);
   if (ret.is_err) {
@@ -1418,13 +1530,27 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   }
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const scheduler_plugin_string_t *payload2 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload2).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload2).ptr;
+    const scheduler_plugin_string_t *payload4 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload4).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload4).ptr;
   } else {
-    const scheduler_plugin_list_s64_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload).ptr;
+    const exports_wasmsched_plugin_plugin_scores_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    switch ((int32_t) (*payload).tag) {
+      case 0: {
+        const scheduler_plugin_list_s64_t *payload2 = &(*payload).val.values;
+        *((int8_t*)(ptr + sizeof(void*))) = 0;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload2).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload2).ptr;
+        break;
+      }
+      case 1: {
+        const scheduler_plugin_list_u8_t *payload3 = &(*payload).val.packed;
+        *((int8_t*)(ptr + sizeof(void*))) = 1;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload3).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload3).ptr;
+        break;
+      }
+    }
   }
   if (borrow != 0) {
     __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
@@ -1435,15 +1561,27 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.4.0#normalize-score")))
-uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, uint8_t * arg0, size_t arg1) {
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#normalize-score")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, int32_t arg0, uint8_t * arg1, size_t arg2) {
   int32_t borrow = 0;
   borrow = arg;
-  scheduler_plugin_list_s64_t arg2 = (scheduler_plugin_list_s64_t) { (int64_t*)(arg0), (arg1) };
-  exports_wasmsched_plugin_plugin_result_list_s64_string_t ret;
-  scheduler_plugin_list_s64_t ok;
+  exports_wasmsched_plugin_plugin_scores_t variant;
+  variant.tag = arg0;
+  switch ((int32_t) variant.tag) {
+    case 0: {
+      variant.val.values = (scheduler_plugin_list_s64_t) { (int64_t*)(arg1), (arg2) };
+      break;
+    }
+    case 1: {
+      variant.val.packed = (scheduler_plugin_list_u8_t) { (uint8_t*)(arg1), (arg2) };
+      break;
+    }
+  }
+  exports_wasmsched_plugin_plugin_scores_t arg3 = variant;
+  exports_wasmsched_plugin_plugin_result_scores_string_t ret;
+  exports_wasmsched_plugin_plugin_scores_t ok;
   scheduler_plugin_string_t err;
-  ret.is_err = !exports_wasmsched_plugin_plugin_normalize_score((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, &arg2, &ok, &err);
+  ret.is_err = !exports_wasmsched_plugin_plugin_normalize_score((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, &arg3, &ok, &err);
   if (ret.is_err) {
     ret.val.err = err;
   }
@@ -1452,13 +1590,27 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t 
   }
   uint8_t *ptr = (uint8_t *) &RET_AREA;
   if ((ret).is_err) {
-    const scheduler_plugin_string_t *payload3 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload3).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload3).ptr;
+    const scheduler_plugin_string_t *payload6 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload6).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload6).ptr;
   } else {
-    const scheduler_plugin_list_s64_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
-    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload).len;
-    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload).ptr;
+    const exports_wasmsched_plugin_plugin_scores_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    switch ((int32_t) (*payload).tag) {
+      case 0: {
+        const scheduler_plugin_list_s64_t *payload4 = &(*payload).val.values;
+        *((int8_t*)(ptr + sizeof(void*))) = 0;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload4).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload4).ptr;
+        break;
+      }
+      case 1: {
+        const scheduler_plugin_list_u8_t *payload5 = &(*payload).val.packed;
+        *((int8_t*)(ptr + sizeof(void*))) = 1;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload5).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload5).ptr;
+        break;
+      }
+    }
   }
   if (borrow != 0) {
     __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);

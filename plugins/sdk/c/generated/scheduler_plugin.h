@@ -197,6 +197,11 @@ typedef struct {
 } scheduler_plugin_list_u64_t;
 
 typedef struct {
+  uint8_t *ptr;
+  size_t len;
+} scheduler_plugin_list_u8_t;
+
+typedef struct {
   uint32_t *ptr;
   size_t len;
 } scheduler_plugin_list_u32_t;
@@ -379,6 +384,22 @@ typedef struct exports_wasmsched_plugin_plugin_rejection_t {
   scheduler_plugin_string_t   reason;
 } exports_wasmsched_plugin_plugin_rejection_t;
 
+// Scores, one per node in order (since 0.5): as a list, or packed as
+// 8 bytes per score, little-endian s64 (the form an interpreted guest
+// returns in one copy). The host takes either from Score, and hands
+// NormalizeScore its scores in the form this plugin's Score returned
+// them.
+typedef struct exports_wasmsched_plugin_plugin_scores_t {
+  uint8_t tag;
+  union {
+    scheduler_plugin_list_s64_t     values;
+    scheduler_plugin_list_u8_t     packed;
+  } val;
+} exports_wasmsched_plugin_plugin_scores_t;
+
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_VALUES 0
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_PACKED 1
+
 typedef struct {
   bool is_err;
   union {
@@ -414,12 +435,12 @@ typedef struct {
 typedef struct {
   bool is_err;
   union {
-    scheduler_plugin_list_s64_t ok;
+    exports_wasmsched_plugin_plugin_scores_t ok;
     scheduler_plugin_string_t err;
   } val;
-} exports_wasmsched_plugin_plugin_result_list_s64_string_t;
+} exports_wasmsched_plugin_plugin_result_scores_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.4.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.5.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -517,6 +538,23 @@ extern void wasmsched_plugin_cluster_method_nodes_requested_all(wasmsched_plugin
 extern void wasmsched_plugin_cluster_method_nodes_image_bytes(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_string_t *names, scheduler_plugin_list_s64_t *ret);
 // `random(i)` for every node.
 extern void wasmsched_plugin_cluster_method_nodes_randoms(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_u64_t *ret);
+// Packed columns (since 0.5): the numeric columns above as bytes,
+// 8 per node in batch order, little-endian: what crosses in one copy
+// even where a guest's bindings lift a list element by element
+// (componentize-py moves only `list<u8>` in bulk). Read them with
+// `array('d', b)` in Python, a `Float64Array` or `BigInt64Array` in
+// JavaScript.
+// `label-numbers` as f64 values; NaN for none (a number read from
+// a label is always finite).
+extern void wasmsched_plugin_cluster_method_nodes_label_numbers_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret);
+// `annotation-numbers` as f64 values; NaN for none.
+extern void wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret);
+// `allocatable-all` as s64 values.
+extern void wasmsched_plugin_cluster_method_nodes_allocatable_all_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *name, scheduler_plugin_list_u8_t *ret);
+// `requested-all` as s64 values.
+extern void wasmsched_plugin_cluster_method_nodes_requested_all_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *name, scheduler_plugin_list_u8_t *ret);
+// `randoms` as u64 values.
+extern void wasmsched_plugin_cluster_method_nodes_randoms_packed(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_list_u8_t *ret);
 // Pod views (since 0.2): the pods bound or assumed on the cluster's
 // nodes in this cycle, counted by label selector, as kube-scheduler's
 // InterPodAffinity and PodTopologySpread count them. Pods being
@@ -552,19 +590,19 @@ extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_clust
 // `plugin.metric-sources`, and that is found at load instead).
 extern bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *source, wasmsched_plugin_cluster_list_option_metric_t *ret, scheduler_plugin_string_t *err);
 
-// Imported Functions from `wasmsched:plugin/host@0.4.0`
+// Imported Functions from `wasmsched:plugin/host@0.5.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.4.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.5.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
 void exports_wasmsched_plugin_plugin_metric_sources(scheduler_plugin_list_string_t *ret);
 bool exports_wasmsched_plugin_plugin_pre_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_list_rejection_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
-bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, scheduler_plugin_list_s64_t *ret, scheduler_plugin_string_t *err);
-bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, scheduler_plugin_list_s64_t *scores, scheduler_plugin_list_s64_t *ret, scheduler_plugin_string_t *err);
+bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_scores_t *ret, scheduler_plugin_string_t *err);
+bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_scores_t *scores, exports_wasmsched_plugin_plugin_scores_t *ret, scheduler_plugin_string_t *err);
 
 // Helper Functions
 
@@ -622,6 +660,8 @@ void scheduler_plugin_list_s64_free(scheduler_plugin_list_s64_t *ptr);
 
 void scheduler_plugin_list_u64_free(scheduler_plugin_list_u64_t *ptr);
 
+void scheduler_plugin_list_u8_free(scheduler_plugin_list_u8_t *ptr);
+
 void scheduler_plugin_list_u32_free(scheduler_plugin_list_u32_t *ptr);
 
 void wasmsched_plugin_cluster_result_list_u32_string_free(wasmsched_plugin_cluster_result_list_u32_string_t *ptr);
@@ -654,6 +694,8 @@ void exports_wasmsched_plugin_plugin_status_free(exports_wasmsched_plugin_plugin
 
 void exports_wasmsched_plugin_plugin_rejection_free(exports_wasmsched_plugin_plugin_rejection_t *ptr);
 
+void exports_wasmsched_plugin_plugin_scores_free(exports_wasmsched_plugin_plugin_scores_t *ptr);
+
 void exports_wasmsched_plugin_plugin_result_void_string_free(exports_wasmsched_plugin_plugin_result_void_string_t *ptr);
 
 void exports_wasmsched_plugin_plugin_result_status_string_free(exports_wasmsched_plugin_plugin_result_status_string_t *ptr);
@@ -662,7 +704,7 @@ void exports_wasmsched_plugin_plugin_list_rejection_free(exports_wasmsched_plugi
 
 void exports_wasmsched_plugin_plugin_result_list_rejection_string_free(exports_wasmsched_plugin_plugin_result_list_rejection_string_t *ptr);
 
-void exports_wasmsched_plugin_plugin_result_list_s64_string_free(exports_wasmsched_plugin_plugin_result_list_s64_string_t *ptr);
+void exports_wasmsched_plugin_plugin_result_scores_string_free(exports_wasmsched_plugin_plugin_result_scores_string_t *ptr);
 
 // Sets the string `ret` to reference the input string `s` without copying it
 void scheduler_plugin_string_set(scheduler_plugin_string_t *ret, const char*s);

@@ -26,7 +26,7 @@
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
  *
- * The SDK targets contract wasmsched:plugin@0.4.0 (wit/plugin.wit).
+ * The SDK targets contract wasmsched:plugin@0.5.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H

@@ -991,23 +991,45 @@ bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_b
 
 bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
                                            exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
-                                           scheduler_plugin_list_s64_t *ret, gstr *err) {
+                                           exports_wasmsched_plugin_plugin_scores_t *ret, gstr *err) {
     call_enter();
     size_t n = wasmsched_plugin_cluster_method_nodes_len(nodes);
     int64_t *scores = ws_alloc(n * sizeof(int64_t), 8);
     memset(scores, 0, n * sizeof(int64_t));
     const char *e = ws_plugin_hooks.score ? ws_plugin_hooks.score(POD(pod), NODES(nodes), scores, n) : NOT_IMPLEMENTED;
-    ret->ptr = scores;
-    ret->len = n;
+    ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_VALUES;
+    ret->val.values = (scheduler_plugin_list_s64_t){scores, n};
     return finish(e, err);
 }
 
 bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
-                                                     scheduler_plugin_list_s64_t *scores,
-                                                     scheduler_plugin_list_s64_t *ret, gstr *err) {
+                                                     exports_wasmsched_plugin_plugin_scores_t *scores,
+                                                     exports_wasmsched_plugin_plugin_scores_t *ret, gstr *err) {
     call_enter();
-    const char *e = ws_plugin_hooks.normalize_score ? ws_plugin_hooks.normalize_score(POD(pod), scores->ptr, scores->len)
+    /* The scores come in the form ws_score returned them (values); packed
+     * ones (8 bytes each, little-endian, as wasm32 is) are decoded into the
+     * arena, their bytes being aligned to 1 only. Either way the hook
+     * normalizes the list in place and it goes back as values: like the
+     * argument it is arena memory, which the post-return's free() leaves. */
+    scheduler_plugin_list_s64_t list;
+    if (scores->tag == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_PACKED) {
+        scheduler_plugin_list_u8_t packed = scores->val.packed;
+        if (packed.len % 8 != 0) {
+            ws_buf b = {0};
+            ws_buf_cstr_add(&b, "scores: packed length ");
+            ws_buf_i64(&b, (int64_t)packed.len);
+            ws_buf_cstr_add(&b, " is not a multiple of 8");
+            return finish(ws_buf_cstr(&b), err);
+        }
+        list.len = packed.len / 8;
+        list.ptr = ws_alloc(list.len * sizeof(int64_t), 8);
+        if (packed.len) memcpy(list.ptr, packed.ptr, packed.len);
+    } else {
+        list = scores->val.values;
+    }
+    const char *e = ws_plugin_hooks.normalize_score ? ws_plugin_hooks.normalize_score(POD(pod), list.ptr, list.len)
                                                    : NOT_IMPLEMENTED;
-    *ret = *scores;
+    ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_VALUES;
+    ret->val.values = list;
     return finish(e, err);
 }

@@ -146,158 +146,158 @@ func outArea() addr { return addrOf(unsafe.Pointer(&out)) }
 // Imports of world `scheduler-plugin`. Pointers are uint32 addresses;
 // Go memory passed in is kept alive by the caller for the call.
 
-//go:wasmimport wasmsched:plugin/host@0.4.0 log
+//go:wasmimport wasmsched:plugin/host@0.5.0 log
 func hostLog(level int32, ptr unsafe.Pointer, n uint32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [resource-drop]pod
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [resource-drop]pod
 func dropPod(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [resource-drop]nodes
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [resource-drop]nodes
 func dropNodes(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.name
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.name
 func podName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.namespace
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.namespace
 func podNamespace(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.uid
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.uid
 func podUID(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.label
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.label
 func podLabel(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.labels
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.labels
 func podLabels(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.annotation
 func podAnnotation(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.annotations
 func podAnnotations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.request
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.request
 func podRequest(h int32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.requests
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.requests
 func podRequests(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.tolerations
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.tolerations
 func podTolerations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.images
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.images
 func podImages(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.node-selector
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.node-selector
 func podNodeSelector(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.priority
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.priority
 func podPriority(h int32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.scheduler-name
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.scheduler-name
 func podSchedulerName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.owner-kind
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.owner-kind
 func podOwnerKind(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]pod.json
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.json
 func podJSON(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.len
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.len
 func nodesLen(h int32) uint32
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.name
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.name
 func nodesName(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.label
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label
 func nodesLabel(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.labels
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.labels
 func nodesLabels(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation
 func nodesAnnotation(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotations
 func nodesAnnotations(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.allocatable
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatable
 func nodesAllocatable(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.allocatables
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatables
 func nodesAllocatables(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.requested
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requested
 func nodesRequested(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.requesteds
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requesteds
 func nodesRequesteds(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.pod-count
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.pod-count
 func nodesPodCount(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.unschedulable
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.unschedulable
 func nodesUnschedulable(h int32, i uint32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.taints
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.taints
 func nodesTaints(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.conditions
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.conditions
 func nodesConditions(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.image-size
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.image-size
 func nodesImageSize(h int32, i uint32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.images
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.images
 func nodesImages(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.random
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.random
 func nodesRandom(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.json
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.json
 func nodesJSON(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.names
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.names
 func nodesNames(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.label-values
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label-values
 func nodesLabelValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.annotation-values
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation-values
 func nodesAnnotationValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.label-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label-numbers
 func nodesLabelNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.annotation-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation-numbers
 func nodesAnnotationNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.allocatable-all
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatable-all
 func nodesAllocatableAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.requested-all
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requested-all
 func nodesRequestedAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.image-bytes
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.image-bytes
 func nodesImageBytes(h int32, names unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.randoms
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.randoms
 func nodesRandoms(h int32, ret addr)
 
 // The pod views take their pod-selector flat, as the seven values of
 // lowerSelector: their flattened parameters number 8 (pod-counts) and 10
 // (domain-counts, domains), within the 16 the canonical ABI passes flat.
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.pod-counts
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.pod-counts
 func nodesPodCounts(h int32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.domain-counts
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.domain-counts
 func nodesDomainCounts(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.domains
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.domains
 func nodesDomains(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.4.0 [method]nodes.metrics
+//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.metrics
 func nodesMetrics(h int32, source unsafe.Pointer, n uint32, ret addr)
 
 // Readers of the return area, one per result shape of the contract.

@@ -1,6 +1,7 @@
 package wasmsched
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -176,7 +177,7 @@ func eventsOut(a addr) {
 	putU32(a+8, uint32(len(events)))
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#metric-sources
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#metric-sources
 func exportMetricSources() addr {
 	begin()
 	defer end()
@@ -206,7 +207,7 @@ func exportMetricSources() addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#configure
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -246,7 +247,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -266,7 +267,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -296,7 +297,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -317,7 +318,45 @@ func exportPreScore(pod, nodes int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#score
+// scoresOut writes result::ok(scores::values(list)): the result's tag at 0,
+// the variant's at 4, the list at 8 (the payloads align to 4).
+func scoresOut(scores []int64) addr {
+	hold(scores)
+	a := outArea()
+	putU32(a, 0)
+	putU32(a+4, 0)
+	putU32(a+8, addrOf(unsafe.Pointer(unsafe.SliceData(scores))))
+	putU32(a+12, uint32(len(scores)))
+	return a
+}
+
+// scoresIn copies the scores variant the host passed (tag, ptr, len) out of
+// the arena: values is n s64, packed n bytes, 8 per score, little-endian.
+func scoresIn(tag uint32, ptr addr, n uint32) ([]int64, error) {
+	switch tag {
+	case 0:
+		scores := make([]int64, n)
+		if n > 0 {
+			copy(scores, unsafe.Slice((*int64)(ptrAt(ptr)), n))
+		}
+		return scores, nil
+	case 1:
+		if n%8 != 0 {
+			return nil, fmt.Errorf("normalize-score: packed scores of %d bytes, not a multiple of 8", n)
+		}
+		scores := make([]int64, n/8)
+		if n > 0 {
+			b := unsafe.Slice((*byte)(ptrAt(ptr)), n)
+			for i := range scores {
+				scores[i] = int64(binary.LittleEndian.Uint64(b[8*i:]))
+			}
+		}
+		return scores, nil
+	}
+	return nil, fmt.Errorf("normalize-score: scores of unknown case %d", tag)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -335,19 +374,19 @@ func exportScore(pod, nodes int32) addr {
 	if err != nil {
 		return errOut(err)
 	}
-	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
+	return scoresOut(scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.4.0#normalize-score
-func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
+//go:wasmexport wasmsched:plugin/plugin@0.5.0#normalize-score
+func exportNormalizeScore(pod int32, tag uint32, ptr addr, n uint32) addr {
 	begin()
 	defer end()
 	defer dropPod(pod)
-	scores := make([]int64, n)
-	if n > 0 {
-		copy(scores, unsafe.Slice((*int64)(ptrAt(ptr)), n))
+	scores, err := scoresIn(tag, ptr, n)
+	if err != nil {
+		return errOut(err)
 	}
-	err := call("normalize-score", func() (err error) {
+	err = call("normalize-score", func() (err error) {
 		p, ok := registered.plugin.(ScoreNormalizer)
 		if !ok {
 			return notImplemented("normalize-score")
@@ -358,5 +397,5 @@ func exportNormalizeScore(pod int32, ptr addr, n uint32) addr {
 	if err != nil {
 		return errOut(err)
 	}
-	return listOut(unsafe.Pointer(unsafe.SliceData(scores)), len(scores), scores)
+	return scoresOut(scores)
 }

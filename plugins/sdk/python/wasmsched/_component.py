@@ -3,6 +3,7 @@ world `scheduler-plugin`. Imported by the app module the build generates;
 only importable inside a componentize-py build."""
 
 import sys
+from array import array
 from collections.abc import Mapping
 
 from componentize_py_types import Err
@@ -47,6 +48,24 @@ _cluster.Nodes.domains = lambda self, topology_key, selector=None, **fields: _vi
     _domains, self, topology_key, _wit_selector(selector, fields))
 _metrics = _cluster.Nodes.metrics
 _cluster.Nodes.metrics = lambda self, source: _view(_metrics, self, source)
+
+
+# The numeric columns cross packed (contract 0.5): componentize-py lifts a
+# list element by element through its interpreter, `bytes` in one copy, and
+# `array` unpacks them in C.
+def _numbers(packed):
+    values = array("d", packed).tolist()
+    total = sum(values)
+    if total == total:  # no NaN (none) among them
+        return values
+    return [None if v != v else v for v in values]
+
+
+_cluster.Nodes.label_numbers = lambda self, key: _numbers(self.label_numbers_packed(key))
+_cluster.Nodes.annotation_numbers = lambda self, key: _numbers(self.annotation_numbers_packed(key))
+_cluster.Nodes.allocatable_all = lambda self, name: array("q", self.allocatable_all_packed(name)).tolist()
+_cluster.Nodes.requested_all = lambda self, name: array("q", self.requested_all_packed(name)).tolist()
+_cluster.Nodes.randoms = lambda self: array("Q", self.randoms_packed()).tolist()
 
 
 class _LogWriter:
@@ -112,8 +131,17 @@ def _status(v):
     return _wit.Status(_CODES[v.code], v.reason)
 
 
-def _ints(v):
-    return v if type(v) is list else list(v)
+def _packed(v):
+    """Scores packed (contract 0.5): one copy across, not one per score."""
+    return _wit.Scores_Packed(array("q", v).tobytes())
+
+
+def _unpacked(scores):
+    if isinstance(scores, _wit.Scores_Packed):
+        if len(scores.value) % 8:
+            raise _sdk.PluginError(f"{len(scores.value)} packed bytes are not 8 per score")
+        return array("q", scores.value).tolist()
+    return scores.value
 
 
 def _events(events):
@@ -183,12 +211,12 @@ class Plugin(exports.Plugin):
 
     def score(self, pod, nodes):
         try:
-            return _ints(_p.score(pod, nodes))
+            return _packed(_p.score(pod, nodes))
         except BaseException as e:
             raise _err(e)
 
     def normalize_score(self, pod, scores):
         try:
-            return _ints(_p.normalize_score(pod, scores))
+            return _packed(_p.normalize_score(pod, _unpacked(scores)))
         except BaseException as e:
             raise _err(e)

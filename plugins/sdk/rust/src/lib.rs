@@ -24,7 +24,8 @@
 //!
 //! Build for `wasm32-unknown-unknown` and turn the module into a component
 //! (`plugins/build.sh rust DIR` does both). The SDK builds against contract
-//! 0.4 (`wit/plugin.wit`): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
+//! 0.5 (`wit/plugin.wit`; its packed columns and packed scores are for
+//! interpreted guests, and this SDK returns scores as values): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
 //! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`],
 //! [`Plugin::events`] declares the changes a rejected pod waits for,
 //! [`Nodes::metrics`] reads a live metric source per node ([`Metric`]: the
@@ -213,6 +214,19 @@ pub mod __private {
         Ok(())
     }
 
+    /// NormalizeScore's input as values, whichever form it crossed in.
+    pub fn unpack(scores: crate::bindings::exports::wasmsched::plugin::plugin::Scores) -> Result<Vec<i64>, String> {
+        use crate::bindings::exports::wasmsched::plugin::plugin::Scores;
+        match scores {
+            Scores::Values(v) => Ok(v),
+            Scores::Packed(b) if b.len() % 8 == 0 => Ok(b
+                .chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("chunks of 8")))
+                .collect()),
+            Scores::Packed(b) => Err(format!("{} packed bytes are not 8 per score", b.len())),
+        }
+    }
+
     pub fn with<P: crate::Plugin, R>(f: impl FnOnce(&P) -> Result<R, String>) -> Result<R, String> {
         INSTANCE.with(|i| {
             let b = i.borrow();
@@ -256,11 +270,13 @@ macro_rules! export {
                 fn pre_score(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<__g::Status, String> {
                     $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::pre_score(p, pod, nodes))
                 }
-                fn score(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<Vec<i64>, String> {
-                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::score(p, pod, nodes))
+                fn score(pod: &$crate::Pod, nodes: &$crate::Nodes) -> Result<__g::Scores, String> {
+                    $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::score(p, pod, nodes)).map(__g::Scores::Values)
                 }
-                fn normalize_score(pod: &$crate::Pod, scores: Vec<i64>) -> Result<Vec<i64>, String> {
+                fn normalize_score(pod: &$crate::Pod, scores: __g::Scores) -> Result<__g::Scores, String> {
+                    let scores = $crate::__private::unpack(scores)?;
                     $crate::__private::with::<$plugin, _>(|p| $crate::Plugin::normalize_score(p, pod, scores))
+                        .map(__g::Scores::Values)
                 }
             }
             $crate::bindings::__export_scheduler_plugin!(__Export with_types_in $crate::bindings);

@@ -10,6 +10,8 @@
 //! - `leak`: Filter and Score behave but never free 1 MiB each (a guest
 //!   whose heap only grows);
 //! - `range`: Score returns 1000, outside 0..=100 (no NormalizeScore);
+//! - `packed`: behaves as `ok`, its scores packed (contract 0.5);
+//! - `bad-packed`: Score returns packed scores one byte short;
 //! - `bad-config`: `configure` fails;
 //! - `slow-start`: `configure` spins for 2 s, then every call traps;
 //! - `giant-key`: reads a label with a 32 MiB key;
@@ -35,7 +37,7 @@ use std::sync::Mutex;
 
 wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../wit" });
 
-use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Status};
+use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Scores, Status};
 use wasmsched::plugin::cluster::{LabelRequirement, Nodes, Pod, PodSelector};
 use wasmsched::plugin::host::{Level, log};
 
@@ -218,13 +220,24 @@ impl Guest for Misbehave {
         Err("not implemented".into())
     }
 
-    fn score(_: &Pod, nodes: &Nodes) -> Result<Vec<i64>, String> {
+    fn score(_: &Pod, nodes: &Nodes) -> Result<Scores, String> {
         act(nodes.len() as usize)?;
-        let score = if MODE.lock().unwrap().0 == "range" { 1000 } else { 50 };
-        Ok(vec![score; nodes.len() as usize])
+        let mode = MODE.lock().unwrap().0.clone();
+        let score = if mode == "range" { 1000 } else { 50 };
+        let scores = vec![score; nodes.len() as usize];
+        let packed = || scores.iter().flat_map(|s: &i64| s.to_le_bytes()).collect::<Vec<u8>>();
+        Ok(match mode.as_str() {
+            "packed" => Scores::Packed(packed()),
+            "bad-packed" => {
+                let mut bytes = packed();
+                bytes.pop();
+                Scores::Packed(bytes)
+            }
+            _ => Scores::Values(scores),
+        })
     }
 
-    fn normalize_score(_: &Pod, _: Vec<i64>) -> Result<Vec<i64>, String> {
+    fn normalize_score(_: &Pod, _: Scores) -> Result<Scores, String> {
         Err("not implemented".into())
     }
 }
