@@ -15,47 +15,22 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::json;
 use wasmsched_core::framework::CycleState;
 use wasmsched_core::node::NodeRow;
-use wasmsched_core::{Cache, NodeData, NodeInfo, Plugin, PodInfo};
-use wasmsched_wasm::{PluginHost, WasmConfig, WasmEngine};
+use wasmsched_core::{NodeInfo, Plugin};
+
+mod common;
 
 fn main() {
     let file = std::env::args().nth(1).expect("usage: per_call COMPONENT.wasm [CALLS]");
     let calls: usize = std::env::args().nth(2).and_then(|a| a.parse().ok()).unwrap_or(300);
     let n = 500;
-    let mut cache = Cache::new();
-    for i in 0..n {
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {"name": format!("n{i:05}"), "labels": {"zone": "a"}, "annotations": {"price": format!("0.{:02}", i % 97)}},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}
-        }))
-        .unwrap();
-        cache.upsert_node(NodeData::from_node(&node).unwrap());
-    }
-    let snapshot = cache.snapshot();
+    let snapshot = common::priced_nodes(n);
     let nodes: Vec<&Arc<NodeInfo>> = snapshot.nodes.iter().collect();
     let rows: Vec<&NodeRow> = snapshot.rows().iter().collect();
-    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c", "image": "x"}]}})).unwrap();
-    let pod = PodInfo::from_pod(&pod).unwrap();
-    let dir = std::env::temp_dir().join(format!("per-call-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(&file, dir.join("plugin.wasm")).unwrap();
-    let host = PluginHost::new(
-        WasmEngine::new(None).unwrap(),
-        WasmConfig {
-            directory: Some(dir.clone()),
-            ..Default::default()
-        },
-        1,
-    );
-    host.scan();
-    let loaded = host
-        .load_file(std::path::Path::new(&file), "{}")
-        .expect("load the component");
-    let plugin = host.slot(&loaded.name, "{}".into()).unwrap();
+    let pod = common::pod();
+    let (_host, plugin, dir) = common::slot(&file, "per-call");
     let state = CycleState::default();
     let mut out = vec![0; n];
     let (mut score, mut normalize) = (Vec::new(), Vec::new());
@@ -76,7 +51,7 @@ fn main() {
     let ((s_med, s_min), (n_med, n_min)) = (stat(&mut score), stat(&mut normalize));
     println!(
         "{}",
-        json!({"component": file, "plugin": loaded.name, "nodes": n, "calls": calls,
+        json!({"component": file, "plugin": plugin.name(), "nodes": n, "calls": calls,
                "score_us": {"median": s_med, "least": s_min}, "normalize_us": {"median": n_med, "least": n_min}})
     );
 }
