@@ -628,13 +628,16 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
         err.message(),
         "plugin misbehave: score 1000 for node n0 is outside 0..=100 (implement normalize-score to map raw scores)"
     );
-    // Scores packed (contract 0.5) are taken as values; packed bytes that
-    // are not 8 per score are the plugin's error.
+    // Scores packed (contract 0.5) are taken as values, and NormalizeScore
+    // gets them packed as Score returned them; packed bytes that are not 8
+    // per score are the plugin's error.
     let (_h, packed) = slot("misbehave", &guest::misbehave(), r#"{"mode":"packed"}"#, json!({}));
     packed
         .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
         .unwrap();
     assert_eq!(out, [50, 50]);
+    let loaded = packed.current().expect("loaded");
+    assert_eq!(loaded.normalize(&p, &out).unwrap(), [50, 50]);
     let (_h, short) = slot("misbehave", &guest::misbehave(), r#"{"mode":"bad-packed"}"#, json!({}));
     let err = short
         .score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)

@@ -10,7 +10,9 @@
 //! - `leak`: Filter and Score behave but never free 1 MiB each (a guest
 //!   whose heap only grows);
 //! - `range`: Score returns 1000, outside 0..=100 (no NormalizeScore);
-//! - `packed`: behaves as `ok`, its scores packed (contract 0.5);
+//! - `packed`: behaves as `ok`, its scores packed (contract 0.5); its
+//!   NormalizeScore (not declared: the tests call it directly) returns
+//!   packed scores as they came, and refuses them as values;
 //! - `bad-packed`: Score returns packed scores one byte short;
 //! - `bad-config`: `configure` fails;
 //! - `slow-start`: `configure` spins for 2 s, then every call traps;
@@ -237,7 +239,13 @@ impl Guest for Misbehave {
         })
     }
 
-    fn normalize_score(_: &Pod, _: Scores) -> Result<Scores, String> {
+    fn normalize_score(_: &Pod, scores: Scores) -> Result<Scores, String> {
+        if MODE.lock().unwrap().0 == "packed" {
+            return match scores {
+                Scores::Packed(_) => Ok(scores),
+                Scores::Values(_) => Err("scores came as values, not packed as Score returned them".into()),
+            };
+        }
         Err("not implemented".into())
     }
 }
