@@ -48,7 +48,9 @@ fn kubectl(server: &Server, args: &[&str]) -> (bool, String, String) {
         .arg("--cache-dir")
         .arg(&cache)
         .args(args)
-        .env("KUBECONFIG", "/dev/null")
+        // A kubeconfig that does not exist: kubectl reads nothing but the
+        // flags, whatever the machine's own configuration (or /dev/null) holds.
+        .env("KUBECONFIG", cache.join("no-kubeconfig"))
         .output()
         .expect("kubectl is installed (scripts/install-test-tools.sh)");
     (
