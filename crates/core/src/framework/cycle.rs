@@ -275,7 +275,85 @@ pub(crate) fn narrowed_out(plugins: &mut Vec<String>) -> Status {
 }
 
 /// A rejected node: snapshot index, filter index, status.
-type Rejection = (usize, usize, Status);
+pub(crate) type Rejection = (usize, usize, Status);
+
+/// The nodes a cycle's filters rejected, each with the rejecting filter and
+/// its status. The statuses stay in the chunks the filters wrote them to:
+/// a pod that is placed never reads them (unless its cycle is recorded or
+/// explained), so they are not moved one by one into a list of their own.
+#[derive(Default)]
+pub(crate) struct Rejected {
+    chunks: Vec<ChunkOut>,
+    /// (snapshot index, chunk, index of its rejection there), in the order
+    /// the nodes were examined.
+    at: Vec<(usize, u32, u32)>,
+    /// Rejections found after the filters ran (nominated pods' recheck).
+    more: Vec<Rejection>,
+}
+
+impl Rejected {
+    /// Takes the rejections of the chunk `out` for the nodes at snapshot
+    /// positions `idx(k)` (k: offset in the chunk), up to and including
+    /// offset `last`; the cycle's error when a filter failed rather than
+    /// rejected.
+    fn add_chunk(
+        &mut self,
+        fw: &Framework,
+        snapshot: &Snapshot,
+        out: ChunkOut,
+        last: usize,
+        idx: impl Fn(usize) -> usize,
+    ) -> Result<(), ScheduleError> {
+        let c = self.chunks.len() as u32;
+        for (k, &v) in out.verdict[..=last].iter().enumerate() {
+            if v == FEASIBLE {
+                continue;
+            }
+            let (fi, st) = &out.rejected[v as usize];
+            if !st.is_rejected() {
+                return Err(ScheduleError::Error(format!(
+                    "running Filter plugin {:?} on node {:?}: {}",
+                    fw.filter[*fi as usize].plugin.name(),
+                    snapshot.nodes[idx(k)].name(),
+                    st.message()
+                )));
+            }
+            self.at.push((idx(k), c, v));
+        }
+        self.chunks.push(out);
+        Ok(())
+    }
+
+    /// Adds one rejection after the others.
+    pub(crate) fn push(&mut self, r: Rejection) {
+        self.more.push(r);
+    }
+
+    /// Each rejection: (snapshot index, filter index, status).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (usize, usize, &Status)> {
+        self.at
+            .iter()
+            .map(|&(i, c, v)| {
+                let (fi, st) = &self.chunks[c as usize].rejected[v as usize];
+                (i, *fi as usize, st)
+            })
+            .chain(self.more.iter().map(|(i, fi, st)| (*i, *fi, st)))
+    }
+
+    /// The rejections, moved out.
+    pub(crate) fn into_vec(mut self) -> Vec<Rejection> {
+        let mut v = Vec::with_capacity(self.at.len() + self.more.len());
+        for &(i, c, k) in &self.at {
+            let (fi, st) = std::mem::replace(
+                &mut self.chunks[c as usize].rejected[k as usize],
+                (0, Status::success()),
+            );
+            v.push((i, fi as usize, st));
+        }
+        v.append(&mut self.more);
+        v
+    }
+}
 
 impl Framework {
     /// Runs one scheduling cycle for `pod` on `snapshot`: PreFilter, Filter
@@ -426,7 +504,7 @@ impl Framework {
             let names: Vec<Arc<str>> = self.filter.iter().map(|e| Arc::from(e.plugin.name())).collect();
             r.rejected = rejected
                 .iter()
-                .map(|(i, fi, st)| (*i, st.clone().with_plugin(names[*fi].clone())))
+                .map(|(i, fi, st)| (i, st.clone().with_plugin(names[fi].clone())))
                 .collect();
         }
 
@@ -447,8 +525,8 @@ impl Framework {
                 .iter()
                 .map(|(i, fi, st)| {
                     (
-                        *i,
-                        Some(st.clone().with_plugin(self.filter[*fi].plugin.name().to_owned())),
+                        i,
+                        Some(st.clone().with_plugin(self.filter[fi].plugin.name().to_owned())),
                     )
                 })
                 .chain(feasible.iter().map(|&i| (i, None)))
@@ -469,6 +547,7 @@ impl Framework {
         if feasible.is_empty() {
             let mut unschedulable_plugins: Vec<String> = narrowed_by;
             let node_statuses: Vec<(String, Status)> = rejected
+                .into_vec()
                 .into_iter()
                 .map(|(i, fi, st)| {
                     let p = self.filter[fi].plugin.name().to_owned();
@@ -741,11 +820,11 @@ impl Framework {
         snapshot: &Snapshot,
         start: usize,
         want: usize,
-    ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
+    ) -> Result<(Vec<usize>, Rejected, usize), ScheduleError> {
         let all = snapshot.len();
         let filters = self.active_filters(state);
         let mut feasible = Vec::with_capacity(want.min(all));
-        let mut rejected = Vec::new();
+        let mut rejected = Rejected::default();
         let mut pos = 0;
         let mut processed = 0;
         'blocks: while pos < all && feasible.len() < want {
@@ -761,19 +840,24 @@ impl Framework {
             }
             .min(all - pos);
             let from = start + pos;
-            rejected.reserve(block);
-            for (chunk_start, mut out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
+            for (chunk_start, out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
+                let at = |off: usize| (from + chunk_start + off) % all;
+                let Some(mut last) = out.verdict.len().checked_sub(1) else {
+                    continue;
+                };
                 for (off, &v) in out.verdict.iter().enumerate() {
-                    let idx = (from + chunk_start + off) % all;
                     if v == FEASIBLE {
-                        feasible.push(idx);
-                    } else {
-                        rejected.push(self.rejection(&mut out.rejected, v, idx, snapshot)?);
+                        feasible.push(at(off));
+                        if feasible.len() == want {
+                            last = off;
+                            break;
+                        }
                     }
-                    processed = pos + chunk_start + off + 1;
-                    if feasible.len() == want {
-                        break 'blocks;
-                    }
+                }
+                processed = pos + chunk_start + last + 1;
+                rejected.add_chunk(self, snapshot, out, last, at)?;
+                if feasible.len() == want {
+                    break 'blocks;
                 }
             }
             pos += block;
@@ -799,40 +883,19 @@ impl Framework {
         pod: &PodInfo,
         snapshot: &Snapshot,
         idx: &[usize],
-    ) -> Result<(Vec<usize>, Vec<Rejection>, usize), ScheduleError> {
+    ) -> Result<(Vec<usize>, Rejected, usize), ScheduleError> {
         let filters = self.active_filters(state);
         let (nodes, rows) = snapshot.at(idx.iter().copied());
-        let mut out = filter_chunk(state, pod, nodes, rows, &filters);
-        let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
-        for (k, &v) in out.verdict.iter().enumerate() {
-            if v == FEASIBLE {
-                feasible.push(idx[k]);
-                continue;
-            }
-            rejected.push(self.rejection(&mut out.rejected, v, idx[k], snapshot)?);
+        let out = filter_chunk(state, pod, nodes, rows, &filters);
+        let feasible = (out.verdict.iter().enumerate())
+            .filter(|(_, v)| **v == FEASIBLE)
+            .map(|(k, _)| idx[k])
+            .collect();
+        let mut rejected = Rejected::default();
+        if !idx.is_empty() {
+            rejected.add_chunk(self, snapshot, out, idx.len() - 1, |k| idx[k])?;
         }
         Ok((feasible, rejected, idx.len()))
-    }
-
-    /// Takes rejection `v` of a chunk for the node at `idx`: a rejection,
-    /// or the cycle's error when the filter failed rather than rejected.
-    fn rejection(
-        &self,
-        rejected: &mut [(u16, Status)],
-        v: u32,
-        idx: usize,
-        snapshot: &Snapshot,
-    ) -> Result<Rejection, ScheduleError> {
-        let (fi, st) = std::mem::replace(&mut rejected[v as usize], (0, Status::success()));
-        if !st.is_rejected() {
-            return Err(ScheduleError::Error(format!(
-                "running Filter plugin {:?} on node {:?}: {}",
-                self.filter[fi as usize].plugin.name(),
-                snapshot.nodes[idx].name(),
-                st.message()
-            )));
-        }
-        Ok((idx, fi as usize, st))
     }
 
     /// Filters `len` nodes from `from` (wrapping), in parallel chunks when

@@ -61,6 +61,7 @@ impl Framework {
         out.feasible = feasible;
         out.rejected.extend(
             rejected
+                .into_vec()
                 .into_iter()
                 .map(|(i, fi, st)| (i, st.with_plugin(self.filter[fi].plugin.name().to_owned()))),
         );

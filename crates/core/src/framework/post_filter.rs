@@ -107,7 +107,7 @@ impl Framework {
             return Ok(st.with_plugin(plugins.swap_remove(0)));
         }
         let (feasible, rejected, _) = self.filter_subset(&state, pod, snapshot, &[pos])?;
-        Ok(match rejected.into_iter().next() {
+        Ok(match rejected.into_vec().into_iter().next() {
             Some((_, fi, st)) if feasible.is_empty() => st.with_plugin(self.filter[fi].plugin.name().to_owned()),
             _ => Status::success(),
         })
@@ -148,7 +148,7 @@ impl Framework {
         pod: &PodInfo,
         snapshot: &Snapshot,
         feasible: &mut Vec<usize>,
-        rejected: &mut Vec<(usize, usize, Status)>,
+        rejected: &mut super::cycle::Rejected,
     ) -> Result<(), ScheduleError> {
         let Some(nominator) = state.nominator().filter(|n| !n.is_empty()) else {
             return Ok(());

@@ -164,19 +164,33 @@ impl Status {
         }
     }
 
+    /// A status with one reason: what a filter returns for each node it
+    /// rejects, so built without collecting anything.
+    #[inline]
+    fn one(code: Code, reason: Reason) -> Self {
+        Status {
+            code,
+            first: Some(reason),
+            more: None,
+            plugin: None,
+        }
+    }
+
     /// Unschedulable with one reason.
+    #[inline]
     pub fn unschedulable(reason: impl Into<Reason>) -> Self {
-        Self::new(Code::Unschedulable, [reason.into()])
+        Self::one(Code::Unschedulable, reason.into())
     }
 
     /// UnschedulableAndUnresolvable with one reason.
+    #[inline]
     pub fn unresolvable(reason: impl Into<Reason>) -> Self {
-        Self::new(Code::UnschedulableAndUnresolvable, [reason.into()])
+        Self::one(Code::UnschedulableAndUnresolvable, reason.into())
     }
 
     /// An error.
     pub fn error(message: impl Into<Reason>) -> Self {
-        Self::new(Code::Error, [message.into()])
+        Self::one(Code::Error, message.into())
     }
 
     /// Records which plugin returned this status.
