@@ -1071,11 +1071,10 @@ macro_rules! node_accessors {
 
         fn annotation_numbers(&mut self, _: Resource<NodesHandle>, key: String) -> wasmtime::Result<Vec<Option<f64>>> {
             self::key("an annotation key", &key)?;
-            Ok(self
-                .nodes()?
-                .iter()
-                .map(|n| n.node.annotation_numbers.get(&key))
-                .collect())
+            // Each node's data for every node first, then their numbers
+            // (`Numbers::of_each`): misses in flight together.
+            let data: Vec<&wasmsched_core::node::NodeData> = self.nodes()?.iter().map(|n| &*n.node).collect();
+            Ok(wasmsched_core::node::Numbers::of_each(&data, &key))
         }
 
         fn allocatable_all(&mut self, _: Resource<NodesHandle>, name: String) -> wasmtime::Result<Vec<i64>> {
