@@ -19,70 +19,50 @@ use wasmtime::format_err;
 use crate::limits::{Budget, Limiter};
 use crate::plugin::PluginStats;
 
-/// Contract 0.5 (`wit/plugin.wit`): what the SDKs build against.
-pub mod v0_5 {
-    wasmtime::component::bindgen!({
-        world: "scheduler-plugin",
-        path: "../../wit",
-        imports: { default: trappable },
-        with: {
-            "wasmsched:plugin/cluster.pod": super::PodHandle,
-            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
-        },
-    });
+/// The bindings of one minor of the contract, generated from its WIT
+/// directory, with the pod and node batch as this host's handles.
+macro_rules! minor {
+    ($(#[$doc:meta])* $name:ident, $path:tt) => {
+        $(#[$doc])*
+        pub mod $name {
+            wasmtime::component::bindgen!({
+                world: "scheduler-plugin",
+                path: $path,
+                imports: { default: trappable },
+                with: {
+                    "wasmsched:plugin/cluster.pod": super::PodHandle,
+                    "wasmsched:plugin/cluster.nodes": super::NodesHandle,
+                },
+            });
+        }
+    };
 }
 
-/// Contract 0.4 (`wit/0.4.0/plugin.wit`), served unchanged.
-pub mod v0_4 {
-    wasmtime::component::bindgen!({
-        world: "scheduler-plugin",
-        path: "../../wit/0.4.0",
-        imports: { default: trappable },
-        with: {
-            "wasmsched:plugin/cluster.pod": super::PodHandle,
-            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
-        },
-    });
-}
-
-/// Contract 0.3 (`wit/0.3.0/plugin.wit`), served unchanged.
-pub mod v0_3 {
-    wasmtime::component::bindgen!({
-        world: "scheduler-plugin",
-        path: "../../wit/0.3.0",
-        imports: { default: trappable },
-        with: {
-            "wasmsched:plugin/cluster.pod": super::PodHandle,
-            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
-        },
-    });
-}
-
-/// Contract 0.2 (`wit/0.2.0/plugin.wit`), served unchanged.
-pub mod v0_2 {
-    wasmtime::component::bindgen!({
-        world: "scheduler-plugin",
-        path: "../../wit/0.2.0",
-        imports: { default: trappable },
-        with: {
-            "wasmsched:plugin/cluster.pod": super::PodHandle,
-            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
-        },
-    });
-}
-
-/// Contract 0.1 (`wit/0.1.0/plugin.wit`), served unchanged.
-pub mod v0_1 {
-    wasmtime::component::bindgen!({
-        world: "scheduler-plugin",
-        path: "../../wit/0.1.0",
-        imports: { default: trappable },
-        with: {
-            "wasmsched:plugin/cluster.pod": super::PodHandle,
-            "wasmsched:plugin/cluster.nodes": super::NodesHandle,
-        },
-    });
-}
+minor!(
+    /// Contract 0.5 (`wit/plugin.wit`): what the SDKs build against.
+    v0_5,
+    "../../wit"
+);
+minor!(
+    /// Contract 0.4 (`wit/0.4.0/plugin.wit`), served unchanged.
+    v0_4,
+    "../../wit/0.4.0"
+);
+minor!(
+    /// Contract 0.3 (`wit/0.3.0/plugin.wit`), served unchanged.
+    v0_3,
+    "../../wit/0.3.0"
+);
+minor!(
+    /// Contract 0.2 (`wit/0.2.0/plugin.wit`), served unchanged.
+    v0_2,
+    "../../wit/0.2.0"
+);
+minor!(
+    /// Contract 0.1 (`wit/0.1.0/plugin.wit`), served unchanged.
+    v0_1,
+    "../../wit/0.1.0"
+);
 
 pub use v0_5::exports;
 
