@@ -1343,16 +1343,18 @@ items:
         fn points(&self) -> crate::framework::Points {
             crate::framework::Points::FILTER
         }
-        fn filter(&self, _: &CycleState, pod: &PodInfo, _: &crate::node::NodeInfo) -> crate::framework::Status {
+        fn filter(&self, _: &CycleState, pod: &PodInfo, node: &crate::node::NodeInfo) -> crate::framework::Status {
             if pod.name == "boom" {
                 panic!("attempt to add with overflow");
+            }
+            if pod.name == "err" && node.name() == "big" {
+                return crate::framework::Status::error("disk unreadable");
             }
             crate::framework::Status::success()
         }
     }
 
-    #[test]
-    fn a_panic_in_a_cycle_fails_that_pod_only() {
+    fn with_panicky() -> Scheduler {
         let mut registry = Registry::builtin();
         registry.register("Panicky", Arc::new(|_| Ok(Arc::new(Panicky) as _)));
         let config = Config::from_yaml(
@@ -1360,11 +1362,32 @@ items:
         )
         .unwrap();
         let mut s = Scheduler::new(&config, &registry, 1, Responsibility::OwnProfiles).unwrap();
-        let objs = parse_objects(CLUSTER).unwrap();
-        let now = Instant::now();
-        for n in &objs.nodes {
-            s.on_node(n, now).unwrap();
+        for n in &parse_objects(CLUSTER).unwrap().nodes {
+            s.on_node(n, Instant::now()).unwrap();
         }
+        s
+    }
+
+    /// A filter that fails on a node (rather than rejecting the pod there)
+    /// fails the cycle, naming the plugin and the node, though other nodes
+    /// are feasible; the pod is retried after backoff.
+    #[test]
+    fn a_filter_error_on_one_node_fails_the_cycle_naming_plugin_and_node() {
+        let mut s = with_panicky();
+        let now = Instant::now();
+        s.on_pod(&ours("err", "u1", "100m"), now).unwrap();
+        let a = s.schedule_one(now, false).expect("a pod was ready");
+        assert_eq!(
+            a.result.map(|r| r.node).map_err(|e| e.to_string()),
+            Err(r#"running Filter plugin "Panicky" on node "big": disk unreadable"#.to_owned())
+        );
+        assert_eq!(s.queue.location("default/err"), Some(Location::Backoff));
+    }
+
+    #[test]
+    fn a_panic_in_a_cycle_fails_that_pod_only() {
+        let mut s = with_panicky();
+        let now = Instant::now();
         s.on_pod(&ours("boom", "u1", "100m"), now).unwrap();
         s.on_pod(&ours("fine", "u2", "100m"), now).unwrap();
         let mut results = Vec::new();
