@@ -412,7 +412,7 @@ impl Cache {
             if add {
                 Arc::make_mut(map.entry(name.clone()).or_default()).insert(data.id, size);
             } else if let Some(on) = map.get_mut(name) {
-                Arc::make_mut(on).remove(&data.id);
+                Arc::make_mut(on).remove(data.id);
                 if on.is_empty() {
                     map.remove(name);
                 }

@@ -162,10 +162,162 @@ impl Numbers {
     }
 }
 
-/// Image name → its size on each node that holds it, by node id
-/// ([`NodeData::id`]): one table per image that ImageLocality reads for
-/// every node it scores, instead of a table of each node.
-pub type ImageIndex = std::collections::HashMap<String, Arc<FxHashMap<u32, i64>>>;
+/// Image name → the nodes that hold it ([`ImageHolders`]): one table per
+/// image that ImageLocality reads for every node it scores, instead of a
+/// table of each node.
+pub type ImageIndex = std::collections::HashMap<String, Arc<ImageHolders>>;
+
+/// The nodes that hold one image, by node id ([`NodeData::id`]), with the
+/// size each reports.
+///
+/// An image most nodes hold (the common case that matters: ImageLocality
+/// reads the table for every node it scores) is a bit per node id and the
+/// size most of them report, with a table of the few that report another:
+/// the lookup of a node is a bit test in a few cache lines, where a hash
+/// table of sizes spread the same lookups over kilobytes. An image few
+/// nodes hold stays a table of sizes, so a cluster of many rare images
+/// does not pay a bit per node for each.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageHolders {
+    /// Holders.
+    count: usize,
+    /// A bit per node id (empty: every holder is in `sizes`).
+    bits: Vec<u64>,
+    /// The size a holder with its bit set reports unless `sizes` says
+    /// otherwise.
+    size: i64,
+    /// Sizes by node id: every holder's without bits, else the holders'
+    /// whose size differs from `size`.
+    sizes: FxHashMap<u32, i64>,
+}
+
+impl ImageHolders {
+    /// Below this many holders an image stays a table of sizes.
+    const DENSE_FROM: usize = 64;
+
+    /// The size the node with id `id` reports, if it holds the image.
+    #[inline]
+    pub fn get(&self, id: u32) -> Option<i64> {
+        if self.bits.is_empty() {
+            return self.sizes.get(&id).copied();
+        }
+        let word = *self.bits.get(id as usize / 64)?;
+        if word & (1 << (id % 64)) == 0 {
+            return None;
+        }
+        if self.sizes.is_empty() {
+            return Some(self.size);
+        }
+        Some(self.sizes.get(&id).copied().unwrap_or(self.size))
+    }
+
+    /// How many nodes hold the image.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no node holds it.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The node with id `id` holds the image, of `size` bytes.
+    pub fn insert(&mut self, id: u32, size: i64) {
+        self.remove(id);
+        self.count += 1;
+        if self.bits.is_empty() {
+            self.sizes.insert(id, size);
+            // Bits cost a byte per 8 node ids; a table entry about 16
+            // bytes: bits once the image is held by one node in 128.
+            let max = self.sizes.keys().max().copied().unwrap_or(0) as usize;
+            if self.count >= Self::DENSE_FROM && self.count * 128 >= max {
+                self.densify(max);
+            }
+            return;
+        }
+        let w = id as usize / 64;
+        if self.bits.len() <= w {
+            self.bits.resize(w + 1, 0);
+        }
+        self.bits[w] |= 1 << (id % 64);
+        if size != self.size {
+            self.sizes.insert(id, size);
+        }
+    }
+
+    /// The node with id `id` no longer holds the image.
+    pub fn remove(&mut self, id: u32) {
+        if self.bits.is_empty() {
+            if self.sizes.remove(&id).is_some() {
+                self.count -= 1;
+            }
+            return;
+        }
+        let w = id as usize / 64;
+        let bit = 1 << (id % 64);
+        if self.bits.get(w).is_none_or(|b| b & bit == 0) {
+            return;
+        }
+        self.bits[w] &= !bit;
+        self.sizes.remove(&id);
+        self.count -= 1;
+        // Back to a table when the bits are mostly empty (a quarter of the
+        // density that made them, so an image on the edge does not flip).
+        if self.count * 512 < self.bits.len() * 64 {
+            let sizes = self.holders().collect();
+            *self = ImageHolders {
+                count: self.count,
+                sizes,
+                ..Default::default()
+            };
+        }
+    }
+
+    /// Every holder with its size, by id.
+    pub fn holders(&self) -> impl Iterator<Item = (u32, i64)> + '_ {
+        let (bits, sizes) = if self.bits.is_empty() {
+            (None, Some(self.sizes.iter().map(|(&id, &s)| (id, s))))
+        } else {
+            let ids = self.bits.iter().enumerate().flat_map(|(w, &b)| {
+                (0..64)
+                    .filter(move |i| b & (1 << i) != 0)
+                    .map(move |i| (w * 64 + i) as u32)
+            });
+            (
+                Some(ids.map(|id| (id, self.sizes.get(&id).copied().unwrap_or(self.size)))),
+                None,
+            )
+        };
+        bits.into_iter().flatten().chain(sizes.into_iter().flatten())
+    }
+
+    /// From a table of sizes to bits, up to node id `max`: the most common
+    /// size becomes the default.
+    fn densify(&mut self, max: usize) {
+        let mut counts: FxHashMap<i64, usize> = FxHashMap::default();
+        for &s in self.sizes.values() {
+            *counts.entry(s).or_default() += 1;
+        }
+        let size = counts.into_iter().max_by_key(|&(s, n)| (n, s)).map_or(0, |(s, _)| s);
+        let mut bits = vec![0u64; max / 64 + 1];
+        for &id in self.sizes.keys() {
+            bits[id as usize / 64] |= 1 << (id % 64);
+        }
+        self.sizes.retain(|_, s| *s != size);
+        self.bits = bits;
+        self.size = size;
+    }
+}
+
+impl FromIterator<(u32, i64)> for ImageHolders {
+    fn from_iter<I: IntoIterator<Item = (u32, i64)>>(iter: I) -> Self {
+        let mut h = ImageHolders::default();
+        for (id, size) in iter {
+            h.insert(id, size);
+        }
+        h
+    }
+}
 
 /// The taint the node controller puts on cordoned nodes.
 pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
@@ -387,6 +539,58 @@ impl NodeInfo {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn image_holders_answer_as_a_table_of_sizes_through_bits_and_back() {
+        // Node ids 1..=2000: an image gains holders until it is bits (most
+        // with one size, some with another), then loses them until it is a
+        // table again; every answer is the table's.
+        let mut rng = crate::rng::Rng::new(3);
+        let mut h = ImageHolders::default();
+        let mut want: FxHashMap<u32, i64> = FxHashMap::default();
+        let check = |h: &ImageHolders, want: &FxHashMap<u32, i64>| {
+            assert_eq!(h.len(), want.len());
+            for id in 0..2100 {
+                assert_eq!(h.get(id), want.get(&id).copied(), "node id {id}");
+            }
+            let mut all: Vec<(u32, i64)> = h.holders().collect();
+            all.sort_unstable();
+            let mut w: Vec<(u32, i64)> = want.iter().map(|(&k, &v)| (k, v)).collect();
+            w.sort_unstable();
+            assert_eq!(all, w);
+        };
+        for round in 0..1500 {
+            let id = 1 + rng.below(2000) as u32;
+            let size = if rng.below(10) == 0 { 7 } else { 100 };
+            if rng.below(4) != 0 {
+                h.insert(id, size);
+                want.insert(id, size);
+            } else {
+                h.remove(id);
+                want.remove(&id);
+            }
+            if round % 100 == 0 {
+                check(&h, &want);
+            }
+        }
+        check(&h, &want);
+        assert!(!h.bits.is_empty(), "{} holders of 2000 are not bits", h.len());
+        for id in 1..=2000 {
+            h.remove(id);
+            want.remove(&id);
+            if id % 100 == 0 {
+                check(&h, &want);
+            }
+            if want.len() == 1 {
+                assert!(h.bits.is_empty(), "one holder left, still bits");
+            }
+        }
+        // A node that reports a new size for an image it holds.
+        h = (1..=200).map(|id| (id, 5)).collect();
+        assert!(!h.bits.is_empty());
+        h.insert(9, 6);
+        assert_eq!((h.get(9), h.get(10), h.len()), (Some(6), Some(5), 200));
+    }
 
     #[test]
     fn annotations_that_are_numbers_are_parsed_once_and_found_by_key() {

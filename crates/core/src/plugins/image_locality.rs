@@ -4,9 +4,8 @@
 //! piling pods onto a few nodes).
 
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
-use crate::node::{NodeInfo, NodeRow};
+use crate::node::{ImageHolders, NodeInfo, NodeRow};
 use crate::pod::PodInfo;
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 const MB: i64 = 1024 * 1024;
@@ -50,7 +49,7 @@ impl Plugin for ImageLocality {
 
 /// Each of the pod's images some node holds: its table of sizes by node,
 /// and the fraction of nodes that hold it.
-type Spread<'s> = (&'s str, &'s FxHashMap<u32, i64>, f64);
+type Spread<'s> = (&'s str, &'s ImageHolders, f64);
 
 /// The pod's images that some node holds, with the share of nodes holding
 /// each (computed once per batch, not per node). Image volumes add to the
@@ -85,13 +84,14 @@ fn node_score<'s>(spreads: &[Spread<'s>], containers: usize, size: impl Fn(&Spre
 }
 
 /// The score of `node`: a node of the cache is found by its id in each
-/// image's table (small, read for every node, so in the processor's
-/// cache); one made elsewhere (id 0) by its own images. The node is not
+/// image's holders (for an image many nodes hold, a bit per node: read for
+/// every node, so in the processor's cache); one made elsewhere (id 0) by
+/// its own images. The node is not
 /// read for the first: at thousands of nodes each read is a cache miss.
 #[inline]
 fn score_of(spreads: &[Spread], containers: usize, id: u32, node: &NodeInfo) -> i64 {
     if id != 0 {
-        node_score(spreads, containers, |(_, on, _)| on.get(&id).copied())
+        node_score(spreads, containers, |(_, on, _)| on.get(id))
     } else {
         node_score(spreads, containers, |(img, _, _)| node.node.images.get(*img).copied())
     }
