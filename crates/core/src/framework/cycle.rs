@@ -265,6 +265,14 @@ struct ChunkOut {
 
 const FEASIBLE: u32 = u32::MAX;
 
+/// `i % all` for `i < 2 * all` (a position at most one lap past the end),
+/// without the division `%` costs on every node a cycle visits.
+#[inline]
+fn wrap(i: usize, all: usize) -> usize {
+    debug_assert!(i < 2 * all);
+    if i >= all { i - all } else { i }
+}
+
 /// The plugins that narrowed a cycle's nodes (PreFilter node subsets),
 /// sorted and deduplicated in place, and the status of the nodes they left
 /// out, as kube-scheduler words it.
@@ -489,7 +497,8 @@ impl Framework {
 
         // Filter
         let want = num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, all);
-        let start = *next_start;
+        // The cluster may have shrunk since the last cycle.
+        let start = *next_start % all;
         let (mut feasible, mut rejected, processed) = match &subset {
             None => {
                 let r = self.find_feasible(state, pod, snapshot, start, want)?;
@@ -744,9 +753,10 @@ impl Framework {
         mut keep: Option<&mut Vec<(Vec<i64>, Vec<i64>)>>,
     ) -> Result<Vec<i64>, ScheduleError> {
         let p = self.score.len();
-        let raw = self.score_all(state, pod, nodes, rows)?;
-        let mut totals = vec![0i64; nodes.len()];
-        let mut column = vec![0i64; nodes.len()];
+        let n = nodes.len();
+        let (raw, chunk) = self.score_all(state, pod, nodes, rows)?;
+        let mut totals = vec![0i64; n];
+        let mut column = vec![0i64; n];
         for (j, e) in self.score.iter().enumerate() {
             if state.skip_score[j] {
                 if let Some(k) = keep.as_deref_mut() {
@@ -754,8 +764,10 @@ impl Framework {
                 }
                 continue;
             }
-            for (k, c) in column.iter_mut().enumerate() {
-                *c = raw[k * p + j];
+            // Plugin j's scores of each chunk, one after the other.
+            for o in (0..n).step_by(chunk.max(1)) {
+                let m = chunk.min(n - o);
+                column[o..o + m].copy_from_slice(&raw[o * p + j * m..o * p + (j + 1) * m]);
             }
             let before = if keep.is_some() { column.clone() } else { Vec::new() };
             let t = state.clock();
@@ -841,7 +853,7 @@ impl Framework {
             .min(all - pos);
             let from = start + pos;
             for (chunk_start, out) in self.filter_block(state, pod, snapshot, from, block, &filters) {
-                let at = |off: usize| (from + chunk_start + off) % all;
+                let at = |off: usize| wrap(from + chunk_start + off, all);
                 let Some(mut last) = out.verdict.len().checked_sub(1) else {
                     continue;
                 };
@@ -911,7 +923,7 @@ impl Framework {
     ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
         let run = |offset: usize, n: usize| {
-            let (nodes, rows) = snapshot.at((0..n).map(|k| (from + offset + k) % all));
+            let (nodes, rows) = snapshot.at((0..n).map(|k| wrap(from + offset + k, all)));
             (offset, filter_chunk(state, pod, nodes, rows, filters))
         };
         match &self.pool {
@@ -926,29 +938,33 @@ impl Framework {
         }
     }
 
-    /// Raw scores, node-major (`nodes.len() × score plugins`).
+    /// Raw scores of every plugin for every node, and the number of nodes
+    /// per chunk they were scored in: the chunk of nodes from `o` (`m`
+    /// nodes, fewer in the last) holds `raw[o * p..(o + m) * p]`, plugin
+    /// after plugin (`p` score plugins). Each plugin writes its scores of a
+    /// chunk where they stay, one run of `m`, not scattered node by node.
     fn score_all(
         &self,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
         rows: &[&NodeRow],
-    ) -> Result<Vec<i64>, ScheduleError> {
+    ) -> Result<(Vec<i64>, usize), ScheduleError> {
         let p = self.score.len();
         let mut raw = vec![0i64; nodes.len() * p];
-        if p == 0 {
-            return Ok(raw);
+        if p == 0 || nodes.is_empty() {
+            return Ok((raw, nodes.len()));
         }
         let run = |offset: usize, out: &mut [i64]| -> Result<(), ScheduleError> {
-            let chunk_nodes = &nodes[offset..offset + out.len() / p];
-            let chunk_rows = &rows[offset..offset + out.len() / p];
-            let mut col = vec![0i64; chunk_nodes.len()];
-            for (j, e) in self.score.iter().enumerate() {
+            let m = out.len() / p;
+            let chunk_nodes = &nodes[offset..offset + m];
+            let chunk_rows = &rows[offset..offset + m];
+            for ((j, e), col) in self.score.iter().enumerate().zip(out.chunks_exact_mut(m)) {
                 if state.skip_score[j] {
                     continue;
                 }
                 let t = state.clock();
-                let r = e.plugin.score_nodes(state, pod, chunk_nodes, chunk_rows, &mut col);
+                let r = e.plugin.score_nodes(state, pod, chunk_nodes, chunk_rows, col);
                 state.record(
                     &*e.plugin,
                     "Score",
@@ -958,9 +974,6 @@ impl Framework {
                 r.map_err(|st| {
                     ScheduleError::Error(format!("running Score plugin {:?}: {}", e.plugin.name(), st.message()))
                 })?;
-                for (k, v) in col.iter().enumerate() {
-                    out[k * p + j] = *v;
-                }
             }
             Ok(())
         };
@@ -972,10 +985,13 @@ impl Framework {
                         .enumerate()
                         .try_for_each(|(c, out)| run(c * chunk, out))
                 })?;
+                Ok((raw, chunk))
             }
-            _ => run(0, &mut raw)?,
+            _ => {
+                run(0, &mut raw)?;
+                Ok((raw, nodes.len()))
+            }
         }
-        Ok(raw)
     }
 }
 
