@@ -17,7 +17,6 @@ pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResul
 pub use status::{Code, MAX_MESSAGE_BYTES, Reason, Status, truncate_message};
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::cache::Snapshot;
@@ -89,7 +88,7 @@ impl std::ops::BitOr for Points {
 /// own name and read it back in Filter/Score.
 #[derive(Default)]
 pub struct CycleState {
-    data: HashMap<String, Box<dyn Any + Send + Sync>>,
+    data: rustc_hash::FxHashMap<String, Box<dyn Any + Send + Sync>>,
     /// Number of nodes in the snapshot.
     pub total_nodes: usize,
     /// Image name → its size on each node holding it, from the snapshot.

@@ -165,7 +165,7 @@ impl Numbers {
 /// Image name → the nodes that hold it ([`ImageHolders`]): one table per
 /// image that ImageLocality reads for every node it scores, instead of a
 /// table of each node.
-pub type ImageIndex = std::collections::HashMap<String, Arc<ImageHolders>>;
+pub type ImageIndex = FxHashMap<String, Arc<ImageHolders>>;
 
 /// The nodes that hold one image, by node id ([`NodeData::id`]), with the
 /// size each reports.

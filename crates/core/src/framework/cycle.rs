@@ -1011,14 +1011,16 @@ fn filter_chunk(
         batch.iter().zip(&rows).all(|(n, r)| NodeRow::of(n) == **r),
         "a snapshot row is out of step with its node"
     );
+    // Sized for every node rejected: growing them node by node, as
+    // selectors reject most of a cluster, copied each one again and again.
     let mut out = ChunkOut {
         verdict: vec![FEASIBLE; batch.len()],
-        rejected: Vec::new(),
+        rejected: Vec::with_capacity(batch.len()),
     };
     // `alive[i]` is the chunk offset of `batch[i]` (and `rows[i]`); all
     // three shrink together, and only when a filter rejected something.
     let mut alive: Vec<u32> = (0..batch.len() as u32).collect();
-    let mut rejected: Vec<(usize, Status)> = Vec::new();
+    let mut rejected: Vec<(usize, Status)> = Vec::with_capacity(batch.len());
     for &(fi, e) in filters {
         rejected.clear();
         let t = state.clock();

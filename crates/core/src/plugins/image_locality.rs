@@ -40,8 +40,19 @@ impl Plugin for ImageLocality {
         out: &mut [i64],
     ) -> Result<(), Status> {
         let spreads = spreads(state, pod);
+        // Most nodes that hold the pod's images report the same sizes:
+        // their sum repeats, and its score is computed once per run.
+        let mut last = (None, 0);
         for ((o, n), r) in out.iter_mut().zip(nodes).zip(rows) {
-            *o = score_of(&spreads, pod.containers, r.id, n);
+            let sum = sum_of(&spreads, r.id, n);
+            *o = match last {
+                (Some(s), score) if s == sum => score,
+                _ => {
+                    let score = scale(sum, pod.containers, !spreads.is_empty());
+                    last = (Some(sum), score);
+                    score
+                }
+            };
         }
         Ok(())
     }
@@ -69,32 +80,41 @@ fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
         .collect()
 }
 
-/// The score of a node, given the size it holds of each spread image.
+/// The sum of the sizes of the spread images `node` holds, each scaled by
+/// its spread: a node of the cache is found by its id in each image's
+/// holders (for an image many nodes hold, a bit per node: read for every
+/// node, so in the processor's cache); one made elsewhere (id 0) by its
+/// own images.
 #[inline]
-fn node_score<'s>(spreads: &[Spread<'s>], containers: usize, size: impl Fn(&Spread<'s>) -> Option<i64>) -> i64 {
+fn sum_of(spreads: &[Spread], id: u32, node: &NodeInfo) -> i64 {
+    let scaled = |size: i64, spread: f64| (size as f64 * spread) as i64;
+    if id != 0 {
+        spreads
+            .iter()
+            .filter_map(|(_, on, sp)| on.get(id).map(|size| scaled(size, *sp)))
+            .sum()
+    } else {
+        spreads
+            .iter()
+            .filter_map(|(img, _, sp)| node.node.images.get(*img).map(|&size| scaled(size, *sp)))
+            .sum()
+    }
+}
+
+/// The score of a node whose spread images sum to `sum` (0 when the pod
+/// has no image some node holds).
+#[inline]
+fn scale(sum: i64, containers: usize, any: bool) -> i64 {
     let max = MAX_CONTAINER_THRESHOLD * containers as i64;
-    if spreads.is_empty() || max <= MIN_THRESHOLD {
+    if !any || max <= MIN_THRESHOLD {
         return 0;
     }
-    let sum: i64 = spreads
-        .iter()
-        .filter_map(|sp| size(sp).map(|size| (size as f64 * sp.2) as i64))
-        .sum();
     MAX_NODE_SCORE * (sum.clamp(MIN_THRESHOLD, max) - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
 }
 
-/// The score of `node`: a node of the cache is found by its id in each
-/// image's holders (for an image many nodes hold, a bit per node: read for
-/// every node, so in the processor's cache); one made elsewhere (id 0) by
-/// its own images. The node is not
-/// read for the first: at thousands of nodes each read is a cache miss.
-#[inline]
+/// The score of `node`.
 fn score_of(spreads: &[Spread], containers: usize, id: u32, node: &NodeInfo) -> i64 {
-    if id != 0 {
-        node_score(spreads, containers, |(_, on, _)| on.get(id))
-    } else {
-        node_score(spreads, containers, |(img, _, _)| node.node.images.get(*img).copied())
-    }
+    scale(sum_of(spreads, id, node), containers, !spreads.is_empty())
 }
 
 #[cfg(test)]
