@@ -1020,7 +1020,8 @@ fn filter_chunk(
     // `alive[i]` is the chunk offset of `batch[i]` (and `rows[i]`); all
     // three shrink together, and only when a filter rejected something.
     let mut alive: Vec<u32> = (0..batch.len() as u32).collect();
-    let mut rejected: Vec<(usize, Status)> = Vec::with_capacity(batch.len());
+    let mut rejected = REJECTED.take();
+    rejected.reserve(batch.len());
     for &(fi, e) in filters {
         rejected.clear();
         let t = state.clock();
@@ -1066,5 +1067,14 @@ fn filter_chunk(
             break;
         }
     }
+    REJECTED.set(rejected);
     out
+}
+
+thread_local! {
+    /// The list each filter writes its rejections to, kept from chunk to
+    /// chunk and cycle to cycle: written for every node a selector
+    /// rejects, memory written every cycle stays in the processor's cache,
+    /// where a new list had to be fetched line by line first.
+    static REJECTED: std::cell::Cell<Vec<(usize, Status)>> = const { std::cell::Cell::new(Vec::new()) };
 }

@@ -6,6 +6,7 @@
 use crate::framework::{CycleState, MAX_NODE_SCORE, Plugin, Points, Status};
 use crate::node::{ImageHolders, NodeInfo, NodeRow};
 use crate::pod::PodInfo;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 const MB: i64 = 1024 * 1024;
@@ -28,7 +29,7 @@ impl Plugin for ImageLocality {
     }
 
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
-        Ok(score_of(&spreads(state, pod), pod.containers, node.node.id, node))
+        Ok(score_of(&spreads(state, pod), pod.containers, node))
     }
 
     fn score_nodes(
@@ -44,7 +45,7 @@ impl Plugin for ImageLocality {
         // their sum repeats, and its score is computed once per run.
         let mut last = (None, 0);
         for ((o, n), r) in out.iter_mut().zip(nodes).zip(rows) {
-            let sum = sum_of(&spreads, r.id, n);
+            let sum = sum_of(&spreads, r.id, || &n.node.images);
             *o = match last {
                 (Some(s), score) if s == sum => score,
                 _ => {
@@ -80,13 +81,17 @@ fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
         .collect()
 }
 
-/// The sum of the sizes of the spread images `node` holds, each scaled by
+/// The sum of the sizes of the spread images a node holds, each scaled by
 /// its spread: a node of the cache is found by its id in each image's
 /// holders (for an image many nodes hold, a bit per node: read for every
 /// node, so in the processor's cache); one made elsewhere (id 0) by its
-/// own images.
+/// own images, which `images` gives.
+///
+/// The node itself is read only when it has no id: taken as a reference,
+/// the compiler read it for every node ahead of the test (a reference is
+/// known to be readable), a cache miss per node at thousands of nodes.
 #[inline]
-fn sum_of(spreads: &[Spread], id: u32, node: &NodeInfo) -> i64 {
+fn sum_of<'n>(spreads: &[Spread], id: u32, images: impl FnOnce() -> &'n FxHashMap<String, i64>) -> i64 {
     let scaled = |size: i64, spread: f64| (size as f64 * spread) as i64;
     if id != 0 {
         spreads
@@ -94,9 +99,10 @@ fn sum_of(spreads: &[Spread], id: u32, node: &NodeInfo) -> i64 {
             .filter_map(|(_, on, sp)| on.get(id).map(|size| scaled(size, *sp)))
             .sum()
     } else {
+        let images = images();
         spreads
             .iter()
-            .filter_map(|(img, _, sp)| node.node.images.get(*img).map(|&size| scaled(size, *sp)))
+            .filter_map(|(img, _, sp)| images.get(*img).map(|&size| scaled(size, *sp)))
             .sum()
     }
 }
@@ -113,8 +119,9 @@ fn scale(sum: i64, containers: usize, any: bool) -> i64 {
 }
 
 /// The score of `node`.
-fn score_of(spreads: &[Spread], containers: usize, id: u32, node: &NodeInfo) -> i64 {
-    scale(sum_of(spreads, id, node), containers, !spreads.is_empty())
+fn score_of(spreads: &[Spread], containers: usize, node: &NodeInfo) -> i64 {
+    let sum = sum_of(spreads, node.node.id, || &node.node.images);
+    scale(sum, containers, !spreads.is_empty())
 }
 
 #[cfg(test)]
