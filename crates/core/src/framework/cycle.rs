@@ -261,6 +261,10 @@ pub struct PluginScore {
 struct ChunkOut {
     verdict: Vec<u32>,
     rejected: Vec<(u16, Status)>,
+    /// Whether some status in `rejected` is an error rather than a
+    /// rejection (the cycle then fails): the statuses are not read again
+    /// to find out.
+    failed: bool,
 }
 
 const FEASIBLE: u32 = u32::MAX;
@@ -313,12 +317,13 @@ impl Rejected {
         idx: impl Fn(usize) -> usize,
     ) -> Result<(), ScheduleError> {
         let c = self.chunks.len() as u32;
+        self.at.reserve(out.rejected.len());
         for (k, &v) in out.verdict[..=last].iter().enumerate() {
             if v == FEASIBLE {
                 continue;
             }
             let (fi, st) = &out.rejected[v as usize];
-            if !st.is_rejected() {
+            if out.failed && !st.is_rejected() {
                 return Err(ScheduleError::Error(format!(
                     "running Filter plugin {:?} on node {:?}: {}",
                     fw.filter[*fi as usize].plugin.name(),
@@ -1016,6 +1021,7 @@ fn filter_chunk(
     let mut out = ChunkOut {
         verdict: vec![FEASIBLE; batch.len()],
         rejected: Vec::with_capacity(batch.len()),
+        failed: false,
     };
     // `alive[i]` is the chunk offset of `batch[i]` (and `rows[i]`); all
     // three shrink together, and only when a filter rejected something.
@@ -1047,6 +1053,7 @@ fn filter_chunk(
             last = Some(i);
             let k = alive[i] as usize;
             if out.verdict[k] == FEASIBLE {
+                out.failed |= !st.is_rejected();
                 out.verdict[k] = out.rejected.len() as u32;
                 out.rejected.push((fi as u16, st));
             }
