@@ -1082,6 +1082,8 @@ thread_local! {
     /// The list each filter writes its rejections to, kept from chunk to
     /// chunk and cycle to cycle: written for every node a selector
     /// rejects, memory written every cycle stays in the processor's cache,
-    /// where a new list had to be fetched line by line first.
+    /// where a new list had to be fetched line by line first. It keeps
+    /// the size of the most rejections one chunk had (72 bytes each: a
+    /// few megabytes a thread at 50 000 nodes).
     static REJECTED: std::cell::Cell<Vec<(usize, Status)>> = const { std::cell::Cell::new(Vec::new()) };
 }
