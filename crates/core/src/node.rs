@@ -229,9 +229,11 @@ impl ImageHolders {
             self.sizes.insert(id, size);
             // Bits cost a byte per 8 node ids; a table entry about 16
             // bytes: bits once the image is held by one node in 128.
-            let max = self.sizes.keys().max().copied().unwrap_or(0) as usize;
-            if self.count >= Self::DENSE_FROM && self.count * 128 >= max {
-                self.densify(max);
+            if self.count >= Self::DENSE_FROM {
+                let max = self.sizes.keys().max().copied().unwrap_or(0) as usize;
+                if self.count * 128 >= max {
+                    self.densify(max);
+                }
             }
             return;
         }

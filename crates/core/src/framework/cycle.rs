@@ -1016,8 +1016,8 @@ fn filter_chunk(
         batch.iter().zip(&rows).all(|(n, r)| NodeRow::of(n) == **r),
         "a snapshot row is out of step with its node"
     );
-    // Sized for every node rejected: growing them node by node, as
-    // selectors reject most of a cluster, copied each one again and again.
+    // Sized for every node rejected: grown node by node, as selectors
+    // reject most of a cluster, it copied each rejection again and again.
     let mut out = ChunkOut {
         verdict: vec![FEASIBLE; batch.len()],
         rejected: Vec::with_capacity(batch.len()),

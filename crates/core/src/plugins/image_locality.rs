@@ -49,7 +49,7 @@ impl Plugin for ImageLocality {
             *o = match last {
                 (Some(s), score) if s == sum => score,
                 _ => {
-                    let score = scale(sum, pod.containers, !spreads.is_empty());
+                    let score = scale(sum, pod.containers);
                     last = (Some(sum), score);
                     score
                 }
@@ -107,12 +107,12 @@ fn sum_of<'n>(spreads: &[Spread], id: u32, images: impl FnOnce() -> &'n FxHashMa
     }
 }
 
-/// The score of a node whose spread images sum to `sum` (0 when the pod
-/// has no image some node holds).
+/// The score of a node whose spread images sum to `sum` (0 below the
+/// threshold, as when the pod has no image some node holds).
 #[inline]
-fn scale(sum: i64, containers: usize, any: bool) -> i64 {
+fn scale(sum: i64, containers: usize) -> i64 {
     let max = MAX_CONTAINER_THRESHOLD * containers as i64;
-    if !any || max <= MIN_THRESHOLD {
+    if max <= MIN_THRESHOLD {
         return 0;
     }
     MAX_NODE_SCORE * (sum.clamp(MIN_THRESHOLD, max) - MIN_THRESHOLD) / (max - MIN_THRESHOLD)
@@ -120,8 +120,7 @@ fn scale(sum: i64, containers: usize, any: bool) -> i64 {
 
 /// The score of `node`.
 fn score_of(spreads: &[Spread], containers: usize, node: &NodeInfo) -> i64 {
-    let sum = sum_of(spreads, node.node.id, || &node.node.images);
-    scale(sum, containers, !spreads.is_empty())
+    scale(sum_of(spreads, node.node.id, || &node.node.images), containers)
 }
 
 #[cfg(test)]
