@@ -19,6 +19,13 @@ pairs=${2:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=${CARGO_TARGET_DIR:-$HOME/.cache/wasmsched/target}
 old_target=${BENCH_COMPARE_TARGET:-$HOME/.cache/wasmsched/bench-compare-target}
+# One target directory for both would compare a build with itself: cargo
+# hashes a workspace's crates by their paths inside it, so the two trees
+# share artifacts, and the second build finds the first one's fresh.
+if [[ "$(realpath -m "$old_target")" == "$(realpath -m "$target")" ]]; then
+    echo "bench-compare: BENCH_COMPARE_TARGET must not be the target directory ($target)" >&2
+    exit 2
+fi
 work=$(mktemp -d)
 # The revision's worktree stays at one path between runs: cargo then finds
 # its build up to date instead of compiling the workspace again.
