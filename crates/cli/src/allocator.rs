@@ -1,40 +1,119 @@
-//! The C allocator's settings for a long-running scheduler.
+//! The binary's memory allocator: mimalloc, except in a process that asks
+//! for the C allocator.
+//!
+//! A scheduling cycle allocates and frees small vectors and statuses by
+//! the thousand, and the API client, the watchers and the API server
+//! double parse and build objects for every pod. With glibc's malloc a
+//! tenth to a quarter of each thread's time went to allocating and freeing
+//! (`malloc_consolidate`, `_int_free`, arena locks); at 50 000 nodes its
+//! heaps gave each cycle's memory back to the kernel and faulted it in
+//! again. mimalloc's thread-local free lists do neither (figures in
+//! `docs/benchmarks.md`, "The allocator").
+//!
+//! The compiler process (`wasmsched compile-plugin`) keeps the C
+//! allocator: its memory cap (`RLIMIT_DATA`) counts every private writable
+//! mapping, and mimalloc reserves and commits its arenas in large steps
+//! that a cap of a few tens of MiB does not admit.
 
-/// Above this a block is its own mapping (glibc: 128 KiB at first, raised
-/// by itself up to 32 MiB as large blocks are freed).
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const MMAP_THRESHOLD: libc::c_int = 8 << 20;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Free memory at the top of a heap beyond this goes back to the kernel.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-const TRIM_THRESHOLD: libc::c_int = 16 << 20;
+/// Set (to any value) in the environment of a process of this binary that
+/// must use the C allocator.
+pub const SYSTEM_ALLOCATOR: &str = "WASMSCHED_SYSTEM_ALLOCATOR";
+const SYSTEM_ALLOCATOR_C: &std::ffi::CStr = c"WASMSCHED_SYSTEM_ALLOCATOR";
 
-/// Keeps the memory a scheduling cycle frees for the next cycle.
-///
-/// glibc gives the free top of each thread's heap back to the kernel once
-/// it exceeds its trim threshold, which starts at 128 KiB. A cycle at tens
-/// of thousands of nodes allocates and frees vectors of that size on the
-/// threads that filter and score; depending on what else lies at the top of
-/// the heap, each cycle's memory was given back and faulted in again, page
-/// by page, in the next one (2.6–2.9× the page faults and half again the
-/// system time at 50 000 nodes, `docs/benchmarks.md`). Fixed thresholds of
-/// a few megabytes keep that memory, whatever the layout; setting them
-/// turns glibc's own adjustment off, so both are set. An operator's own
-/// settings (`GLIBC_TUNABLES`, `MALLOC_*_` variables) are left as they are.
-#[allow(unsafe_code)]
-pub fn keep_freed_memory() {
-    let own = std::env::vars_os().any(|(k, _)| {
-        let k = k.to_string_lossy();
-        k == "GLIBC_TUNABLES" || (k.starts_with("MALLOC_") && k.ends_with('_'))
-    });
-    if own {
-        return;
+const UNDECIDED: u8 = 0;
+const MIMALLOC: u8 = 1;
+const C_ALLOCATOR: u8 = 2;
+
+/// Which allocator this process uses, decided at its first allocation
+/// (before `main`, on one thread) and never changed after: a block is
+/// always freed by the allocator that gave it.
+static CHOICE: AtomicU8 = AtomicU8::new(UNDECIDED);
+
+/// mimalloc, or the C allocator where [`SYSTEM_ALLOCATOR`] is set.
+pub struct Allocator;
+
+#[global_allocator]
+static GLOBAL: Allocator = Allocator;
+
+#[inline]
+fn c_allocator() -> bool {
+    match CHOICE.load(Ordering::Relaxed) {
+        MIMALLOC => false,
+        C_ALLOCATOR => true,
+        _ => decide(),
     }
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets the allocator's parameters; it is called
-    // before any other thread starts.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+}
+
+#[cold]
+#[allow(unsafe_code)]
+fn decide() -> bool {
+    // SAFETY: getenv reads the environment and allocates nothing; no
+    // thread changes the environment this early.
+    let c = unsafe { !libc::getenv(SYSTEM_ALLOCATOR_C.as_ptr()).is_null() };
+    CHOICE.store(if c { C_ALLOCATOR } else { MIMALLOC }, Ordering::Relaxed);
+    c
+}
+
+// SAFETY: every call goes to the one allocator the process chose, which
+// upholds GlobalAlloc's contract itself.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Allocator {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees, passed on.
+        unsafe {
+            if c_allocator() {
+                System.alloc(layout)
+            } else {
+                mimalloc::MiMalloc.alloc(layout)
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees, passed on.
+        unsafe {
+            if c_allocator() {
+                System.alloc_zeroed(layout)
+            } else {
+                mimalloc::MiMalloc.alloc_zeroed(layout)
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from the same allocator (the choice is fixed).
+        unsafe {
+            if c_allocator() {
+                System.dealloc(ptr, layout)
+            } else {
+                mimalloc::MiMalloc.dealloc(ptr, layout)
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from the same allocator (the choice is fixed).
+        unsafe {
+            if c_allocator() {
+                System.realloc(ptr, layout, new_size)
+            } else {
+                mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_name_in_the_environment_is_the_one_looked_up() {
+        assert_eq!(super::SYSTEM_ALLOCATOR_C.to_str(), Ok(super::SYSTEM_ALLOCATOR));
     }
 }

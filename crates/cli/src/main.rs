@@ -162,7 +162,6 @@ pub(crate) fn warn_unmatched(path: &str, source: &str, r: &wasmsched_core::metri
 }
 
 fn main() -> std::process::ExitCode {
-    allocator::keep_freed_memory();
     // A user's error is a message (with its causes), not a crash report:
     // no backtrace, whatever RUST_BACKTRACE says.
     match run_command() {

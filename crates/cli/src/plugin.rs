@@ -107,6 +107,8 @@ fn engine(config: &WasmConfig) -> anyhow::Result<WasmEngine> {
     engine.set_compiler(Compiler::Process {
         program,
         args: vec!["compile-plugin".into(), "--memory-mib".into(), memory_mib.to_string()],
+        // Its memory cap counts what the C allocator maps, as it asks.
+        env: vec![(crate::allocator::SYSTEM_ALLOCATOR.into(), "1".into())],
         memory_mib,
     });
     Ok(engine)

@@ -183,6 +183,8 @@ pub enum Compiler {
         program: PathBuf,
         /// Its arguments (`compile-plugin --memory-mib N`).
         args: Vec<String>,
+        /// Variables set in its environment.
+        env: Vec<(String, String)>,
         /// The memory cap the arguments set, for messages.
         memory_mib: u64,
     },
@@ -258,6 +260,7 @@ fn compiler_args(args: &[String], tier: Tier, background: bool) -> Vec<String> {
 fn compile_in_compiler_process(
     program: &Path,
     args: &[String],
+    env: &[(String, String)],
     memory_mib: u64,
     bytes: &[u8],
     limit: Duration,
@@ -268,6 +271,7 @@ fn compile_in_compiler_process(
         .args(args)
         // Few malloc arenas: each reserves address space and touches some.
         .env("MALLOC_ARENA_MAX", "2")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -528,6 +532,7 @@ impl WasmEngine {
                 Compiler::Process {
                     program,
                     args,
+                    env,
                     memory_mib,
                 },
             ) => load_artifact(
@@ -535,6 +540,7 @@ impl WasmEngine {
                 &compile_in_compiler_process(
                     &program,
                     &compiler_args(&args, tier, background),
+                    &env,
                     memory_mib,
                     bytes,
                     limit,
