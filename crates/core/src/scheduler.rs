@@ -1059,6 +1059,87 @@ items:
         assert_eq!(o.metadata.labels, p.metadata.labels);
     }
 
+    /// Nodes one filter rejects in a row with the same status share it in
+    /// the cycle's record of rejections; each still counts, and each is
+    /// named with its own plugin and reason.
+    #[test]
+    fn nodes_rejected_alike_are_each_counted_and_named() {
+        let mut s = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap();
+        let now = Instant::now();
+        let node = |name: &str, zone: &str, cpu: &str, taint: bool| -> Node {
+            let taints = if taint {
+                serde_json::json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+            } else {
+                serde_json::json!([])
+            };
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+                "spec": {"taints": taints},
+                "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "10"}}
+            }))
+            .unwrap()
+        };
+        for n in [
+            node("b1", "b", "4", false),
+            node("b2", "b", "4", false),
+            node("a-tainted", "a", "4", true),
+            node("b3", "b", "4", false),
+            node("a-small", "a", "1", false),
+            node("b4", "b", "4", false),
+            node("a-big", "a", "4", false),
+        ] {
+            s.on_node(&n, now).unwrap();
+        }
+        let mut p = pending("picky", "2");
+        p.spec.as_mut().unwrap().node_selector =
+            Some([("topology.kubernetes.io/zone".to_owned(), "a".to_owned())].into());
+        s.on_pod(&p, now).unwrap();
+        // The one node that fits is taken; then, with it full, none fits.
+        assert_eq!(s.schedule_one(now, false).unwrap().result.unwrap().node, "a-big");
+        let mut p2 = pending("picky-2", "3");
+        p2.spec = p.spec.clone();
+        p2.spec.as_mut().unwrap().containers[0].resources =
+            Some(serde_json::from_value(serde_json::json!({"requests": {"cpu": "3"}})).unwrap());
+        s.on_pod(&p2, now).unwrap();
+        let a = s.schedule_one(now, false).unwrap();
+        let Err(ScheduleError::Unschedulable(fit)) = &a.result else {
+            panic!("{:?}", a.result.map(|r| r.node));
+        };
+        assert!(
+            fit.to_string().starts_with(
+                "0/7 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu, \
+                 4 node(s) didn't match Pod's node affinity/selector."
+            ),
+            "{fit}"
+        );
+        let mut by_node: Vec<(String, String)> = fit
+            .diagnosis
+            .node_statuses
+            .iter()
+            .map(|(n, st)| {
+                (
+                    n.clone(),
+                    format!("{}: {}", st.plugin().unwrap_or_default(), st.message()),
+                )
+            })
+            .collect();
+        by_node.sort();
+        let selector = "NodeAffinity: node(s) didn't match Pod's node affinity/selector";
+        assert_eq!(
+            by_node,
+            [
+                ("a-big", "NodeResourcesFit: Insufficient cpu"),
+                ("a-small", "NodeResourcesFit: Insufficient cpu"),
+                ("a-tainted", "TaintToleration: node(s) had untolerated taint(s)"),
+                ("b1", selector),
+                ("b2", selector),
+                ("b3", selector),
+                ("b4", selector),
+            ]
+            .map(|(n, m)| (n.to_owned(), m.to_owned()))
+        );
+    }
+
     /// Null placement takes the nodes in turn, skipping those the pod's
     /// node selector does not allow.
     #[test]

@@ -259,7 +259,14 @@ pub struct PluginScore {
 /// rejecting filter's index and status, in the order the filters ran). No
 /// allocation per node, no sorting, no plugin name copied.
 struct ChunkOut {
+    /// Per node of the chunk: FEASIBLE, or the index of its rejection in
+    /// `rejected`.
     verdict: Vec<u32>,
+    /// The rejections; nodes rejected one after the other by the same
+    /// filter with the very same status ([`Status::is_same`]: a selector's
+    /// or a taint's fixed reason) share one entry, so a filter that rejects
+    /// most of a large cluster writes and frees a few statuses, not one a
+    /// node.
     rejected: Vec<(u16, Status)>,
     /// Whether some status in `rejected` is an error rather than a
     /// rejection (the cycle then fails): the statuses are not read again
@@ -317,7 +324,6 @@ impl Rejected {
         idx: impl Fn(usize) -> usize,
     ) -> Result<(), ScheduleError> {
         let c = self.chunks.len() as u32;
-        self.at.reserve(out.rejected.len());
         for (k, &v) in out.verdict[..=last].iter().enumerate() {
             if v == FEASIBLE {
                 continue;
@@ -357,11 +363,10 @@ impl Rejected {
     pub(crate) fn into_vec(mut self) -> Vec<Rejection> {
         let mut v = Vec::with_capacity(self.at.len() + self.more.len());
         for &(i, c, k) in &self.at {
-            let (fi, st) = std::mem::replace(
-                &mut self.chunks[c as usize].rejected[k as usize],
-                (0, Status::success()),
-            );
-            v.push((i, fi as usize, st));
+            // Nodes may share an entry (`ChunkOut::rejected`): each gets a
+            // copy, which for a shared status is a reference count.
+            let (fi, st) = &self.chunks[c as usize].rejected[k as usize];
+            v.push((i, *fi as usize, st.clone()));
         }
         v.append(&mut self.more);
         v
@@ -1042,6 +1047,8 @@ fn filter_chunk(
             continue;
         }
         let mut last = None;
+        // This filter's last entry, which the next rejection may share.
+        let mut shared: Option<u32> = None;
         for (i, st) in rejected.drain(..) {
             let valid = i < batch.len() && last.is_none_or(|l| i > l);
             let st = if valid {
@@ -1054,8 +1061,13 @@ fn filter_chunk(
             let k = alive[i] as usize;
             if out.verdict[k] == FEASIBLE {
                 out.failed |= !st.is_rejected();
-                out.verdict[k] = out.rejected.len() as u32;
-                out.rejected.push((fi as u16, st));
+                if let Some(same) = shared.filter(|&s| out.rejected[s as usize].1.is_same(&st)) {
+                    out.verdict[k] = same;
+                } else {
+                    shared = Some(out.rejected.len() as u32);
+                    out.verdict[k] = out.rejected.len() as u32;
+                    out.rejected.push((fi as u16, st));
+                }
             }
         }
         let mut keep = 0;
