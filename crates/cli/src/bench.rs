@@ -467,6 +467,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     "dropped": sh["dropped"],
                     "compared": sh["profiles"][&profile]["compared"],
                     "agreement": sh["profiles"][&profile]["agreement"],
+                    "results": sh["profiles"][&profile]["results"],
+                    "disagreements": sh["disagreements"],
                 })),
                 "web": web.map(|(listed, kept)| json!({"listed": listed, "kept": kept})),
             })
