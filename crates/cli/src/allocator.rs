@@ -8,7 +8,7 @@
 //! (`malloc_consolidate`, `_int_free`, arena locks); at 50 000 nodes its
 //! heaps gave each cycle's memory back to the kernel and faulted it in
 //! again. mimalloc's thread-local free lists do neither (figures in
-//! `docs/benchmarks.md`, "The allocator").
+//! `docs/benchmarks.md`, "mimalloc, now inside the memory targets").
 //!
 //! The compiler process (`wasmsched compile-plugin`) keeps the C
 //! allocator: its memory cap (`RLIMIT_DATA`) counts every private writable
@@ -20,7 +20,11 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Set (to any value) in the environment of a process of this binary that
 /// must use the C allocator.
-pub const SYSTEM_ALLOCATOR: &str = "WASMSCHED_SYSTEM_ALLOCATOR";
+pub const SYSTEM_ALLOCATOR: &str = match SYSTEM_ALLOCATOR_C.to_str() {
+    Ok(name) => name,
+    Err(_) => panic!("the variable's name is ASCII"),
+};
+/// The same name, for `getenv` (which must not allocate).
 const SYSTEM_ALLOCATOR_C: &std::ffi::CStr = c"WASMSCHED_SYSTEM_ALLOCATOR";
 
 const UNDECIDED: u8 = 0;
@@ -38,13 +42,15 @@ pub struct Allocator;
 #[global_allocator]
 static GLOBAL: Allocator = Allocator;
 
+/// The allocator this process chose.
 #[inline]
-fn c_allocator() -> bool {
-    match CHOICE.load(Ordering::Relaxed) {
+fn chosen() -> &'static dyn GlobalAlloc {
+    let c = match CHOICE.load(Ordering::Relaxed) {
         MIMALLOC => false,
         C_ALLOCATOR => true,
         _ => decide(),
-    }
+    };
+    if c { &System } else { &mimalloc::MiMalloc }
 }
 
 #[cold]
@@ -57,63 +63,28 @@ fn decide() -> bool {
     c
 }
 
-// SAFETY: every call goes to the one allocator the process chose, which
-// upholds GlobalAlloc's contract itself.
+// SAFETY: every call goes to the one allocator the process chose (a block
+// is freed or resized by the allocator that gave it), which upholds
+// GlobalAlloc's contract itself; the callers' guarantees are passed on.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's guarantees, passed on.
-        unsafe {
-            if c_allocator() {
-                System.alloc(layout)
-            } else {
-                mimalloc::MiMalloc.alloc(layout)
-            }
-        }
+        unsafe { chosen().alloc(layout) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's guarantees, passed on.
-        unsafe {
-            if c_allocator() {
-                System.alloc_zeroed(layout)
-            } else {
-                mimalloc::MiMalloc.alloc_zeroed(layout)
-            }
-        }
+        unsafe { chosen().alloc_zeroed(layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from the same allocator (the choice is fixed).
-        unsafe {
-            if c_allocator() {
-                System.dealloc(ptr, layout)
-            } else {
-                mimalloc::MiMalloc.dealloc(ptr, layout)
-            }
-        }
+        unsafe { chosen().dealloc(ptr, layout) }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` came from the same allocator (the choice is fixed).
-        unsafe {
-            if c_allocator() {
-                System.realloc(ptr, layout, new_size)
-            } else {
-                mimalloc::MiMalloc.realloc(ptr, layout, new_size)
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_name_in_the_environment_is_the_one_looked_up() {
-        assert_eq!(super::SYSTEM_ALLOCATOR_C.to_str(), Ok(super::SYSTEM_ALLOCATOR));
+        unsafe { chosen().realloc(ptr, layout, new_size) }
     }
 }

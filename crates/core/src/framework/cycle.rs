@@ -359,7 +359,8 @@ impl Rejected {
             .chain(self.more.iter().map(|(i, fi, st)| (*i, *fi, st)))
     }
 
-    /// The rejections, moved out.
+    /// The rejections, one per node (a status nodes share is copied for
+    /// each, a reference count at most).
     pub(crate) fn into_vec(mut self) -> Vec<Rejection> {
         let mut v = Vec::with_capacity(self.at.len() + self.more.len());
         for &(i, c, k) in &self.at {
