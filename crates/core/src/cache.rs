@@ -240,7 +240,26 @@ impl Snapshot {
     /// The nodes at `positions`, and their rows, as batch plugin calls
     /// take them.
     pub fn at(&self, positions: impl Iterator<Item = usize>) -> (Vec<&Arc<NodeInfo>>, Vec<&NodeRow>) {
-        positions.map(|p| (&self.nodes[p], &self.rows[p])).unzip()
+        let n = positions.size_hint().0;
+        let (mut nodes, mut rows) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for p in positions {
+            nodes.push(&self.nodes[p]);
+            rows.push(&self.rows[p]);
+        }
+        (nodes, rows)
+    }
+
+    /// The `n` nodes from position `from` (below the node count), wrapping
+    /// past the last to the first, and their rows: [`Snapshot::at`] for a
+    /// run of positions, copied slice by slice.
+    pub fn run(&self, from: usize, n: usize) -> (Vec<&Arc<NodeInfo>>, Vec<&NodeRow>) {
+        let all = self.nodes.len();
+        debug_assert!(from < all && n <= all);
+        let head = (all - from).min(n);
+        let (mut nodes, mut rows) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        nodes.extend(self.nodes[from..from + head].iter().chain(&self.nodes[..n - head]));
+        rows.extend(self.rows[from..from + head].iter().chain(&self.rows[..n - head]));
+        (nodes, rows)
     }
 
     /// Recomputes the row of the node at `pos` after it was replaced or

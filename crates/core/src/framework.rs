@@ -368,7 +368,11 @@ pub fn default_normalize_score(scores: &mut [i64], reverse: bool) {
         return;
     }
     for s in scores.iter_mut() {
-        *s = MAX_NODE_SCORE * *s / max;
+        // Most scores are 0 where a plugin counts something few nodes
+        // have (soft taints): no division for them.
+        if *s != 0 {
+            *s = MAX_NODE_SCORE * *s / max;
+        }
         if reverse {
             *s = MAX_NODE_SCORE - *s;
         }

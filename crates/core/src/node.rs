@@ -211,6 +211,20 @@ impl ImageHolders {
         Some(self.sizes.get(&id).copied().unwrap_or(self.size))
     }
 
+    /// The bits of the holders when they all report one size, and that
+    /// size: whether node `id` holds the image is then
+    /// [`ImageHolders::bit`], with no table to consult.
+    #[inline]
+    pub fn uniform(&self) -> Option<(&[u64], i64)> {
+        (!self.bits.is_empty() && self.sizes.is_empty()).then_some((&self.bits, self.size))
+    }
+
+    /// Whether node `id`'s bit is set in `bits` (from [`ImageHolders::uniform`]).
+    #[inline]
+    pub fn bit(bits: &[u64], id: u32) -> bool {
+        bits.get(id as usize / 64).is_some_and(|w| (w >> (id % 64)) & 1 == 1)
+    }
+
     /// How many nodes hold the image.
     pub fn len(&self) -> usize {
         self.count

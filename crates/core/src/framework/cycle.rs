@@ -763,26 +763,39 @@ impl Framework {
         rows: &[&NodeRow],
         mut keep: Option<&mut Vec<(Vec<i64>, Vec<i64>)>>,
     ) -> Result<Vec<i64>, ScheduleError> {
-        let p = self.score.len();
+        let p = state.skip_score.iter().filter(|skip| !**skip).count();
         let n = nodes.len();
-        let (raw, chunk) = self.score_all(state, pod, nodes, rows)?;
+        let (mut raw, chunk) = self.score_all(state, pod, nodes, rows)?;
         let mut totals = vec![0i64; n];
-        let mut column = vec![0i64; n];
-        for (j, e) in self.score.iter().enumerate() {
-            if state.skip_score[j] {
+        // Scored in one chunk, each plugin's scores are already one run of
+        // `raw`, normalized where they are; from several chunks they are
+        // gathered into `gathered` first.
+        let one_chunk = chunk >= n;
+        let mut gathered = if one_chunk { Vec::new() } else { vec![0i64; n] };
+        // The column of the next plugin that scored.
+        let mut j = 0;
+        for (e, skip) in self.score.iter().zip(&state.skip_score) {
+            if *skip {
                 if let Some(k) = keep.as_deref_mut() {
                     k.push((Vec::new(), Vec::new()));
                 }
                 continue;
             }
-            // Plugin j's scores of each chunk, one after the other.
-            for o in (0..n).step_by(chunk.max(1)) {
-                let m = chunk.min(n - o);
-                column[o..o + m].copy_from_slice(&raw[o * p + j * m..o * p + (j + 1) * m]);
-            }
-            let before = if keep.is_some() { column.clone() } else { Vec::new() };
+            j += 1;
+            let j = j - 1;
+            let column = if one_chunk {
+                &mut raw[j * n..(j + 1) * n]
+            } else {
+                // Plugin j's scores of each chunk, one after the other.
+                for o in (0..n).step_by(chunk.max(1)) {
+                    let m = chunk.min(n - o);
+                    gathered[o..o + m].copy_from_slice(&raw[o * p + j * m..o * p + (j + 1) * m]);
+                }
+                &mut gathered[..]
+            };
+            let before = if keep.is_some() { column.to_vec() } else { Vec::new() };
             let t = state.clock();
-            let st = e.plugin.normalize_scores(state, pod, &mut column);
+            let st = e.plugin.normalize_scores(state, pod, column);
             state.record(&*e.plugin, "NormalizeScore", st.code(), t);
             if !st.is_success() {
                 return Err(ScheduleError::Error(format!(
@@ -802,7 +815,7 @@ impl Framework {
                 totals[k] += s * e.weight;
             }
             if let Some(k) = keep.as_deref_mut() {
-                k.push((before, column.clone()));
+                k.push((before, column.to_vec()));
             }
         }
 
@@ -934,7 +947,7 @@ impl Framework {
     ) -> Vec<(usize, ChunkOut)> {
         let all = snapshot.len();
         let run = |offset: usize, n: usize| {
-            let (nodes, rows) = snapshot.at((0..n).map(|k| wrap(from + offset + k, all)));
+            let (nodes, rows) = snapshot.run(wrap(from + offset, all), n);
             (offset, filter_chunk(state, pod, nodes, rows, filters))
         };
         match &self.pool {
@@ -949,10 +962,10 @@ impl Framework {
         }
     }
 
-    /// Raw scores of every plugin for every node, and the number of nodes
-    /// per chunk they were scored in: the chunk of nodes from `o` (`m`
-    /// nodes, fewer in the last) holds `raw[o * p..(o + m) * p]`, plugin
-    /// after plugin (`p` score plugins). Each plugin writes its scores of a
+    /// Raw scores of every plugin PreScore did not skip for every node, and
+    /// the number of nodes per chunk they were scored in: the chunk of
+    /// nodes from `o` (`m` nodes, fewer in the last) holds `raw[o * p..(o +
+    /// m) * p]`, plugin after plugin (`p` such plugins, in their order). Each plugin writes its scores of a
     /// chunk where they stay, one run of `m`, not scattered node by node.
     fn score_all(
         &self,
@@ -961,7 +974,13 @@ impl Framework {
         nodes: &[&Arc<NodeInfo>],
         rows: &[&NodeRow],
     ) -> Result<(Vec<i64>, usize), ScheduleError> {
-        let p = self.score.len();
+        // Columns for the plugins that score this pod only (PreScore skips
+        // most of them for most pods).
+        let active: Vec<&Enabled> = (self.score.iter().enumerate())
+            .filter(|(j, _)| !state.skip_score[*j])
+            .map(|(_, e)| e)
+            .collect();
+        let p = active.len();
         let mut raw = vec![0i64; nodes.len() * p];
         if p == 0 || nodes.is_empty() {
             return Ok((raw, nodes.len()));
@@ -970,10 +989,7 @@ impl Framework {
             let m = out.len() / p;
             let chunk_nodes = &nodes[offset..offset + m];
             let chunk_rows = &rows[offset..offset + m];
-            for ((j, e), col) in self.score.iter().enumerate().zip(out.chunks_exact_mut(m)) {
-                if state.skip_score[j] {
-                    continue;
-                }
+            for (e, col) in active.iter().zip(out.chunks_exact_mut(m)) {
                 let t = state.clock();
                 let r = e.plugin.score_nodes(state, pod, chunk_nodes, chunk_rows, col);
                 state.record(
@@ -1034,7 +1050,7 @@ fn filter_chunk(
     let mut alive: Vec<u32> = (0..batch.len() as u32).collect();
     let mut rejected = REJECTED.take();
     rejected.reserve(batch.len());
-    for &(fi, e) in filters {
+    for (ran, &(fi, e)) in filters.iter().enumerate() {
         rejected.clear();
         let t = state.clock();
         e.plugin.filter_nodes(state, pod, &batch, &rows, &mut rejected);
@@ -1071,14 +1087,21 @@ fn filter_chunk(
                 }
             }
         }
+        if ran + 1 == filters.len() {
+            // No filter after this one reads what is left.
+            break;
+        }
+        // Keep the nodes still feasible, without a branch on each (which
+        // ones a filter rejects follows no pattern a processor predicts).
+        let n = batch.len();
+        let (alive_n, batch_n, rows_n) = (&mut alive[..n], &mut batch[..n], &mut rows[..n]);
         let mut keep = 0;
-        for i in 0..batch.len() {
-            if out.verdict[alive[i] as usize] == FEASIBLE {
-                alive[keep] = alive[i];
-                batch[keep] = batch[i];
-                rows[keep] = rows[i];
-                keep += 1;
-            }
+        for i in 0..n {
+            let a = alive_n[i];
+            alive_n[keep] = a;
+            batch_n[keep] = batch_n[i];
+            rows_n[keep] = rows_n[i];
+            keep += (out.verdict[a as usize] == FEASIBLE) as usize;
         }
         alive.truncate(keep);
         batch.truncate(keep);

@@ -426,7 +426,12 @@ impl Plugin for NodeResourcesFit {
         rejected: &mut Vec<(usize, Status)>,
     ) {
         let asks = self.scalar_asks(pod);
+        let req = &pod.requests.requests;
         for (i, (n, r)) in nodes.iter().zip(rows).enumerate() {
+            // Most nodes fit: decided from the row, no status built.
+            if asks.is_empty() && fits_row(req, r) {
+                continue;
+            }
             let st = self.fits_with(pod, r, n, &asks);
             if !st.is_success() {
                 rejected.push((i, st));
@@ -454,22 +459,12 @@ impl Plugin for NodeResourcesFit {
         if !plain {
             return score_each(self, state, pod, nodes, out);
         }
-        let (cpu, mem) = (pod.requests.fit_milli_cpu, pod.requests.fit_memory);
-        let one = match self.strategy {
-            StrategyType::LeastAllocated => least_requested_score,
-            _ => most_requested_score,
-        };
-        for (o, r) in out.iter_mut().zip(rows) {
-            let (mut total, mut weights) = (0, 0);
-            if r.alloc_milli_cpu != 0 {
-                total += one(r.non_zero_milli_cpu + cpu, r.alloc_milli_cpu) * wc;
-                weights += wc;
-            }
-            if r.alloc_memory != 0 {
-                total += one(r.non_zero_memory + mem, r.alloc_memory) * wm;
-                weights += wm;
-            }
-            *o = if weights == 0 { 0 } else { total / weights };
+        let pod = (pod.requests.fit_milli_cpu, pod.requests.fit_memory);
+        // One loop per strategy, so the score of a resource is inlined
+        // rather than called through a pointer for every node.
+        match self.strategy {
+            StrategyType::LeastAllocated => score_rows(rows, out, pod, (*wc, *wm), least_requested_score),
+            _ => score_rows(rows, out, pod, (*wc, *wm), most_requested_score),
         }
         Ok(())
     }
@@ -506,6 +501,46 @@ impl Plugin for NodeResourcesFit {
             _ => total / weights,
         })
     }
+}
+
+/// The cpu and memory score of each row, `one` scoring a resource
+/// (requested with the pod, allocatable), weighted by `(wc, wm)`.
+#[inline]
+fn score_rows(
+    rows: &[&NodeRow],
+    out: &mut [i64],
+    (cpu, mem): (i64, i64),
+    (wc, wm): (i64, i64),
+    one: impl Fn(i64, i64) -> i64,
+) {
+    for (o, r) in out.iter_mut().zip(rows) {
+        let (mut total, mut weights) = (0, 0);
+        if r.alloc_milli_cpu != 0 {
+            total += one(r.non_zero_milli_cpu + cpu, r.alloc_milli_cpu) * wc;
+            weights += wc;
+        }
+        if r.alloc_memory != 0 {
+            total += one(r.non_zero_memory + mem, r.alloc_memory) * wm;
+            weights += wm;
+        }
+        *o = if weights == 0 { 0 } else { total / weights };
+    }
+}
+
+/// Whether a pod with these requests and no scalar ones fits on the node
+/// of row `r`: the test [`NodeResourcesFit::fits_with`] makes, as one
+/// expression, for the nodes that pass it.
+#[inline]
+fn fits_row(req: &Resources, r: &NodeRow) -> bool {
+    let fits = |ask: i64, alloc: i64, used: i64| ask <= 0 || ask <= alloc.saturating_sub(used);
+    (r.pods < r.alloc_pods)
+        & fits(req.milli_cpu, r.alloc_milli_cpu, r.used_milli_cpu)
+        & fits(req.memory, r.alloc_memory, r.used_memory)
+        & fits(
+            req.ephemeral_storage,
+            r.alloc_ephemeral_storage,
+            r.used_ephemeral_storage,
+        )
 }
 
 #[cfg(test)]
