@@ -201,8 +201,7 @@ impl ImageHolders {
         if self.bits.is_empty() {
             return self.sizes.get(&id).copied();
         }
-        let word = *self.bits.get(id as usize / 64)?;
-        if word & (1 << (id % 64)) == 0 {
+        if !Self::bit(&self.bits, id) {
             return None;
         }
         if self.sizes.is_empty() {

@@ -773,7 +773,7 @@ impl Framework {
         let one_chunk = chunk >= n;
         let mut gathered = if one_chunk { Vec::new() } else { vec![0i64; n] };
         // The column of the next plugin that scored.
-        let mut j = 0;
+        let mut next = 0;
         for (e, skip) in self.score.iter().zip(&state.skip_score) {
             if *skip {
                 if let Some(k) = keep.as_deref_mut() {
@@ -781,8 +781,8 @@ impl Framework {
                 }
                 continue;
             }
-            j += 1;
-            let j = j - 1;
+            let j = next;
+            next += 1;
             let column = if one_chunk {
                 &mut raw[j * n..(j + 1) * n]
             } else {
@@ -964,9 +964,10 @@ impl Framework {
 
     /// Raw scores of every plugin PreScore did not skip for every node, and
     /// the number of nodes per chunk they were scored in: the chunk of
-    /// nodes from `o` (`m` nodes, fewer in the last) holds `raw[o * p..(o +
-    /// m) * p]`, plugin after plugin (`p` such plugins, in their order). Each plugin writes its scores of a
-    /// chunk where they stay, one run of `m`, not scattered node by node.
+    /// nodes from `o` (`m` nodes, fewer in the last) holds
+    /// `raw[o * p..(o + m) * p]`, plugin after plugin (`p` such plugins, in
+    /// their order). Each plugin writes its scores of a chunk where they
+    /// stay, one run of `m`, not scattered node by node.
     fn score_all(
         &self,
         state: &CycleState,

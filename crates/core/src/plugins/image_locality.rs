@@ -95,7 +95,6 @@ fn spreads<'s>(state: &'s CycleState, pod: &'s PodInfo) -> Vec<Spread<'s>> {
 /// known to be readable), a cache miss per node at thousands of nodes.
 #[inline]
 fn sum_of<'n>(spreads: &[Spread], id: u32, images: impl FnOnce() -> &'n FxHashMap<String, i64>) -> i64 {
-    let scaled = |size: i64, spread: f64| (size as f64 * spread) as i64;
     if id != 0 {
         spreads
             .iter()
@@ -108,6 +107,12 @@ fn sum_of<'n>(spreads: &[Spread], id: u32, images: impl FnOnce() -> &'n FxHashMa
             .filter_map(|(img, _, sp)| images.get(*img).map(|&size| scaled(size, *sp)))
             .sum()
     }
+}
+
+/// An image's size weighted by the share of nodes holding it.
+#[inline]
+fn scaled(size: i64, spread: f64) -> i64 {
+    (size as f64 * spread) as i64
 }
 
 /// Scores the nodes of `rows` when every spread image is a bit per node
@@ -127,7 +132,7 @@ fn by_bits(spreads: &[Spread], containers: usize, rows: &[&NodeRow], out: &mut [
             return false;
         };
         bits[k] = b;
-        scaled[k] = (size as f64 * sp) as i64;
+        scaled[k] = self::scaled(size, *sp);
     }
     let k = spreads.len();
     let mut table = [0i64; 1 << MAX];

@@ -254,17 +254,19 @@ impl NodeResourcesFit {
         // removing pods (kube-scheduler's `Unresolvable`).
         let mut beyond = false;
         if !req.is_zero() {
-            if req.milli_cpu > 0 && req.milli_cpu > r.alloc_milli_cpu.saturating_sub(r.used_milli_cpu) {
+            if short(req.milli_cpu, r.alloc_milli_cpu, r.used_milli_cpu) {
                 reject(Reason::Static("Insufficient cpu"));
                 beyond |= req.milli_cpu > r.alloc_milli_cpu;
             }
-            if req.memory > 0 && req.memory > r.alloc_memory.saturating_sub(r.used_memory) {
+            if short(req.memory, r.alloc_memory, r.used_memory) {
                 reject(Reason::Static("Insufficient memory"));
                 beyond |= req.memory > r.alloc_memory;
             }
-            if req.ephemeral_storage > 0
-                && req.ephemeral_storage > r.alloc_ephemeral_storage.saturating_sub(r.used_ephemeral_storage)
-            {
+            if short(
+                req.ephemeral_storage,
+                r.alloc_ephemeral_storage,
+                r.used_ephemeral_storage,
+            ) {
                 reject(Reason::Static("Insufficient ephemeral-storage"));
                 beyond |= req.ephemeral_storage > r.alloc_ephemeral_storage;
             }
@@ -527,16 +529,22 @@ fn score_rows(
     }
 }
 
+/// Whether a node with `alloc` of a resource, of which its pods use
+/// `used`, lacks room for a request of `ask` (no request lacks nothing).
+#[inline]
+fn short(ask: i64, alloc: i64, used: i64) -> bool {
+    ask > 0 && ask > alloc.saturating_sub(used)
+}
+
 /// Whether a pod with these requests and no scalar ones fits on the node
-/// of row `r`: the test [`NodeResourcesFit::fits_with`] makes, as one
-/// expression, for the nodes that pass it.
+/// of row `r`: the tests of [`NodeResourcesFit::fits_with`], as one
+/// expression, for the nodes that pass them.
 #[inline]
 fn fits_row(req: &Resources, r: &NodeRow) -> bool {
-    let fits = |ask: i64, alloc: i64, used: i64| ask <= 0 || ask <= alloc.saturating_sub(used);
     (r.pods < r.alloc_pods)
-        & fits(req.milli_cpu, r.alloc_milli_cpu, r.used_milli_cpu)
-        & fits(req.memory, r.alloc_memory, r.used_memory)
-        & fits(
+        & !short(req.milli_cpu, r.alloc_milli_cpu, r.used_milli_cpu)
+        & !short(req.memory, r.alloc_memory, r.used_memory)
+        & !short(
             req.ephemeral_storage,
             r.alloc_ephemeral_storage,
             r.used_ephemeral_storage,
