@@ -142,7 +142,8 @@ pub struct Board {
     attempts: Mutex<std::collections::VecDeque<Attempt>>,
     /// The attempts sampled with what each started from (newest last).
     decisions: Mutex<std::collections::VecDeque<(String, ShadowCase)>>,
-    /// When the last attempt was sampled (milliseconds after `origin`).
+    /// When the last attempt was sampled (milliseconds after `origin`;
+    /// 0: never, so the first attempt after the page opens is).
     sampled_ms: AtomicU64,
     /// Pods whose decision was asked for and not kept: their next attempt
     /// is (at most [`DECISIONS_KEPT`] of them).
@@ -204,7 +205,10 @@ impl Board {
         {
             return true;
         }
-        self.now_ms().saturating_sub(self.sampled_ms.load(Ordering::Relaxed)) >= EXPLAIN_EVERY.as_millis() as u64
+        // `now_ms` counts from the page's first request: from 0, the first
+        // attempt would wait out `EXPLAIN_EVERY` after it.
+        let last = self.sampled_ms.load(Ordering::Relaxed);
+        last == 0 || self.now_ms().saturating_sub(last) >= EXPLAIN_EVERY.as_millis() as u64
     }
 
     fn record(&self, case: ShadowCase) {
@@ -968,6 +972,18 @@ fn urlencode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first attempt after the page opens is kept to explain at once,
+    /// the next only `EXPLAIN_EVERY` after it.
+    #[test]
+    fn the_first_attempt_after_the_page_opens_is_sampled() {
+        let board = Board::default();
+        assert!(!board.sample_due("ns/p"), "the page is closed");
+        board.ask();
+        assert!(board.sample_due("ns/p"), "opened just now");
+        board.sampled_ms.store(board.now_ms(), Ordering::Relaxed);
+        assert!(!board.sample_due("ns/p"), "sampled just now");
+    }
 
     #[test]
     fn what_comes_from_the_cluster_is_escaped() {
