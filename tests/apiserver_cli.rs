@@ -286,6 +286,102 @@ fn kubectl_strict_validation_refuses_unknown_fields() {
     assert_eq!(out, "nginx:2");
 }
 
+const RBAC: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: metrics-reader}
+rules:
+- nonResourceURLs: [/metrics]
+  verbs: [get]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: prom-metrics}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: metrics-reader}
+subjects:
+- {kind: ServiceAccount, name: prom, namespace: monitoring}
+";
+
+/// What a component's secure port asks of kube-apiserver, set up with
+/// kubectl: `create serviceaccount` and `create token` (protobuf bodies, as
+/// kubectl's typed clients send them; the `token` subresource, with kube's
+/// errors), `apply` of RBAC manifests, then a TokenReview and a
+/// SubjectAccessReview created from files (`--validate=false`: kubectl
+/// validates create-only kinds with OpenAPI v2, which the double does not
+/// serve).
+#[test]
+fn kubectl_creates_tokens_and_applies_rbac() {
+    let dir = Dir::new("auth");
+    let s = start(&["--empty"]);
+    let (ok, out, err) = kubectl(&s, &["create", "serviceaccount", "prom", "-n", "monitoring"]);
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "serviceaccount/prom created");
+    let (ok, token, err) = kubectl(&s, &["create", "token", "prom", "-n", "monitoring"]);
+    assert!(ok, "{err}");
+    let token = token.trim().to_owned();
+    assert!(token.len() >= 32 && !token.contains(char::is_whitespace), "{token}");
+    let (ok, _, err) = kubectl(&s, &["create", "token", "ghost", "-n", "monitoring"]);
+    assert!(!ok);
+    assert!(err.contains("serviceaccounts \"ghost\" not found"), "{err}");
+    let (ok, _, err) = kubectl(&s, &["create", "token", "prom", "-n", "monitoring", "--duration", "1m"]);
+    assert!(!ok);
+    assert!(
+        err.contains("spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"),
+        "{err}"
+    );
+
+    let rbac = dir.file("rbac.yaml", RBAC);
+    let (ok, out, err) = kubectl(&s, &["apply", "-f", &rbac]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.trim(),
+        "clusterrole.rbac.authorization.k8s.io/metrics-reader created\nclusterrolebinding.rbac.authorization.k8s.io/prom-metrics created"
+    );
+    let (ok, out, err) = kubectl(&s, &["apply", "-f", &rbac]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("clusterrolebinding.rbac.authorization.k8s.io/prom-metrics unchanged"),
+        "{out}"
+    );
+
+    let review = dir.file(
+        "review.yaml",
+        &format!("apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec: {{token: {token}}}\n"),
+    );
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "create",
+            "-f",
+            &review,
+            "--validate=false",
+            "-o",
+            "jsonpath={.status.authenticated} {.status.user.username}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "true system:serviceaccount:monitoring:prom");
+    let sar = dir.file(
+        "sar.yaml",
+        "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec:\n  user: system:serviceaccount:monitoring:prom\n  nonResourceAttributes: {path: /metrics, verb: get}\n",
+    );
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "create",
+            "-f",
+            &sar,
+            "--validate=false",
+            "-o",
+            "jsonpath={.status.allowed} {.status.reason}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        "true RBAC: allowed by ClusterRoleBinding \"prom-metrics\" of ClusterRole \"metrics-reader\" to ServiceAccount \"prom/monitoring\""
+    );
+}
+
 /// `bench --e2e --master` on a cluster that is not the bench's own (the
 /// double as a separate process, holding the example cluster): the bench
 /// makes its nodes and pods beside what is there, measures, and leaves

@@ -53,9 +53,26 @@ async fn discovery() {
         "namespaces",
         "services",
         "replicationcontrollers",
+        "serviceaccounts",
+        "serviceaccounts/token",
     ] {
         assert!(core_names.contains(&r), "{r} missing from {core_names:?}");
     }
+    let token = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "serviceaccounts/token")
+        .unwrap();
+    assert_eq!(
+        (&token["group"], &token["version"], &token["kind"], &token["verbs"]),
+        (
+            &json!("authentication.k8s.io"),
+            &json!("v1"),
+            &json!("TokenRequest"),
+            &json!(["create"])
+        )
+    );
     let groups = http(s.addr(), "GET", "/apis", None, None).await.json();
     let group_names: Vec<&str> = groups["groups"]
         .as_array()
@@ -70,9 +87,31 @@ async fn discovery() {
             "policy",
             "storage.k8s.io",
             "coordination.k8s.io",
-            "events.k8s.io"
+            "events.k8s.io",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "rbac.authorization.k8s.io"
         ]
     );
+    for (gv, name) in [
+        ("authentication.k8s.io/v1", "tokenreviews"),
+        ("authorization.k8s.io/v1", "subjectaccessreviews"),
+    ] {
+        let list = http(s.addr(), "GET", &format!("/apis/{gv}"), None, None).await.json();
+        let r = &list["resources"][0];
+        assert_eq!((&r["name"], &r["namespaced"]), (&json!(name), &json!(false)));
+        assert_eq!(r["verbs"], json!(["create"]), "{gv}");
+    }
+    let rbac = http(s.addr(), "GET", "/apis/rbac.authorization.k8s.io/v1", None, None)
+        .await
+        .json();
+    let rbac: Vec<&str> = rbac["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(rbac, ["clusterroles", "clusterrolebindings", "roles", "rolebindings"]);
     let apps = http(s.addr(), "GET", "/apis/apps/v1", None, None).await.json();
     let apps: Vec<&str> = apps["resources"]
         .as_array()
@@ -964,4 +1003,302 @@ async fn fault_injection() {
     assert_eq!(bad.status, 400);
     let stats = http(a, "GET", "/_sim/stats", None, None).await.json();
     assert!(stats["injectedFaults"].as_u64().unwrap() >= 63);
+}
+
+/// POST a JSON body, answer parsed.
+async fn post(s: &wasmsched_apiserver_sim::ApiServer, path: &str, body: Value) -> (u16, Value) {
+    let r = http(s.addr(), "POST", path, None, Some(&body.to_string())).await;
+    (r.status, r.json())
+}
+
+fn token_review(token: &str) -> Value {
+    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token}})
+}
+
+const TOKEN_REVIEWS: &str = "/apis/authentication.k8s.io/v1/tokenreviews";
+const SARS: &str = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+
+/// kube-apiserver: `POST serviceaccounts/NAME/token` answers `201` with the
+/// TokenRequest (audiences defaulted to the API's, `expirationSeconds` to
+/// 3600, `status.token` and `status.expirationTimestamp` set); less than 10
+/// minutes is `422`; a missing account is `404`. A TokenReview of the token
+/// (`201`, the review echoed with its status) authenticates as
+/// `system:serviceaccount:NS:NAME` with the account's UID and groups; a
+/// bogus token, or one whose account was deleted, is not authenticated.
+/// Every namespace has its `default` account (kube-controller-manager's).
+#[tokio::test]
+async fn service_account_tokens_and_token_reviews() {
+    let s = server().await;
+    // as kube-controller-manager does, every namespace has its `default` account
+    let r = http(
+        s.addr(),
+        "GET",
+        "/api/v1/namespaces/shop/serviceaccounts/default",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "prom"}});
+    let (code, created) = post(&s, "/api/v1/namespaces/shop/serviceaccounts", sa.clone()).await;
+    assert_eq!(code, 201);
+    let uid = created["metadata"]["uid"].as_str().unwrap().to_owned();
+    let path = "/api/v1/namespaces/shop/serviceaccounts/prom/token";
+    let request = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let (code, issued) = post(&s, path, request.clone()).await;
+    assert_eq!(code, 201, "{issued}");
+    assert_eq!(
+        (&issued["kind"], &issued["apiVersion"]),
+        (&json!("TokenRequest"), &json!("authentication.k8s.io/v1"))
+    );
+    assert_eq!(issued["metadata"]["name"], "prom");
+    assert_eq!(issued["metadata"]["namespace"], "shop");
+    assert_eq!(issued["spec"]["expirationSeconds"], 3600);
+    assert_eq!(
+        issued["spec"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    let token = issued["status"]["token"].as_str().unwrap().to_owned();
+    assert!(token.len() >= 32, "{token}");
+    let expires: k8s_openapi::jiff::Timestamp = issued["status"]["expirationTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let created_at: k8s_openapi::jiff::Timestamp = issued["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(expires.as_second() - created_at.as_second(), 3600);
+
+    let (code, review) = post(&s, TOKEN_REVIEWS, token_review(&token)).await;
+    assert_eq!(code, 201);
+    assert_eq!(review["kind"], "TokenReview");
+    assert_eq!(review["spec"]["token"], token);
+    let status = &review["status"];
+    assert_eq!(status["authenticated"], true);
+    assert_eq!(status["user"]["username"], "system:serviceaccount:shop:prom");
+    assert_eq!(status["user"]["uid"], uid.as_str());
+    assert_eq!(
+        status["user"]["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:shop",
+            "system:authenticated"
+        ])
+    );
+    assert_eq!(
+        status["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+
+    let (code, bogus) = post(&s, TOKEN_REVIEWS, token_review("not-a-token")).await;
+    assert_eq!(code, 201);
+    assert_eq!(bogus["status"], json!({"user": {}, "error": "invalid bearer token"}));
+    let (code, empty) = post(&s, TOKEN_REVIEWS, token_review("")).await;
+    assert_eq!(
+        (code, empty["message"].as_str()),
+        (400, Some("token is required for TokenReview in authentication"))
+    );
+
+    // the token dies with its account, even when one of the same name returns
+    let r = http(
+        s.addr(),
+        "DELETE",
+        "/api/v1/namespaces/shop/serviceaccounts/prom",
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let (_, gone) = post(&s, TOKEN_REVIEWS, token_review(&token)).await;
+    assert_eq!(gone["status"]["authenticated"], Value::Null);
+    assert_eq!(
+        gone["status"]["error"],
+        "[invalid bearer token, service account token has been invalidated]"
+    );
+    post(&s, "/api/v1/namespaces/shop/serviceaccounts", sa).await;
+    let (_, again) = post(&s, TOKEN_REVIEWS, token_review(&token)).await;
+    assert_eq!(again["status"]["authenticated"], Value::Null);
+
+    let (code, missing) = post(&s, "/api/v1/namespaces/shop/serviceaccounts/ghost/token", request).await;
+    assert_eq!(
+        (code, missing["message"].as_str()),
+        (404, Some("serviceaccounts \"ghost\" not found"))
+    );
+    let short = json!({"spec": {"expirationSeconds": 60}});
+    let (code, invalid) = post(&s, path, short).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        invalid["message"],
+        "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+    );
+    assert_eq!(invalid["details"]["group"], "authentication.k8s.io");
+    let r = http(s.addr(), "GET", path, None, None).await;
+    assert_eq!(r.status, 405);
+
+    // static tokens, as --token-auth-file declares them: from Rust and over /_sim/
+    s.add_token("admin-token", "admin", &["system:masters"]);
+    let (_, admin) = post(&s, TOKEN_REVIEWS, token_review("admin-token")).await;
+    assert_eq!(admin["status"]["user"]["username"], "admin");
+    assert_eq!(
+        admin["status"]["user"]["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
+    let (code, _) = post(
+        &s,
+        "/_sim/tokens",
+        json!({"token": "t2", "user": "alice", "uid": "42", "groups": ["dev"]}),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let (_, alice) = post(&s, TOKEN_REVIEWS, token_review("t2")).await;
+    assert_eq!(
+        alice["status"]["user"],
+        json!({"username": "alice", "uid": "42", "groups": ["dev", "system:authenticated"]})
+    );
+    let token = s.create_token("shop", "prom").unwrap();
+    let (_, review) = post(&s, TOKEN_REVIEWS, token_review(&token)).await;
+    assert_eq!(review["status"]["authenticated"], true);
+}
+
+fn sar_non_resource(user: &str, groups: &[&str], path: &str, verb: &str) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+           "spec": {"user": user, "groups": groups, "nonResourceAttributes": {"path": path, "verb": verb}}})
+}
+
+fn sar_resource(user: &str, namespace: &str, verb: &str, resource: &str) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+           "spec": {"user": user, "resourceAttributes": {"namespace": namespace, "verb": verb, "resource": resource}}})
+}
+
+/// kube-apiserver's RBAC authorizer behind `subjectaccessreviews`: a
+/// ClusterRoleBinding grants its ClusterRole's non-resource URLs to a
+/// ServiceAccount, with RBAC's reason; another path or user is denied with
+/// no reason (no opinion); a RoleBinding grants only in its namespace;
+/// `system:masters` is allowed everything; a spec with neither or both kinds
+/// of attributes, or no user nor group, is `422`.
+#[tokio::test]
+async fn subject_access_reviews_evaluate_rbac() {
+    let s = server().await;
+    for (path, obj) in [
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "metrics-reader"},
+                   "rules": [{"nonResourceURLs": ["/metrics", "/debug/*"], "verbs": ["get"]}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "prom-metrics"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+                   "subjects": [{"kind": "ServiceAccount", "name": "prom", "namespace": "monitoring"}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/shop/roles",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
+                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/shop/rolebindings",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "read-pods"},
+                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+                   "subjects": [{"kind": "User", "name": "alice"}]}),
+        ),
+    ] {
+        let (code, body) = post(&s, path, obj).await;
+        assert_eq!(code, 201, "{body}");
+    }
+    let prom = "system:serviceaccount:monitoring:prom";
+    let (code, allowed) = post(&s, SARS, sar_non_resource(prom, &[], "/metrics", "get")).await;
+    assert_eq!(code, 201);
+    assert_eq!(allowed["kind"], "SubjectAccessReview");
+    assert_eq!(allowed["spec"]["nonResourceAttributes"]["path"], "/metrics");
+    assert_eq!(
+        allowed["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"prom-metrics\" of ClusterRole \"metrics-reader\" to ServiceAccount \"prom/monitoring\""})
+    );
+    let (_, prefix) = post(&s, SARS, sar_non_resource(prom, &[], "/debug/pprof/", "get")).await;
+    assert_eq!(prefix["status"]["allowed"], true);
+    for (user, path, verb) in [
+        (prom, "/healthz", "get"),
+        (prom, "/metrics", "post"),
+        ("system:serviceaccount:default:prom", "/metrics", "get"),
+    ] {
+        let (_, denied) = post(&s, SARS, sar_non_resource(user, &[], path, verb)).await;
+        assert_eq!(denied["status"], json!({"allowed": false}), "{user} {verb} {path}");
+    }
+    let (_, masters) = post(
+        &s,
+        SARS,
+        sar_non_resource("admin", &["system:masters"], "/anything", "delete"),
+    )
+    .await;
+    assert_eq!(masters["status"], json!({"allowed": true}));
+
+    let (_, in_shop) = post(&s, SARS, sar_resource("alice", "shop", "list", "pods")).await;
+    assert_eq!(
+        in_shop["status"],
+        json!({"allowed": true, "reason": "RBAC: allowed by RoleBinding \"read-pods/shop\" of Role \"pod-reader\" to User \"alice\""})
+    );
+    for (ns, verb, resource) in [
+        ("default", "list", "pods"),
+        ("", "list", "pods"),
+        ("shop", "delete", "pods"),
+        ("shop", "get", "nodes"),
+    ] {
+        let (_, denied) = post(&s, SARS, sar_resource("alice", ns, verb, resource)).await;
+        assert_eq!(denied["status"]["allowed"], false, "{ns} {verb} {resource}");
+    }
+
+    let neither =
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": "alice"}});
+    let (code, e) = post(&s, SARS, neither).await;
+    assert_eq!((code, e["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(
+        e["message"],
+        "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes: Invalid value: null: exactly one of nonResourceAttributes or resourceAttributes must be specified"
+    );
+    let mut both = sar_resource("alice", "shop", "get", "pods");
+    both["spec"]["nonResourceAttributes"] = json!({"path": "/metrics", "verb": "get"});
+    let (code, e) = post(&s, SARS, both).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        e["message"],
+        "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.nonResourceAttributes: Invalid value: {\"Path\":\"/metrics\",\"Verb\":\"get\"}: cannot be specified in combination with resourceAttributes"
+    );
+    let (code, e) = post(&s, SARS, sar_non_resource("", &[], "/metrics", "get")).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        e["message"],
+        "SubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.user: Invalid value: \"\": at least one of user or group must be specified"
+    );
+    assert_eq!(e["details"]["causes"][0]["field"], "spec.user");
+    // reviews are answered, never stored
+    let r = http(s.addr(), "GET", SARS, None, None).await;
+    assert_eq!(r.status, 405);
+}
+
+/// RBAC's objects are named as kube-apiserver's `ValidateRBACName` allows:
+/// any path segment, so `system:auth-delegator` and `wasmsched:viewer` are
+/// names; a slash or a percent sign is not.
+#[tokio::test]
+async fn rbac_names_are_path_segments() {
+    let s = server().await;
+    let role = |name: &str| {
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": name},
+               "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+    };
+    let path = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let (code, body) = post(&s, path, role("wasmsched:viewer")).await;
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = post(&s, path, role("a/b")).await;
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(r#"metadata.name: Invalid value: "a/b": may not contain '/'"#),
+        "{body}"
+    );
 }

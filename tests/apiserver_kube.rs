@@ -247,3 +247,123 @@ async fn watcher_streaming_list() {
     }
     assert_eq!(names, ["n1", "n2", "n3"]);
 }
+
+/// Delegated authentication and authorization as a component's secure port
+/// does it with kube-rs: a ServiceAccount's token (the `token`
+/// subresource), a TokenReview of it, RBAC applied as objects, and
+/// SubjectAccessReviews of the reviewed user for `/metrics`.
+#[tokio::test]
+async fn tokens_reviews_and_rbac() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec};
+    use k8s_openapi::api::authorization::v1::{NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+
+    let s = server().await;
+    let client = kube_client(&s);
+    let pp = PostParams::default();
+    let sas: Api<ServiceAccount> = Api::namespaced(client.clone(), "monitoring");
+    let sa = ServiceAccount {
+        metadata: ObjectMeta {
+            name: Some("prom".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let sa = sas.create(&pp, &sa).await.unwrap();
+    let request = TokenRequest {
+        spec: Some(TokenRequestSpec {
+            expiration_seconds: Some(900),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let issued = sas.create_token_request("prom", &pp, &request).await.unwrap();
+    assert_eq!(issued.spec.unwrap().expiration_seconds, Some(900));
+    let token = issued.status.unwrap().token.unwrap();
+    let err = sas.create_token_request("ghost", &pp, &request).await.unwrap_err();
+    assert_eq!(api_error(err).0, 404);
+
+    let reviews: Api<TokenReview> = Api::all(client.clone());
+    let review = TokenReview {
+        spec: TokenReviewSpec {
+            token,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let status = reviews.create(&pp, &review).await.unwrap().status.unwrap();
+    assert_eq!(status.authenticated, Some(true));
+    let user = status.user.unwrap();
+    assert_eq!(user.username.as_deref(), Some("system:serviceaccount:monitoring:prom"));
+    assert_eq!(user.uid, sa.metadata.uid);
+
+    let roles: Api<ClusterRole> = Api::all(client.clone());
+    roles
+        .create(
+            &pp,
+            &ClusterRole {
+                metadata: ObjectMeta {
+                    name: Some("metrics".into()),
+                    ..Default::default()
+                },
+                rules: Some(vec![PolicyRule {
+                    non_resource_urls: Some(vec!["/metrics".into()]),
+                    verbs: vec!["get".into()],
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    bindings
+        .create(
+            &pp,
+            &ClusterRoleBinding {
+                metadata: ObjectMeta {
+                    name: Some("prom-metrics".into()),
+                    ..Default::default()
+                },
+                role_ref: RoleRef {
+                    api_group: Some("rbac.authorization.k8s.io".into()),
+                    kind: "ClusterRole".into(),
+                    name: "metrics".into(),
+                },
+                subjects: Some(vec![Subject {
+                    kind: "ServiceAccount".into(),
+                    name: "prom".into(),
+                    namespace: Some("monitoring".into()),
+                    ..Default::default()
+                }]),
+            },
+        )
+        .await
+        .unwrap();
+    let sars: Api<SubjectAccessReview> = Api::all(client);
+    let ask = |path: &str| SubjectAccessReview {
+        spec: SubjectAccessReviewSpec {
+            user: user.username.clone(),
+            groups: user.groups.clone(),
+            uid: user.uid.clone(),
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some(path.into()),
+                verb: Some("get".into()),
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let allowed = sars.create(&pp, &ask("/metrics")).await.unwrap().status.unwrap();
+    assert!(allowed.allowed);
+    assert_eq!(
+        allowed.reason.as_deref(),
+        Some(
+            "RBAC: allowed by ClusterRoleBinding \"prom-metrics\" of ClusterRole \"metrics\" to ServiceAccount \"prom/monitoring\""
+        )
+    );
+    let denied = sars.create(&pp, &ask("/configz")).await.unwrap().status.unwrap();
+    assert!(!denied.allowed);
+    assert_eq!(denied.reason, None);
+}

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use k8s_openapi::api::{apps, coordination, core, events, policy, storage};
+use k8s_openapi::api::{apps, authentication, authorization, coordination, core, events, policy, rbac, storage};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -39,6 +39,10 @@ struct GroupVersion {
 struct Root {
     name: String,
     kind: Option<&'static str>,
+    /// The kind's own group when it is not the document's: a subresource's
+    /// body (`serviceaccounts/token` takes an `authentication.k8s.io`
+    /// TokenRequest) is described in the document of the resource.
+    group: Option<&'static str>,
 }
 
 fn root<T: JsonSchema + k8s_openapi::Resource>(gen_: &mut SchemaGenerator, roots: &mut Vec<Root>) {
@@ -46,6 +50,16 @@ fn root<T: JsonSchema + k8s_openapi::Resource>(gen_: &mut SchemaGenerator, roots
     roots.push(Root {
         name: T::schema_name().into_owned(),
         kind: Some(T::KIND),
+        group: None,
+    });
+}
+
+fn foreign_root<T: JsonSchema + k8s_openapi::Resource>(gen_: &mut SchemaGenerator, roots: &mut Vec<Root>) {
+    gen_.subschema_for::<T>();
+    roots.push(Root {
+        name: T::schema_name().into_owned(),
+        kind: Some(T::KIND),
+        group: Some(T::GROUP),
     });
 }
 
@@ -54,8 +68,12 @@ fn meta_root<T: JsonSchema>(gen_: &mut SchemaGenerator, roots: &mut Vec<Root>) {
     roots.push(Root {
         name: T::schema_name().into_owned(),
         kind: None,
+        group: None,
     });
 }
+
+/// Kinds that are only ever created (answered, not stored): no `XList`.
+const CREATE_ONLY: &[&str] = &["Binding", "TokenRequest", "TokenReview", "SubjectAccessReview"];
 
 macro_rules! kinds {
     ($group:expr, $version:expr, [$($t:ty),* $(,)?]) => {{
@@ -80,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "io.k8s.apimachinery.pkg.apis.meta.v1",
     )?;
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("openapi");
-    let gvs = [
+    let mut gvs = [
         kinds!(
             "",
             "v1",
@@ -95,6 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 core::v1::ReplicationController,
                 core::v1::PersistentVolumeClaim,
                 core::v1::PersistentVolume,
+                core::v1::ServiceAccount,
             ]
         ),
         kinds!("apps", "v1", [apps::v1::ReplicaSet, apps::v1::StatefulSet]),
@@ -106,7 +125,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         kinds!("coordination.k8s.io", "v1", [coordination::v1::Lease]),
         kinds!("events.k8s.io", "v1", [events::v1::Event]),
+        kinds!("authentication.k8s.io", "v1", [authentication::v1::TokenReview]),
+        kinds!("authorization.k8s.io", "v1", [authorization::v1::SubjectAccessReview]),
+        kinds!(
+            "rbac.authorization.k8s.io",
+            "v1",
+            [
+                rbac::v1::ClusterRole,
+                rbac::v1::ClusterRoleBinding,
+                rbac::v1::Role,
+                rbac::v1::RoleBinding,
+            ]
+        ),
     ];
+    // serviceaccounts/token's body, in core/v1's document as kube-apiserver has it.
+    {
+        let (core_v1, gen_) = &mut gvs[0];
+        foreign_root::<authentication::v1::TokenRequest>(gen_, &mut core_v1.roots);
+    }
     for def in RESOURCES {
         let covered = gvs.iter().any(|(gv, _)| {
             gv.group == def.group && gv.version == def.version && gv.roots.iter().any(|r| r.kind == Some(def.kind))
@@ -117,10 +153,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut schemas = gen_.take_definitions(true);
         for r in &gv.roots {
             let Some(kind) = r.kind else { continue };
-            let gvk = |kind: &str| json!([{"group": gv.group, "kind": kind, "version": gv.version}]);
+            let group = r.group.unwrap_or(gv.group);
+            let gvk = |kind: &str| json!([{"group": group, "kind": kind, "version": gv.version}]);
             schemas[&r.name]["x-kubernetes-group-version-kind"] = gvk(kind);
-            // Binding is created, never listed.
-            if kind == "Binding" {
+            if CREATE_ONLY.contains(&kind) {
                 continue;
             }
             let list_name = format!("{}List", r.name);

@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use crate::Shared;
 use crate::faults::{Admit, FaultRequest, RequestInfo};
 use crate::openapi::{self, FieldValidation};
-use crate::resources::{self, BINDINGS, PODS, RESOURCES};
+use crate::protobuf;
+use crate::resources::{self, BINDINGS, PODS, RESOURCES, SERVICE_ACCOUNTS, SUBJECT_ACCESS_REVIEWS, TOKEN_REVIEWS};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
 use crate::store::{Filter, WatchFrom, WatchMsg};
@@ -179,6 +180,28 @@ fn serve(
         }
         Route::Api(t) => t,
     };
+    // `binding` and `token` are create-only: kube-apiserver serves no other
+    // verb on them.
+    if matches!(t.sub.as_deref(), Some("binding" | "token")) && method != Method::POST {
+        return ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({method} {path})"
+        ))
+        .into_response();
+    }
+    let decoded;
+    let body = if header_is(headers, header::CONTENT_TYPE, protobuf::CONTENT_TYPE)
+        && matches!(*method, Method::POST | Method::PUT)
+    {
+        match protobuf::decode(body) {
+            Ok(v) => {
+                decoded = Bytes::from(serde_json::to_vec(&v).expect("JSON values serialize"));
+                &decoded
+            }
+            Err(e) => return e.into_response(),
+        }
+    } else {
+        body
+    };
     let result = match (method, &t.name) {
         (&Method::GET, None) if watch => return watch_response(shared, &t, query),
         (&Method::GET, None) => list(shared, &t, query, headers),
@@ -187,6 +210,7 @@ fn serve(
         (&Method::POST, Some(name)) if t.sub.as_deref() == Some("binding") => {
             bind(shared, &t, name, body, query, user_agent)
         }
+        (&Method::POST, Some(name)) if t.sub.as_deref() == Some("token") => token(shared, &t, name, body, query),
         (&Method::PUT, Some(name)) => update(shared, &t, name, body, query),
         (&Method::PATCH, Some(name)) => {
             let ct = headers
@@ -211,6 +235,15 @@ fn serve(
         ))),
     };
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Whether a header's media type (parameters aside) is `media_type`.
+fn header_is(headers: &HeaderMap, name: header::HeaderName, media_type: &str) -> bool {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(media_type))
 }
 
 fn ns_of(t: &Target) -> &str {
@@ -333,16 +366,21 @@ fn checked_body(
 /// unknown fields as its strict decoder does, `Warn` (the default) returns
 /// them to become `Warning` headers, `Ignore` drops them silently.
 fn check_fields(res: usize, v: &Value, directive: FieldValidation) -> Result<Vec<String>, ApiError> {
+    check_fields_as(res, RESOURCES[res].kind, v, directive)
+}
+
+/// [`check_fields`] for a body of another `kind` than the resource's (a
+/// subresource's, such as `TokenRequest`), described in the same document.
+fn check_fields_as(res: usize, kind: &str, v: &Value, directive: FieldValidation) -> Result<Vec<String>, ApiError> {
     let def = &RESOURCES[res];
     if directive == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
-    let unknown = openapi::unknown_fields(def, def.kind, v);
+    let unknown = openapi::unknown_fields(def, kind, v);
     if directive == FieldValidation::Strict && !unknown.is_empty() {
         return Err(ApiError::bad_request(format!(
             "{kind} in version {v:?} cannot be handled as a {kind}: {}",
             openapi::strict_error(&unknown),
-            kind = def.kind,
             v = def.version
         )));
     }
@@ -437,8 +475,35 @@ fn create(
         shared.lock().bind_as(ns_of(t), &name, &v, user_agent)?;
         return Ok(with_warnings(json_value(201, &status::success(201)), &warnings));
     }
+    // Reviews are answered, not stored.
+    if t.res == TOKEN_REVIEWS {
+        let tokens = shared.tokens();
+        let answer = tokens.review(&shared.lock(), v)?;
+        return Ok(with_warnings(json_value(201, &answer), &warnings));
+    }
+    if t.res == SUBJECT_ACCESS_REVIEWS {
+        let answer = crate::auth::access_review(&shared.lock(), v)?;
+        return Ok(with_warnings(json_value(201, &answer), &warnings));
+    }
     let s = shared.lock().create(t.res, t.ns.as_deref(), v)?;
     Ok(with_warnings(json_bytes(201, s.json), &warnings))
+}
+
+/// `POST namespaces/NS/serviceaccounts/NAME/token`: a TokenRequest.
+fn token(
+    shared: &Shared,
+    t: &Target,
+    name: &str,
+    body: &[u8],
+    query: &HashMap<String, String>,
+) -> Result<Response, ApiError> {
+    debug_assert_eq!(t.res, SERVICE_ACCOUNTS);
+    let directive = directive(query, "CreateOptions")?;
+    let v = parse_body(body)?;
+    let warnings = check_fields_as(t.res, "TokenRequest", &v, directive)?;
+    let mut tokens = shared.tokens();
+    let answer = tokens.issue(&shared.lock(), ns_of(t), name, v)?;
+    Ok(with_warnings(json_value(201, &answer), &warnings))
 }
 
 fn bind(
@@ -552,7 +617,8 @@ fn frame(kind: &str, object: &[u8]) -> Bytes {
     Bytes::from(b)
 }
 
-/// `/_sim/faults` (GET the state, POST a [`FaultRequest`]), `/_sim/stats`.
+/// `/_sim/faults` (GET the state, POST a [`FaultRequest`]), `/_sim/stats`,
+/// `/_sim/tokens` (POST a [`crate::StaticToken`]).
 fn control(shared: &Shared, method: &Method, path: &str, body: &[u8]) -> Result<Response, ApiError> {
     match (method, path) {
         (&Method::GET, "faults") => Ok(json_value(200, &shared.faults.describe())),
@@ -563,6 +629,16 @@ fn control(shared: &Shared, method: &Method, path: &str, body: &[u8]) -> Result<
             Ok(json_value(200, &shared.faults.describe()))
         }
         (&Method::GET, "stats") => Ok(json_value(200, &crate::stats(shared))),
+        (&Method::POST, "tokens") => {
+            let token: crate::StaticToken =
+                serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("static token: {e}")))?;
+            if token.token.is_empty() || token.user.is_empty() {
+                return Err(ApiError::bad_request("static token: token and user are required"));
+            }
+            let answer = json!({"user": token.user, "uid": token.uid, "groups": token.groups});
+            shared.tokens().add_static(token);
+            Ok(json_value(201, &answer))
+        }
         _ => Err(ApiError::no_route(&format!("/_sim/{path}"))),
     }
 }

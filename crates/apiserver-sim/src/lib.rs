@@ -3,10 +3,17 @@
 //! It serves real HTTP and speaks the genuine wire format with k8s-openapi's
 //! types: core/v1 nodes, pods (with the `status` and `binding`
 //! subresources), namespaces, events, configmaps, services,
-//! replicationcontrollers, persistentvolumeclaims and persistentvolumes,
-//! `apps/v1` replicasets and statefulsets, `policy/v1`
-//! poddisruptionbudgets, `storage.k8s.io/v1` storageclasses and csinodes,
-//! `events.k8s.io/v1` events and `coordination.k8s.io/v1` leases; lists with label and field
+//! replicationcontrollers, persistentvolumeclaims, persistentvolumes and
+//! serviceaccounts (with the `token` subresource), `apps/v1` replicasets
+//! and statefulsets, `policy/v1` poddisruptionbudgets, `storage.k8s.io/v1`
+//! storageclasses and csinodes, `events.k8s.io/v1` events,
+//! `coordination.k8s.io/v1` leases, `rbac.authorization.k8s.io/v1`
+//! clusterroles, clusterrolebindings, roles and rolebindings, and the
+//! create-only `authentication.k8s.io/v1` tokenreviews and
+//! `authorization.k8s.io/v1` subjectaccessreviews (answered from the issued
+//! and [static](ApiServer::add_token) tokens and by RBAC over the stored
+//! roles, as kube-apiserver answers a component's delegated authentication
+//! and authorization); lists with label and field
 //! selectors, `limit` and `continue`; watches from a resourceVersion, with
 //! bookmarks, `410 Expired` for a compacted version and streaming lists;
 //! optimistic concurrency; errors as `Status` objects with kube's reasons and
@@ -32,10 +39,12 @@
 //! # Ok(()) }
 //! ```
 
+mod auth;
 mod faults;
 mod http;
 mod openapi;
 mod patch;
+mod protobuf;
 pub mod resources;
 mod selector;
 mod status;
@@ -49,6 +58,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
+pub use auth::{API_AUDIENCE, StaticToken};
 pub use faults::{FailRule, FaultRequest, Faults, LoseRule, Match, SlowRule};
 pub use patch::{json_patch, merge, strategic};
 pub use selector::{FieldSelector, LabelSelector};
@@ -85,6 +95,7 @@ impl Default for Config {
 /// State shared by the HTTP handlers.
 pub(crate) struct Shared {
     store: Mutex<Store>,
+    tokens: Mutex<auth::Tokens>,
     faults: Faults,
     config: Config,
     addr: SocketAddr,
@@ -93,6 +104,11 @@ pub(crate) struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Store> {
         self.store.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tokens; taken before the store when both are needed.
+    fn tokens(&self) -> MutexGuard<'_, auth::Tokens> {
+        self.tokens.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -171,6 +187,7 @@ impl ApiServer {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             store: Mutex::new(Store::new(config.history_window, config.seed)),
+            tokens: Mutex::new(auth::Tokens::new(config.seed)),
             faults: Faults::new(config.seed),
             config,
             addr,
@@ -231,6 +248,33 @@ impl ApiServer {
     /// tokens from them get `410 Expired`).
     pub fn compact(&self) {
         self.shared.lock().compact();
+    }
+
+    /// Registers a static bearer token for `user` in `groups`, as a line of
+    /// kube-apiserver's `--token-auth-file` does: a TokenReview of it
+    /// authenticates as that user, with `system:authenticated` added.
+    /// (`POST /_sim/tokens` does the same over HTTP.)
+    pub fn add_token(&self, token: &str, user: &str, groups: &[&str]) {
+        self.add_static_token(StaticToken {
+            token: token.to_owned(),
+            user: user.to_owned(),
+            uid: String::new(),
+            groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        });
+    }
+
+    /// [`ApiServer::add_token`] with every field of a token file's line.
+    pub fn add_static_token(&self, token: StaticToken) {
+        self.shared.tokens().add_static(token);
+    }
+
+    /// Issues a one-hour token for the ServiceAccount `namespace/name`, as
+    /// `POST .../serviceaccounts/NAME/token` (and `kubectl create token`)
+    /// does; `404` when the account does not exist.
+    pub fn create_token(&self, namespace: &str, name: &str) -> Result<String, ApiError> {
+        let mut tokens = self.shared.tokens();
+        let answer = tokens.issue(&self.shared.lock(), namespace, name, json!({}))?;
+        Ok(answer["status"]["token"].as_str().unwrap_or_default().to_owned())
     }
 
     /// Counters of bindings and watches.

@@ -52,6 +52,21 @@ const STORED: &[(&str, &str, &[u8])] = &[
         "v1",
         include_bytes!("../openapi/apis__events.k8s.io__v1_schemas.json.gz"),
     ),
+    (
+        "authentication.k8s.io",
+        "v1",
+        include_bytes!("../openapi/apis__authentication.k8s.io__v1_schemas.json.gz"),
+    ),
+    (
+        "authorization.k8s.io",
+        "v1",
+        include_bytes!("../openapi/apis__authorization.k8s.io__v1_schemas.json.gz"),
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        include_bytes!("../openapi/apis__rbac.authorization.k8s.io__v1_schemas.json.gz"),
+    ),
 ];
 
 /// One group-version's document.
@@ -122,12 +137,21 @@ fn build(group: &'static str, version: &'static str, gz: &[u8]) -> Doc {
         _ => panic!("the stored schemas have components.schemas"),
     };
     let mut kinds = HashMap::new();
+    let mut foreign = Vec::new();
     for (name, s) in &schemas {
         for gvk in s["x-kubernetes-group-version-kind"].as_array().into_iter().flatten() {
+            let kind = gvk["kind"].as_str().unwrap_or("").to_owned();
             if gvk["group"] == group && gvk["version"] == version {
-                kinds.insert(gvk["kind"].as_str().unwrap_or("").to_owned(), name.clone());
+                kinds.insert(kind, name.clone());
+            } else {
+                foreign.push((kind, name.clone()));
             }
         }
+    }
+    // Another group's kind that a subresource takes (TokenRequest in
+    // core/v1), unless the document has a kind of that name of its own.
+    for (kind, name) in foreign {
+        kinds.entry(kind).or_insert(name);
     }
     let doc = json!({
         "openapi": "3.0.0",
@@ -283,7 +307,13 @@ fn paths(group: &str, version: &str, kinds: &HashMap<String, String>) -> Map<Str
         );
         create["requestBody"] = json!({"content": schema(def.kind), "required": true});
         if !def.stored {
-            create["responses"]["201"] = json!({"description": "Created", "content": status});
+            // A binding answers a Status, a review the review.
+            let answer = if def.kind == "Binding" {
+                status.clone()
+            } else {
+                schema(def.kind)
+            };
+            create["responses"]["201"] = json!({"description": "Created", "content": answer});
             coll.insert("post".into(), create);
             out.insert(collection, Value::Object(coll));
             continue;
@@ -322,19 +352,30 @@ fn paths(group: &str, version: &str, kinds: &HashMap<String, String>) -> Map<Str
                 "" => (item.clone(), format!("the specified {}", def.kind)),
                 s => (format!("{item}/{s}"), format!("{s} of the specified {}", def.kind)),
             };
-            if sub == "binding" {
-                let mut bind = op(
+            if sub == "binding" || sub == "token" {
+                // Create-only: a Binding answered with a Status, a
+                // TokenRequest (authentication.k8s.io) with itself.
+                let body_kind = if sub == "binding" { "Binding" } else { "TokenRequest" };
+                let mut post = op(
                     "post",
                     "create",
                     namespaced,
                     sub,
-                    format!("create binding of {}", article(def.kind)),
+                    format!("create {sub} of {}", article(def.kind)),
                     write_params(),
                 );
-                bind["requestBody"] = json!({"content": schema("Binding"), "required": true});
-                bind["responses"]["201"] = json!({"description": "Created", "content": status});
-                bind["x-kubernetes-group-version-kind"]["kind"] = json!("Binding");
-                out.insert(path, json!({"parameters": named(&scope_params), "post": bind}));
+                post["requestBody"] = json!({"content": schema(body_kind), "required": true});
+                let answer = if sub == "binding" {
+                    status.clone()
+                } else {
+                    schema(body_kind)
+                };
+                post["responses"]["201"] = json!({"description": "Created", "content": answer});
+                post["x-kubernetes-group-version-kind"]["kind"] = json!(body_kind);
+                if sub == "token" {
+                    post["x-kubernetes-group-version-kind"]["group"] = json!("authentication.k8s.io");
+                }
+                out.insert(path, json!({"parameters": named(&scope_params), "post": post}));
                 continue;
             }
             let mut ops = if sub.is_empty() {
@@ -728,9 +769,12 @@ mod tests {
             [
                 "api/v1",
                 "apis/apps/v1",
+                "apis/authentication.k8s.io/v1",
+                "apis/authorization.k8s.io/v1",
                 "apis/coordination.k8s.io/v1",
                 "apis/events.k8s.io/v1",
                 "apis/policy/v1",
+                "apis/rbac.authorization.k8s.io/v1",
                 "apis/storage.k8s.io/v1"
             ]
         );

@@ -20,9 +20,10 @@ pub struct ResourceDef {
     pub namespaced: bool,
     /// `kubectl` short names.
     pub short_names: &'static [&'static str],
-    /// Subresources (`status`, `binding`).
+    /// Subresources (`status`, `binding`, `token`).
     pub subresources: &'static [&'static str],
-    /// Stored: bindings are a verb on pods, not objects of their own.
+    /// Stored: bindings are a verb on pods, and reviews are questions
+    /// answered on create, not objects of their own.
     pub stored: bool,
 }
 
@@ -229,6 +230,83 @@ pub static RESOURCES: &[ResourceDef] = &[
         subresources: &[],
         stored: true,
     },
+    ResourceDef {
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        singular: "serviceaccount",
+        kind: "ServiceAccount",
+        namespaced: true,
+        short_names: &["sa"],
+        subresources: &["token"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "authentication.k8s.io",
+        version: "v1",
+        plural: "tokenreviews",
+        singular: "tokenreview",
+        kind: "TokenReview",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: false,
+    },
+    ResourceDef {
+        group: "authorization.k8s.io",
+        version: "v1",
+        plural: "subjectaccessreviews",
+        singular: "subjectaccessreview",
+        kind: "SubjectAccessReview",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: false,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterroles",
+        singular: "clusterrole",
+        kind: "ClusterRole",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "clusterrolebindings",
+        singular: "clusterrolebinding",
+        kind: "ClusterRoleBinding",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "roles",
+        singular: "role",
+        kind: "Role",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "rbac.authorization.k8s.io",
+        version: "v1",
+        plural: "rolebindings",
+        singular: "rolebinding",
+        kind: "RoleBinding",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
 ];
 
 /// Index of `pods` in [`RESOURCES`].
@@ -239,6 +317,20 @@ pub const NODES: usize = 1;
 pub const NAMESPACES: usize = 0;
 /// Index of `bindings` in [`RESOURCES`].
 pub const BINDINGS: usize = 3;
+/// Index of `serviceaccounts` in [`RESOURCES`].
+pub const SERVICE_ACCOUNTS: usize = 17;
+/// Index of `tokenreviews` in [`RESOURCES`].
+pub const TOKEN_REVIEWS: usize = 18;
+/// Index of `subjectaccessreviews` in [`RESOURCES`].
+pub const SUBJECT_ACCESS_REVIEWS: usize = 19;
+/// Index of `clusterroles` in [`RESOURCES`].
+pub const CLUSTER_ROLES: usize = 20;
+/// Index of `clusterrolebindings` in [`RESOURCES`].
+pub const CLUSTER_ROLE_BINDINGS: usize = 21;
+/// Index of `roles` in [`RESOURCES`].
+pub const ROLES: usize = 22;
+/// Index of `rolebindings` in [`RESOURCES`].
+pub const ROLE_BINDINGS: usize = 23;
 
 /// The resource at `group/version/plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -309,15 +401,23 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
         for sub in r.subresources {
             let (kind, verbs): (&str, &[&str]) = match *sub {
                 "binding" => ("Binding", &["create"]),
+                "token" => ("TokenRequest", &["create"]),
                 _ => (r.kind, &["get", "patch", "update"]),
             };
-            resources.push(json!({
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.plural),
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": kind,
                 "verbs": verbs,
-            }));
+            });
+            // A subresource of another group's kind names it, as
+            // kube-apiserver does for serviceaccounts/token.
+            if *sub == "token" {
+                entry["group"] = json!("authentication.k8s.io");
+                entry["version"] = json!("v1");
+            }
+            resources.push(entry);
         }
     }
     if resources.is_empty() {
@@ -344,4 +444,32 @@ pub fn version() -> Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_index_constants_name_their_resources() {
+        for (index, group, plural) in [
+            (NAMESPACES, "", "namespaces"),
+            (NODES, "", "nodes"),
+            (PODS, "", "pods"),
+            (BINDINGS, "", "bindings"),
+            (SERVICE_ACCOUNTS, "", "serviceaccounts"),
+            (TOKEN_REVIEWS, "authentication.k8s.io", "tokenreviews"),
+            (SUBJECT_ACCESS_REVIEWS, "authorization.k8s.io", "subjectaccessreviews"),
+            (CLUSTER_ROLES, "rbac.authorization.k8s.io", "clusterroles"),
+            (
+                CLUSTER_ROLE_BINDINGS,
+                "rbac.authorization.k8s.io",
+                "clusterrolebindings",
+            ),
+            (ROLES, "rbac.authorization.k8s.io", "roles"),
+            (ROLE_BINDINGS, "rbac.authorization.k8s.io", "rolebindings"),
+        ] {
+            assert_eq!(find(group, "v1", plural), Some(index), "{plural}");
+        }
+    }
 }

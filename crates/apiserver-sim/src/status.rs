@@ -81,10 +81,31 @@ impl ApiError {
         )
     }
 
-    /// 422 `Pod "x" is invalid: <field>: <why>`.
+    /// 422 `Pod "x" is invalid: <field>: <why>` (the kind qualified by its
+    /// group, `Lease.coordination.k8s.io "x"`, as kube's `NewInvalid` says).
     pub fn invalid(group: &str, kind: &str, name: &str, field: &str, why: &str) -> Self {
-        let mut e = Self::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {field}: {why}"));
-        let mut d = json!({"name": name, "kind": kind, "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}]});
+        Self::invalid_fields(group, kind, name, &[(field, why)])
+    }
+
+    /// 422 for several field errors, aggregated as kube aggregates them:
+    /// `SubjectAccessReview.authorization.k8s.io "" is invalid: [a: ..., b: ...]`.
+    pub fn invalid_fields(group: &str, kind: &str, name: &str, errors: &[(&str, &str)]) -> Self {
+        let all: Vec<String> = errors.iter().map(|(f, why)| format!("{f}: {why}")).collect();
+        let all = match all.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        let qualified_kind = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let mut e = Self::new(422, "Invalid", format!("{qualified_kind} \"{name}\" is invalid: {all}"));
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|(f, why)| json!({"reason": "FieldValueInvalid", "message": why, "field": f}))
+            .collect();
+        let mut d = json!({"name": name, "kind": kind, "causes": causes});
         if !group.is_empty() {
             d["group"] = json!(group);
         }

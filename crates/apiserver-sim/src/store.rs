@@ -9,12 +9,13 @@ use bytes::Bytes;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::rbac::v1 as rbac;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use wasmsched_core::rng::Rng;
 
 use crate::patch;
-use crate::resources::{NAMESPACES, NODES, PODS, RESOURCES, ResourceDef};
+use crate::resources::{NAMESPACES, NODES, PODS, RESOURCES, ResourceDef, SERVICE_ACCOUNTS};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
@@ -249,15 +250,7 @@ impl Store {
 
     fn uid(&mut self) -> String {
         let a = self.rng.next_u64();
-        let b = self.rng.next_u64();
-        format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            a >> 32,
-            (a >> 16) & 0xffff,
-            a & 0xfff,
-            (b >> 48) & 0x3fff | 0x8000,
-            b & 0xffff_ffff_ffff
-        )
+        uuid_v4(a, self.rng.next_u64())
     }
 
     fn suffix(&mut self) -> String {
@@ -332,6 +325,11 @@ impl Store {
             }
             ("apps", "ReplicaSet") => round_trip::<k8s_openapi::api::apps::v1::ReplicaSet>(def, value)?,
             ("apps", "StatefulSet") => round_trip::<k8s_openapi::api::apps::v1::StatefulSet>(def, value)?,
+            ("", "ServiceAccount") => round_trip::<k8s_openapi::api::core::v1::ServiceAccount>(def, value)?,
+            ("rbac.authorization.k8s.io", "ClusterRole") => round_trip::<rbac::ClusterRole>(def, value)?,
+            ("rbac.authorization.k8s.io", "ClusterRoleBinding") => round_trip::<rbac::ClusterRoleBinding>(def, value)?,
+            ("rbac.authorization.k8s.io", "Role") => round_trip::<rbac::Role>(def, value)?,
+            ("rbac.authorization.k8s.io", "RoleBinding") => round_trip::<rbac::RoleBinding>(def, value)?,
             _ => value,
         };
         if res == PODS {
@@ -411,7 +409,14 @@ impl Store {
             return Err(ApiError::already_exists(def.group, def.plural, &name));
         }
         let value = self.normalize(res, value)?;
-        Ok(self.commit(res, key, value, EventType::Added))
+        let stored = self.commit(res, key, value, EventType::Added);
+        // kube-controller-manager's serviceaccounts controller gives every
+        // namespace its `default` account at once; clients wait for it.
+        if res == NAMESPACES && !self.objects[SERVICE_ACCOUNTS].contains_key(&(name.clone(), "default".into())) {
+            let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
+            self.create(SERVICE_ACCOUNTS, Some(&name), sa)?;
+        }
+        Ok(stored)
     }
 
     /// One object.
@@ -841,8 +846,42 @@ fn scope(def: &ResourceDef, path_ns: Option<&str>, obj_ns: Option<&str>) -> Resu
     }
 }
 
-/// DNS-1123 subdomain, as kube-apiserver checks object names.
+/// A random (version 4) UUID from two random words, as kube-apiserver
+/// writes UIDs.
+pub(crate) fn uuid_v4(a: u64, b: u64) -> String {
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        (b >> 48) & 0x3fff | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// DNS-1123 subdomain, as kube-apiserver checks object names; RBAC's
+/// kinds take any path segment (`system:auth-delegator`), as its
+/// `ValidateRBACName` does.
 fn check_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
+    if def.group == "rbac.authorization.k8s.io" {
+        let why = match name {
+            "." | ".." => Some(format!("may not be '{name}'")),
+            _ => ["/", "%"]
+                .iter()
+                .find(|c| name.contains(*c))
+                .map(|c| format!("may not contain '{c}'")),
+        };
+        return match why {
+            None => Ok(()),
+            Some(why) => Err(ApiError::invalid(
+                def.group,
+                def.kind,
+                name,
+                "metadata.name",
+                &format!("Invalid value: {name:?}: {why}"),
+            )),
+        };
+    }
     let ok = name.len() <= 253
         && name.split('.').all(|part| {
             !part.is_empty()
