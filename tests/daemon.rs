@@ -19,6 +19,8 @@ use serde_json::json;
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig, Match};
 use wasmsched_core::{Cache, NodeData, PodInfo};
 
+use support::prometheus::Prometheus;
+
 mod guest;
 mod support;
 
@@ -81,6 +83,7 @@ fn run_daemon(
             identity,
             "--admin-address",
             admin,
+            "--admin-plain-http",
         ])
         .arg("--config")
         .arg(config)
@@ -296,7 +299,7 @@ async fn http_get(addr: &str, path: &str) -> String {
 async fn try_http_get(addr: &str, path: &str) -> std::io::Result<String> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut c = tokio::net::TcpStream::connect(addr).await?;
-    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
         .await?;
     let mut out = String::new();
     c.read_to_string(&mut out).await?;
@@ -1609,74 +1612,6 @@ async fn a_claim_is_bound_to_the_smallest_local_volume_that_fits() {
     assert_eq!(pod.spec.unwrap().node_name.as_deref(), Some("n1"));
 }
 
-/// A real Prometheus (Debian's `prometheus`, which scripts/test.sh
-/// installs) on a free port, scraping `targets` (job, address) every
-/// second, with its data in `dir`. Killed on drop.
-struct Prometheus {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Prometheus {
-    async fn start(dir: &std::path::Path, addr: &str, targets: &[(&str, &str)]) -> Prometheus {
-        let binary = ["/usr/bin/prometheus", "/usr/local/bin/prometheus"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists())
-            .expect(
-                "prometheus is not installed: scripts/install-test-tools.sh installs Debian's prometheus package (apt-get install prometheus)",
-            );
-        std::fs::create_dir_all(dir).unwrap();
-        let config = dir.join("prometheus.yml");
-        let jobs: String = targets
-            .iter()
-            .map(|(job, target)| format!("- job_name: {job}\n  static_configs: [{{targets: ['{target}']}}]\n"))
-            .collect();
-        std::fs::write(
-            &config,
-            format!("global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n{jobs}"),
-        )
-        .unwrap();
-        let child = Command::new(binary)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address={addr}"))
-            .arg("--log.level=warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus");
-        let p = Prometheus {
-            child,
-            addr: addr.to_owned(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Ok(Ok(mut c)) =
-                tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(&p.addr)).await
-            {
-                use tokio::io::{AsyncReadExt, AsyncWriteExt};
-                let _ = c
-                    .write_all(b"GET /-/ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    .await;
-                let mut out = String::new();
-                let _ = c.read_to_string(&mut out).await;
-                if out.starts_with("HTTP/1.1 200") {
-                    return p;
-                }
-            }
-            assert!(Instant::now() < deadline, "prometheus did not become ready on {addr}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
 /// An exporter of per-node gauges the test sets
 /// (`node_http_latency_seconds{node="..."}`), served on `addr`.
 fn serve_exporter(
@@ -1723,7 +1658,7 @@ async fn admin_metric(admin: &str, series: &str) -> Option<f64> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     // None while the daemon is not serving yet.
     let mut c = tokio::net::TcpStream::connect(admin).await.ok()?;
-    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    c.write_all(format!("GET /metrics HTTP/1.1\r\nHost: {admin}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .ok()?;
     let mut out = String::new();

@@ -76,6 +76,8 @@ fn options(config: Config, registry: Registry) -> Options {
         bind_concurrency: 8,
         api_timeout: Duration::from_secs(5),
         admin: None,
+        review_client: None,
+        lease_client: None,
         events_client: None,
         drain_timeout: std::time::Duration::from_secs(10),
         stall_timeout: std::time::Duration::from_secs(30),
@@ -273,7 +275,7 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let Ok(mut c) = tokio::net::TcpStream::connect(addr).await else {
         return (0, String::new());
     };
-    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     c.write_all(req.as_bytes()).await.unwrap();
     let mut out = String::new();
     let _ = c.read_to_string(&mut out).await;
@@ -466,7 +468,7 @@ async fn a_stuck_scheduling_loop_fails_health_and_the_stop_releases_the_lease() 
     .unwrap();
     let admin = free_addr();
     let (stop, daemon) = start_with(&s, config, registry, |o| {
-        o.admin = Some(admin);
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
         o.stall_timeout = Duration::from_secs(1);
         o.leader_election = LeaderElection {
             lease_duration: Duration::from_secs(2),
@@ -509,7 +511,7 @@ async fn a_conflict_on_its_own_renewal_does_not_make_the_leader_step_down() {
     s.create(node("n0", "64")).unwrap();
     let admin = free_addr();
     let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
-        o.admin = Some(admin);
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
         o.leader_election = LeaderElection {
             lease_duration: Duration::from_secs(3),
             renew_deadline: Duration::from_secs(2),
@@ -601,7 +603,9 @@ async fn a_gated_pod_deleted_during_a_watch_gap_is_forgotten() {
         .unwrap();
     s.create(node("n0", "8")).unwrap();
     let admin = free_addr();
-    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| o.admin = Some(admin));
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
+    });
     let mut gated = pod("gated", "100m");
     gated["spec"]["schedulingGates"] = json!([{"name": "example.com/wait"}]);
     s.create(gated).unwrap();
@@ -667,7 +671,9 @@ async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() 
         s.create(p).unwrap();
     }
     let admin = free_addr();
-    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| o.admin = Some(admin));
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
+    });
     wait_bound(&s, "low-", 100, Duration::from_secs(10)).await;
     s.faults().slow(
         wasmsched_apiserver_sim::Match {
@@ -701,4 +707,94 @@ async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() 
         .unwrap();
     assert!(started.elapsed() < Duration::from_secs(15));
     assert!(metric(&status.metrics_text(), "wasmsched_evictions_total") >= 100.0);
+}
+
+/// Readiness means a cycle can run: each of the watches a cycle needs is a
+/// condition of `/readyz`. Without the right to list CSINodes (a ClusterRole
+/// that lacks them answers 403), nothing is placed and `/readyz` says so,
+/// naming the watch and the API server's answer; once the list succeeds,
+/// the pod is placed and the daemon is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_cannot_list_keeps_the_daemon_unready_and_names_it() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "8")).unwrap();
+    s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+        code: 403,
+        count: None,
+        fraction: Some(1.0),
+        matching: wasmsched_apiserver_sim::Match::path("/csinodes"),
+    });
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
+    });
+    s.create(pod("waits", "100m")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let body = loop {
+        let (code, body) = get(admin, "/readyz").await;
+        if code == 503 && body.contains("csinodes") && body.contains("403") {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "/readyz {code}: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(!body.contains("the nodes watch"), "the other watches listed: {body}");
+    assert_eq!(get(admin, "/healthz").await.0, 200, "not ready is not dead");
+    let p: Pod = s.get("default", "waits").unwrap();
+    assert_eq!(p.spec.unwrap().node_name, None, "no cycle runs without every cache");
+
+    s.faults().clear();
+    wait_bound(&s, "waits", 1, Duration::from_secs(60)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(admin, "/readyz").await.0 != 200 {
+        assert!(Instant::now() < deadline, "{}", get(admin, "/readyz").await.1);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}
+
+/// Healthy means making progress, and a binder that is slow but moving is
+/// progress: with every binding taking longer than the stall bound to
+/// drain (an admission webhook in a brown-out), the scheduling loop waits
+/// on the full bind queue, and `/healthz` stays ok while the bindings land.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_binder_is_progress_for_liveness() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "64")).unwrap();
+    s.faults().slow(
+        wasmsched_apiserver_sim::Match {
+            method: Some("POST".into()),
+            ..wasmsched_apiserver_sim::Match::path("/binding")
+        },
+        Duration::from_millis(1500),
+    );
+    let admin = free_addr();
+    let (stop, daemon) = start_with(&s, Config::default(), Registry::builtin(), |o| {
+        o.admin = Some(wasmsched_kube::AdminOptions::loopback(admin));
+        // One binding at a time, four queued: the loop waits 1.5 s for
+        // each slot, longer than the stall bound, while every binding
+        // lands within its request timeout.
+        o.bind_concurrency = 1;
+        o.stall_timeout = Duration::from_secs(1);
+    });
+    while get(admin, "/healthz").await.0 != 200 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for i in 0..8 {
+        s.create(pod(&format!("slow-{i:02}"), "100m")).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while bound(&s, "slow-") < 8 {
+        let (code, body) = get(admin, "/healthz").await;
+        assert_eq!(code, 200, "a moving binder fails liveness: {body}");
+        assert!(Instant::now() < deadline, "only {} bound", bound(&s, "slow-"));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
 }

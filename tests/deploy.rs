@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Deserialize;
 use serde_json::Value;
@@ -91,10 +92,37 @@ fn check_doc(doc: &Value, what: &str, f: &Path) -> String {
         "Role" => drop(round_trip::<Role>(doc, what)),
         "RoleBinding" => drop(round_trip::<RoleBinding>(doc, what)),
         "Pod" => drop(round_trip::<Pod>(doc, what)),
+        "NetworkPolicy" => drop(round_trip::<NetworkPolicy>(doc, what)),
+        // The Prometheus Operator's kind: a scrape over HTTPS that presents
+        // the scraper's token, which the admin port reviews.
+        "ServiceMonitor" => {
+            let e = &doc["spec"]["endpoints"][0];
+            assert_eq!(e["scheme"], "https", "{what}");
+            assert_eq!(e["path"], "/metrics", "{what}");
+            assert!(
+                e["bearerTokenFile"].is_string() || e["authorization"].is_object(),
+                "{what}: no token"
+            );
+        }
         "Deployment" => {
             let d = round_trip::<Deployment>(doc, what);
             let spec = d.spec.unwrap().template.spec.unwrap();
             let c = &spec.containers[0];
+            // The admin port as kube-scheduler's secure port: HTTPS, the
+            // probes on the paths served to anyone.
+            let args = c.args.clone().unwrap_or_default();
+            assert!(
+                !args.iter().any(|a| a == "--admin-plain-http"),
+                "{what}: plain HTTP in a cluster"
+            );
+            for probe in [&c.liveness_probe, &c.readiness_probe] {
+                let get = probe.as_ref().and_then(|p| p.http_get.as_ref()).unwrap();
+                assert_eq!(get.scheme.as_deref(), Some("HTTPS"), "{what}");
+                assert!(
+                    ["/healthz", "/livez", "/readyz"].contains(&get.path.as_deref().unwrap_or_default()),
+                    "{what}"
+                );
+            }
             assert_eq!(
                 c.security_context.as_ref().unwrap().read_only_root_filesystem,
                 Some(true)

@@ -31,6 +31,8 @@ struct Extender {
     child: Child,
     addr: SocketAddr,
     admin: SocketAddr,
+    /// How to reach the verbs over TLS (none: plain HTTP).
+    tls: Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 impl Drop for Extender {
@@ -48,7 +50,14 @@ fn plugin_dir(tag: &str) -> PathBuf {
 /// Starts `wasmsched extender` with `args` and waits until it is ready.
 async fn extender(args: &[&str]) -> Extender {
     let child = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .args(["extender", "--listen", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"])
+        .args([
+            "extender",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--admin-plain-http",
+        ])
         .args(args)
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -60,6 +69,7 @@ async fn extender(args: &[&str]) -> Extender {
         child,
         addr: unknown,
         admin: unknown,
+        tls: None,
     };
     let mut lines = BufReader::new(ext.child.stderr.take().unwrap()).lines();
     let (addr, admin) = loop {
@@ -85,23 +95,192 @@ async fn extender(args: &[&str]) -> Extender {
 }
 
 /// One extender call as kube-scheduler makes it: POST, JSON, within
-/// `httpTimeout`; anything but 200 is an error.
+/// `httpTimeout`, over TLS when the extender serves it; anything but 200
+/// is an error.
 async fn call(e: &Extender, verb: &str, body: &Value) -> Value {
     let body = body.to_string();
-    let raw = tokio::time::timeout(
-        HTTP_TIMEOUT,
-        support::http(
-            e.addr,
-            "POST",
-            &format!("/{verb}"),
-            Some("application/json"),
-            Some(&body),
-        ),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{verb} took longer than httpTimeout"));
+    let raw = match &e.tls {
+        None => tokio::time::timeout(
+            HTTP_TIMEOUT,
+            support::http(
+                e.addr,
+                "POST",
+                &format!("/{verb}"),
+                Some("application/json"),
+                Some(&body),
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{verb} took longer than httpTimeout")),
+        Some(config) => {
+            let (status, text) = https_post(config.clone(), e.addr, &format!("/{verb}"), &body)
+                .await
+                .unwrap_or_else(|err| panic!("{verb}: {err}"));
+            assert_eq!(status, 200, "{verb}: {text}");
+            return serde_json::from_str(&text).unwrap();
+        }
+    };
     assert_eq!(raw.status, 200, "{verb}: {}", String::from_utf8_lossy(&raw.body));
     raw.json()
+}
+
+/// POST `body` to `path` over TLS with `config`: the status and body, or
+/// why there is none (a handshake refused).
+async fn https_post(
+    config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>,
+    addr: SocketAddr,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let connector = tokio_rustls::TlsConnector::from(config);
+    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let name = rustls_pki_types::ServerName::IpAddress(addr.ip().into());
+    let mut tls = connector.connect(name, tcp).await.map_err(|e| e.to_string())?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await.map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    tokio::time::timeout(HTTP_TIMEOUT, tls.read_to_end(&mut raw))
+        .await
+        .map_err(|_| "no answer within httpTimeout".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .get(9..12)
+        .and_then(|c| c.parse().ok())
+        .ok_or(format!("not HTTP: {text}"))?;
+    Ok((
+        status,
+        text.split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default(),
+    ))
+}
+
+/// A CA, the extender's certificate for 127.0.0.1 and a client certificate
+/// (kube-scheduler's), all signed by the CA, made with openssl in `dir`.
+struct Certs {
+    dir: PathBuf,
+}
+
+impl Certs {
+    fn make(tag: &str) -> Certs {
+        let dir = std::env::temp_dir().join(format!("wasmsched-extender-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        let req = |subject: &str, key: &str, csr: &str| {
+            openssl(&[&["req"][..], &ec, &["-subj", subject, "-keyout", key, "-out", csr]].concat());
+        };
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-days",
+                    "1",
+                    "-subj",
+                    "/CN=test-ca",
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                ],
+            ]
+            .concat(),
+        );
+        std::fs::write(
+            dir.join("leaf.ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("client.ext"),
+            "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+        )
+        .unwrap();
+        let sign = |csr: &str, ext: &str, out: &str| {
+            openssl(&[
+                "x509",
+                "-req",
+                "-in",
+                csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-extfile",
+                ext,
+                "-out",
+                out,
+            ]);
+        };
+        req("/CN=wasmsched-extender", "key.pem", "leaf.csr");
+        sign("leaf.csr", "leaf.ext", "cert.pem");
+        req("/CN=kube-scheduler", "client.key", "client.csr");
+        sign("client.csr", "client.ext", "client.pem");
+        Certs { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).to_str().unwrap().to_owned()
+    }
+
+    /// The extender's arguments: its certificate, and with `clients`
+    /// the CA its callers' certificates must be signed by.
+    fn server_args(&self, clients: bool) -> Vec<String> {
+        let mut a = vec![
+            "--tls-cert".into(),
+            self.path("cert.pem"),
+            "--tls-key".into(),
+            self.path("key.pem"),
+        ];
+        if clients {
+            a.extend(["--client-ca-file".into(), self.path("ca.pem")]);
+        }
+        a
+    }
+
+    /// A client that trusts the CA, presenting the client certificate when
+    /// `present`.
+    fn client(&self, present: bool) -> std::sync::Arc<tokio_rustls::rustls::ClientConfig> {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        use tokio_rustls::rustls;
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(self.dir.join("ca.pem")).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let builder =
+            rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots);
+        let config = if present {
+            let chain: Vec<_> = CertificateDer::pem_file_iter(self.dir.join("client.pem"))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let key = PrivateKeyDer::from_pem_file(self.dir.join("client.key")).unwrap();
+            builder.with_client_auth_cert(chain, key).unwrap()
+        } else {
+            builder.with_no_client_auth()
+        };
+        std::sync::Arc::new(config)
+    }
 }
 
 fn names(v: &Value) -> Vec<String> {
@@ -144,16 +323,22 @@ async fn the_extender_answers_as_simulate_places() {
         .unwrap();
     let plugins = plugin_dir("e2e");
     let (config, plugins_arg) = (data("config.yaml"), plugins.to_str().unwrap().to_owned());
-    let ext = extender(&[
+    // The bind verb is served only to kube-scheduler's client certificate.
+    let certs = Certs::make("e2e");
+    let tls = certs.server_args(true);
+    let url = server.url();
+    let mut args: Vec<&str> = vec![
         "--master",
-        &server.url(),
+        &url,
         "--config",
         config.to_str().unwrap(),
         "--plugins",
         &plugins_arg,
         "--bind",
-    ])
-    .await;
+    ];
+    args.extend(tls.iter().map(String::as_str));
+    let mut ext = extender(&args).await;
+    ext.tls = Some(certs.client(true));
 
     let sim = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
         .args(["simulate", "-o", "json", "--cluster"])
@@ -408,134 +593,138 @@ async fn a_stateless_extender_answers_from_the_request() {
 
 /// With `--tls-cert` and `--tls-key` the extender serves HTTPS (for
 /// kube-scheduler's `enableHTTPS: true`): a client that trusts the
-/// certificate gets its answers; plain HTTP gets none.
+/// certificate gets its answers; plain HTTP gets none. With
+/// `--client-ca-file`, only a caller presenting a certificate that CA
+/// signed (kube-scheduler's `tlsConfig.certFile`) gets an answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_extender_serves_https_with_the_given_certificate() {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{CertificateDer, ServerName};
+async fn the_extender_serves_https_and_requires_the_client_certificate() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls;
-
-    let dir = std::env::temp_dir().join(format!("wasmsched-extender-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (ca, cert, key) = (dir.join("ca.pem"), dir.join("cert.pem"), dir.join("key.pem"));
-    // A CA, and the extender's certificate signed by it (as a cluster's
-    // CA would sign one).
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    openssl(
-        &[
-            &["req", "-x509"][..],
-            &ec,
-            &[
-                "-days",
-                "1",
-                "-subj",
-                "/CN=test-ca",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.pem",
-            ],
-        ]
-        .concat(),
-    );
-    openssl(
-        &[
-            &["req"][..],
-            &ec,
-            &[
-                "-subj",
-                "/CN=wasmsched-extender",
-                "-keyout",
-                "key.pem",
-                "-out",
-                "leaf.csr",
-            ],
-        ]
-        .concat(),
-    );
-    std::fs::write(
-        dir.join("leaf.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "leaf.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-days",
-        "1",
-        "-extfile",
-        "leaf.ext",
-        "-out",
-        "cert.pem",
-    ]);
+    let certs = Certs::make("tls");
     let plugins = plugin_dir("tls");
-    let ext = extender(&[
-        "--stateless",
-        "--plugins",
-        plugins.to_str().unwrap(),
-        "--tls-cert",
-        cert.to_str().unwrap(),
-        "--tls-key",
-        key.to_str().unwrap(),
-    ])
-    .await;
-
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(&ca).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let config =
-        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let tcp = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
-    let server_name = ServerName::IpAddress(ext.addr.ip().into());
-    let mut tls = connector.connect(server_name, tcp).await.unwrap();
     let body = json!({"Pod": {"metadata": {"name": "p", "namespace": "d", "annotations": {"cluster.type": "x86"}},
                               "spec": {"containers": [{"name": "c", "image": "i"}]}},
                       "Nodes": {"items": [{"metadata": {"name": "a", "labels": {"cluster.type": "x86"}}},
                                           {"metadata": {"name": "b", "labels": {"cluster.type": "arm"}}}]}})
     .to_string();
-    let request = format!(
-        "POST /filter HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    tls.write_all(request.as_bytes()).await.unwrap();
-    let mut raw = Vec::new();
-    let _ = tokio::time::timeout(HTTP_TIMEOUT, tls.read_to_end(&mut raw))
+    for clients in [false, true] {
+        let mut args = vec![
+            "--stateless".to_owned(),
+            "--plugins".into(),
+            plugins.to_str().unwrap().into(),
+        ];
+        args.extend(certs.server_args(clients));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ext = extender(&args).await;
+        let (status, text) = https_post(certs.client(true), ext.addr, "/filter", &body)
+            .await
+            .unwrap();
+        assert_eq!(status, 200, "{text}");
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(node_names(&answer["Nodes"]), ["a"]);
+        assert_eq!(answer["Error"], "");
+        let anonymous = https_post(certs.client(false), ext.addr, "/filter", &body).await;
+        if clients {
+            assert!(
+                anonymous.is_err(),
+                "a caller without the certificate was answered: {anonymous:?}"
+            );
+        } else {
+            assert_eq!(anonymous.unwrap().0, 200);
+        }
+        // Plain HTTP on the HTTPS port gets no answer.
+        let mut plain = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
+        let request = format!(
+            "POST /filter HTTP/1.1\r\nHost: extender\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        plain.write_all(request.as_bytes()).await.unwrap();
+        let mut raw = Vec::new();
+        let _ = tokio::time::timeout(HTTP_TIMEOUT, plain.read_to_end(&mut raw)).await;
+        assert!(!raw.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
+    }
+}
+
+/// The bind verb binds any pod anywhere for whoever calls it: the
+/// extender refuses to serve it without a client CA.
+#[test]
+fn bind_is_refused_without_a_client_certificate_authority() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "extender",
+            "--master",
+            "http://127.0.0.1:1",
+            "--bind",
+            "--admin-address",
+            "127.0.0.1:0",
+            "--admin-plain-http",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--client-ca-file"), "{err}");
+}
+
+/// A request's body is read only up to what the nodes the extender knows
+/// can need: with an API server and a few nodes, a 6 MiB post is refused
+/// with 413 by its length, before it is read, and the extender answers the
+/// next request as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_is_refused_by_what_the_nodes_can_need() {
+    let server = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
         .await
         .unwrap();
-    let text = String::from_utf8_lossy(&raw);
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    let answer: Value = serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
-    assert_eq!(node_names(&answer["Nodes"]), ["a"]);
-    assert_eq!(answer["Error"], "");
-
-    // Plain HTTP on the HTTPS port gets no answer.
-    let mut plain = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
-    plain.write_all(request.as_bytes()).await.unwrap();
+    server
+        .load_text(&std::fs::read_to_string(data("cluster.yaml")).unwrap())
+        .unwrap();
+    let plugins = plugin_dir("limits");
+    let ext = extender(&[
+        "--master",
+        &server.url(),
+        "--config",
+        data("config.yaml").to_str().unwrap(),
+        "--plugins",
+        plugins.to_str().unwrap(),
+    ])
+    .await;
+    // Six nodes: 2 MiB and 100 nodes' worth (the floor) is about 5.1 MiB.
+    // The headers alone get the answer: the body is never sent.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut c = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
+    c.write_all(
+        format!(
+            "POST /filter HTTP/1.1\r\nHost: extender\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            6 << 20
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut raw = vec![0; 4096];
+    let n = tokio::time::timeout(HTTP_TIMEOUT, c.read(&mut raw))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&raw[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("6 nodes known"), "{text}");
+    // A body that says nothing of its length is cut where it passes.
+    let mut c = tokio::net::TcpStream::connect(ext.addr).await.unwrap();
+    c.write_all(b"POST /filter HTTP/1.1\r\nHost: extender\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .await
+        .unwrap();
+    let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, "x".repeat(1 << 20));
+    for _ in 0..8 {
+        if c.write_all(chunk.as_bytes()).await.is_err() {
+            break;
+        }
+    }
     let mut raw = Vec::new();
-    let _ = tokio::time::timeout(HTTP_TIMEOUT, plain.read_to_end(&mut raw)).await;
-    assert!(!raw.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&raw));
+    let _ = tokio::time::timeout(HTTP_TIMEOUT, c.read_to_end(&mut raw)).await;
+    let text = String::from_utf8_lossy(&raw);
+    assert!(text.starts_with("HTTP/1.1 413"), "{}", &text[..text.len().min(200)]);
+    let args: Value = serde_json::from_str(&std::fs::read_to_string(data("args-names.json")).unwrap()).unwrap();
+    assert_eq!(call(&ext, "filter", &args).await["Error"], "");
 }
 
 /// A plugin that fails follows its failure policy: under `fail` the filter

@@ -926,6 +926,44 @@ fn a_plugin_that_keeps_failing_backs_off() {
     assert!(took < Duration::from_secs(1), "50 attempts took {took:?}");
 }
 
+/// Calls made off the record (a decision explained again for the web
+/// view) fail as any other, but never start the back-off that live cycles
+/// follow: the next live calls reach the plugin.
+#[test]
+fn calls_off_the_record_never_back_a_plugin_off() {
+    let (_host, slot) = slot(
+        "misbehave",
+        &guest::misbehave(),
+        r#"{"mode": "trap"}"#,
+        json!({"plugins": [{"name": "misbehave"}]}),
+    );
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let state = CycleState::default();
+    let call = || {
+        let mut out = [0; 2];
+        slot.score_nodes(&state, &p, &refs(&ns), &refs(&rows(&ns)), &mut out)
+            .unwrap_err()
+            .message()
+            .to_owned()
+    };
+    for _ in 0..10 {
+        let e = wasmsched_wasm::off_the_record(call);
+        assert!(e.contains("trapped"), "{e}");
+    }
+    assert_eq!(slot.stats().skipped_backing_off.load(Ordering::Relaxed), 0);
+    // Live calls: the plugin is reached, then backs off after its three.
+    for _ in 0..5 {
+        call();
+    }
+    assert_eq!(
+        slot.stats().traps.load(Ordering::Relaxed),
+        13,
+        "10 off the record, then 3 live"
+    );
+    assert_eq!(slot.stats().skipped_backing_off.load(Ordering::Relaxed), 2);
+}
+
 fn host_dir(dir: &Path, config: serde_json::Value) -> Arc<PluginHost> {
     host_for(Some(dir), config)
 }

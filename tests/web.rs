@@ -154,7 +154,14 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     let admin = free_port();
     let _daemon = Daemon(
         Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-            .args(["run", "--master", &s.url(), "--admin-address", &admin])
+            .args([
+                "run",
+                "--master",
+                &s.url(),
+                "--admin-address",
+                &admin,
+                "--admin-plain-http",
+            ])
             .arg("--config")
             .arg(&config)
             .arg("--plugins")

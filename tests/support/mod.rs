@@ -3,6 +3,8 @@
 //! codes, headers and bodies are checked as bytes on the wire).
 #![allow(dead_code)]
 
+pub mod prometheus;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -270,7 +270,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     // The web view open: attempts listed and sampled as the daemon does.
     let web = args.web.then(|| {
-        let status = std::sync::Arc::new(wasmsched_kube::daemon::Status::new(plugins.clone()));
+        let status = std::sync::Arc::new(wasmsched_kube::Status::new(plugins.clone()));
         status.web.set_frameworks(sched.frameworks().to_vec());
         sched.set_shadow(Box::new(wasmsched_kube::web::DecisionTap::new(status.clone())), 100);
         status

@@ -108,7 +108,7 @@ pub(crate) fn daemon_config(e: &E2e, scheduler: &str, lease: (&str, &str)) -> an
 pub(crate) async fn get(addr: &str, path: &str) -> Option<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut c = tokio::net::TcpStream::connect(addr).await.ok()?;
-    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+    c.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .ok()?;
     let mut out = String::new();
@@ -231,7 +231,7 @@ impl Daemon {
         let child = Command::new(std::env::current_exe()?)
             .arg("run")
             .args(cluster_args)
-            .args(["--identity", identity, "--admin-address", &admin])
+            .args(["--identity", identity, "--admin-address", &admin, "--admin-plain-http"])
             .arg("--config")
             .arg(&path)
             .args(e.null.then_some("--null-placement"))

@@ -47,13 +47,14 @@ pub(crate) async fn run(e: &E2e, target: &Target) -> anyhow::Result<()> {
     let id = run_id();
     let ns = format!("wasmsched-bench-{id}");
     let connection = wasmsched_kube::ClientConnection::from_config(Some(&json!({"qps": 5000, "burst": 5000})))?;
-    let (client, _) = crate::run::clients(
+    let client = crate::run::clients(
         target.kubeconfig.as_deref(),
         target.master.as_deref(),
         &format!("bench-{id}"),
         &connection,
     )
-    .await?;
+    .await?
+    .main;
     let made = Made {
         client: client.clone(),
         ns: ns.clone(),

@@ -171,6 +171,7 @@ fn daemon_start(
                 "bench",
                 "--admin-address",
                 "127.0.0.1:0",
+                "--admin-plain-http",
             ])
             .arg("--config")
             .arg(&config)

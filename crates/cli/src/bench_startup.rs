@@ -95,7 +95,13 @@ async fn start(server: &ApiServer, args: &[&str], first_binding: bool) -> anyhow
     let child = Killed(
         Command::new(std::env::current_exe()?)
             .args(args)
-            .args(["--master", &server.url(), "--admin-address", &admin])
+            .args([
+                "--master",
+                &server.url(),
+                "--admin-address",
+                &admin,
+                "--admin-plain-http",
+            ])
             .arg("--config")
             .arg(&config)
             .env("WASMSCHED_LOG", "warn")

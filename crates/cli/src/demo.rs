@@ -34,7 +34,8 @@ pub struct Args {
     /// kubectl and the web view) until Ctrl-C.
     #[arg(long)]
     keep: bool,
-    /// Address of the scheduler's admin port, whose `/ui` is the web view
+    /// Address of the scheduler's admin port, whose `/ui` is the web view:
+    /// a loopback address, served as plain HTTP without authentication
     /// (default: a free port on 127.0.0.1).
     #[arg(long)]
     admin_address: Option<std::net::SocketAddr>,
@@ -84,7 +85,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             leader_election: LeaderElection::default(),
             bind_concurrency: 16,
             api_timeout: Duration::from_secs(10),
-            admin: Some(admin),
+            admin: Some(wasmsched_kube::AdminOptions::loopback(admin)),
+            review_client: None,
+            lease_client: None,
             events_client: None,
             drain_timeout: std::time::Duration::from_secs(10),
             stall_timeout: std::time::Duration::from_secs(30),

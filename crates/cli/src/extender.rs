@@ -37,12 +37,16 @@ pub struct Args {
     /// Directory of WebAssembly plugins (overrides `wasmPlugins.directory`).
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
-    /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, default_value = "0.0.0.0:10251")]
-    admin_address: SocketAddr,
+    #[command(flatten)]
+    admin: crate::run::AdminArgs,
     /// Largest request read, in MiB (whole nodes are ~1–5 KiB each); a larger one is refused with 413.
+    /// With an API server, a request is further bounded by what the nodes of the cache can need
+    /// (2 MiB and 32 KiB a node).
     #[arg(long, default_value_t = 64)]
     max_request_mib: usize,
+    /// Requests read and answered at once, at most; more wait, unread, for one to end.
+    #[arg(long, default_value_t = 8)]
+    max_requests_inflight: usize,
     /// Serve the bind verb: bind pods through the API server as `wasmsched run` does (kube-scheduler's `bindVerb`).
     #[arg(long, conflicts_with = "stateless")]
     bind: bool,
@@ -55,9 +59,20 @@ pub struct Args {
     /// The certificate's private key (PEM).
     #[arg(long, requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Require of every caller a client certificate signed by this CA (PEM), as kube-scheduler presents
+    /// with `tlsConfig.certFile`; needs --tls-cert. --bind requires it.
+    #[arg(long, requires = "tls_cert")]
+    client_ca_file: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let tls = args
+        .tls_cert
+        .clone()
+        .zip(args.tls_key.clone())
+        .map(|(cert, key)| wasmsched_kube::tls::CertFiles { cert, key });
+    // The admin port serves the verbs' certificate, when one is given.
+    let admin = args.admin.options(tls.clone())?;
     let mut config = crate::load_config(args.config.as_deref())?;
     let connection = wasmsched_kube::ClientConnection::from_config(config.client_connection.as_ref())?;
     // Every plugin is compiled before the first answer: an extender that
@@ -85,7 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 )
                 .await
                 .context("no cluster to watch (or run with --stateless to answer whole-node requests alone)")?
-                .0,
+                .main,
             ),
         };
         let _watch = match &plugins {
@@ -105,11 +120,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 builtins: args.builtins,
                 listen: args.listen,
                 prefix: args.prefix,
-                admin: Some(args.admin_address),
+                admin: Some(admin),
                 max_request_bytes: args.max_request_mib << 20,
+                max_in_flight: args.max_requests_inflight,
                 bind: args.bind,
                 api_timeout: Duration::from_secs(args.api_timeout.max(1)),
-                tls: args.tls_cert.zip(args.tls_key),
+                tls,
+                client_ca: args.client_ca_file,
             },
             client,
             stop_rx,
@@ -118,8 +135,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let scheme = if running.tls { "https" } else { "http" };
         match running.admin {
             Some(admin) => eprintln!(
-                "extender listening on {scheme}://{} (admin http://{admin})",
-                running.addr
+                "extender listening on {scheme}://{} (admin {})",
+                running.addr,
+                admin.url()
             ),
             None => eprintln!("extender listening on {scheme}://{}", running.addr),
         }

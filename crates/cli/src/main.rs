@@ -17,6 +17,7 @@ mod plugin;
 mod plugin_diff;
 mod run;
 mod simulate;
+mod ui;
 
 use std::path::Path;
 
@@ -60,6 +61,8 @@ enum Command {
     Apiserver(apiserver::Args),
     /// Serve kube-scheduler's extender protocol (filter, prioritize) with the same profiles and plugins.
     Extender(extender::Args),
+    /// Open a scheduler's web view from this machine: serve it on localhost, forwarding to its admin port with a token.
+    Ui(ui::Args),
     /// Inspect and try WebAssembly plugins.
     #[command(subcommand)]
     Plugin(plugin::Command),
@@ -192,6 +195,7 @@ fn run_command() -> anyhow::Result<()> {
         Command::Bench(args) => bench::run(args),
         Command::Apiserver(args) => apiserver::run(args),
         Command::Extender(args) => extender::run(args),
+        Command::Ui(args) => ui::run(args),
         Command::Plugin(cmd) => plugin::run(cmd),
         Command::CompilePlugin {
             memory_mib,

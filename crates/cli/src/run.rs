@@ -23,9 +23,15 @@ pub struct Args {
     /// Directory of WebAssembly plugins (overrides `wasmPlugins.directory`).
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
-    /// Address of /healthz, /readyz and /metrics.
-    #[arg(long, default_value = "0.0.0.0:10251")]
-    admin_address: SocketAddr,
+    #[command(flatten)]
+    admin: AdminArgs,
+    /// The admin port's certificate chain (PEM); default: a self-signed
+    /// certificate made at start, as kube-scheduler makes one.
+    #[arg(long, requires = "tls_private_key_file")]
+    tls_cert_file: Option<PathBuf>,
+    /// The private key of --tls-cert-file (PEM).
+    #[arg(long, requires = "tls_cert_file")]
+    tls_private_key_file: Option<PathBuf>,
     /// Identity in the lease and in events (default: hostname and a random suffix).
     #[arg(long)]
     identity: Option<String>,
@@ -54,6 +60,62 @@ pub struct Args {
     /// server's limit with. Never for a cluster.
     #[arg(long, hide = true)]
     null_placement: bool,
+}
+
+/// The admin port (`/healthz`, `/livez`, `/readyz`, `/metrics`, `/ui`,
+/// `/debug/shadow`), served as kube-scheduler serves its secure port.
+#[derive(Debug, clap::Args)]
+pub struct AdminArgs {
+    /// Address of the admin port: HTTPS, each request but the probes'
+    /// authenticated (TokenReview) and authorized (SubjectAccessReview)
+    /// by the API server.
+    #[arg(long, default_value = "0.0.0.0:10259")]
+    pub admin_address: SocketAddr,
+    /// Serve the admin port as plain HTTP without authentication, for local
+    /// runs: only on a loopback address, and only to requests for
+    /// `localhost` or an IP address (no other site's page reaches it).
+    #[arg(long)]
+    pub admin_plain_http: bool,
+    /// Paths served without authentication or authorization (exact, or a
+    /// prefix ending in `*`), as kube-scheduler's flag of this name.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    pub authorization_always_allow_paths: Vec<String>,
+}
+
+impl AdminArgs {
+    /// The daemon's admin options, serving `cert` (none: self-signed).
+    pub fn options(
+        &self,
+        cert: Option<wasmsched_kube::tls::CertFiles>,
+    ) -> anyhow::Result<wasmsched_kube::AdminOptions> {
+        let opts = wasmsched_kube::AdminOptions {
+            addr: self.admin_address,
+            plain_http: self.admin_plain_http,
+            cert,
+            always_allow: self
+                .authorization_always_allow_paths
+                .iter()
+                .filter(|p| !p.is_empty())
+                .cloned()
+                .collect(),
+        };
+        opts.check()?;
+        Ok(opts)
+    }
+}
+
+/// The clients a process uses: bindings and watches share `main`'s token
+/// bucket; events, the lease and the admin port's reviews each have their
+/// own, as kube-scheduler's do, so none waits behind the others.
+pub struct Clients {
+    /// Watches, bindings, status writes.
+    pub main: kube::Client,
+    /// Events.
+    pub events: kube::Client,
+    /// Lease renewals.
+    pub lease: kube::Client,
+    /// TokenReviews and SubjectAccessReviews of the admin port.
+    pub reviews: kube::Client,
 }
 
 /// `leaderElection` of the configuration (kube-scheduler's field names).
@@ -130,7 +192,7 @@ pub async fn clients(
     master: Option<&str>,
     identity: &str,
     connection: &wasmsched_kube::ClientConnection,
-) -> anyhow::Result<(kube::Client, kube::Client)> {
+) -> anyhow::Result<Clients> {
     let kubeconfig = kubeconfig.or(connection.kubeconfig.as_deref());
     let read = |p: &std::path::Path| {
         kube::config::Kubeconfig::read_from(p).with_context(|| format!("cannot read kubeconfig {}", p.display()))
@@ -157,9 +219,12 @@ pub async fn clients(
         http::header::USER_AGENT,
         http::HeaderValue::from_str(&agent).context("the identity cannot be sent in a User-Agent header")?,
     ));
-    let main = wasmsched_kube::client::build(config.clone(), connection)?;
-    let events = wasmsched_kube::client::build(config, connection)?;
-    Ok((main, events))
+    Ok(Clients {
+        main: wasmsched_kube::client::build(config.clone(), connection)?,
+        events: wasmsched_kube::client::build(config.clone(), connection)?,
+        lease: wasmsched_kube::client::build(config.clone(), connection)?,
+        reviews: wasmsched_kube::client::build(config, connection)?,
+    })
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -228,10 +293,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             })
             .context("cannot start the plugin compiler thread")?;
     }
+    let cert = args
+        .tls_cert_file
+        .clone()
+        .zip(args.tls_private_key_file.clone())
+        .map(|(cert, key)| wasmsched_kube::tls::CertFiles { cert, key });
+    let admin = args.admin.options(cert)?;
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {
-        let (client, events_client) = clients(
+        let clients = clients(
             args.kubeconfig.as_deref(),
             args.master.as_deref(),
             &identity,
@@ -257,8 +328,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             leader_election: le,
             bind_concurrency: args.bind_concurrency,
             api_timeout: Duration::from_secs(args.api_timeout.max(1)),
-            admin: Some(args.admin_address),
-            events_client: Some(events_client),
+            admin: Some(admin),
+            review_client: Some(clients.reviews),
+            lease_client: Some(clients.lease),
+            events_client: Some(clients.events),
             drain_timeout: Duration::from_secs(args.drain_timeout),
             stall_timeout: Duration::from_secs(args.stall_timeout.max(1)),
             null_placement: args.null_placement,
@@ -268,7 +341,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             tracing::warn!("--null-placement: pods are bound to nodes in turn, without scheduling");
         }
         tracing::info!(identity = %opts.identity, "starting");
-        wasmsched_kube::run(client, opts, shutdown_signal()).await?;
+        wasmsched_kube::run(clients.main, opts, shutdown_signal()).await?;
         tracing::info!("stopped");
         Ok(())
     })
@@ -329,7 +402,7 @@ mod tests {
         let cc = read(&yaml).unwrap().cc;
         s.create(serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "from-the-double"}}))
             .unwrap();
-        let (client, _) = clients(None, None, "t", &cc).await.unwrap();
+        let client = clients(None, None, "t", &cc).await.unwrap().main;
         let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
         let names: Vec<String> = nodes
             .list(&Default::default())

@@ -1,17 +1,89 @@
-//! The admin port: `/healthz` (the scheduling loop turns, no task it
-//! depends on died), `/readyz` (caches synced, plugins loaded),
+//! The admin port: `/healthz` and `/livez` (the scheduling loop turns, no
+//! task it depends on died), `/readyz` (caches synced, plugins loaded),
 //! `/metrics` (Prometheus text), `/debug/shadow` (how the shadow versions'
 //! decisions compare with serving's, as JSON), `/ui` (the web view:
 //! [`crate::web`]).
+//!
+//! Served as kube-scheduler serves its secure port: over TLS, every path
+//! but the probes' authenticated and authorized by the API server
+//! ([`crate::admin_auth`]); or, on a loopback address only, plain HTTP
+//! for local runs.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::daemon::Status;
+use crate::admin_auth::{Access, Guard};
+use crate::status::Status;
+use crate::tls::CertFiles;
+
+/// Where and how the admin endpoints are served.
+#[derive(Debug, Clone)]
+pub struct AdminOptions {
+    /// The address to listen on.
+    pub addr: SocketAddr,
+    /// Plain HTTP without authentication (a loopback address only).
+    pub plain_http: bool,
+    /// The certificate served (none: a self-signed one made at start).
+    pub cert: Option<CertFiles>,
+    /// Paths served to anyone (exact, or a prefix ending in `*`).
+    pub always_allow: Vec<String>,
+}
+
+impl AdminOptions {
+    /// Plain HTTP on `addr`, which must be a loopback address.
+    pub fn loopback(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            plain_http: true,
+            cert: None,
+            always_allow: Vec::new(),
+        }
+    }
+
+    /// TLS on `addr` with a self-signed certificate, the probes' paths open.
+    pub fn secure(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            plain_http: false,
+            cert: None,
+            always_allow: crate::admin_auth::DEFAULT_ALWAYS_ALLOW
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
+        }
+    }
+
+    /// Refuses plain HTTP anywhere but on loopback.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.plain_http && !self.addr.ip().is_loopback() {
+            anyhow::bail!(
+                "--admin-plain-http serves the admin port without authentication, so only on a loopback address (127.0.0.1, ::1), not {}; without it the port is served over TLS with the API server's authentication and authorization",
+                self.addr
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The admin port, once it listens.
+#[derive(Debug, Clone, Copy)]
+pub struct Served {
+    /// The address bound.
+    pub addr: SocketAddr,
+    /// Whether it speaks TLS.
+    pub https: bool,
+}
+
+impl Served {
+    /// `https://ADDR` or `http://ADDR`.
+    pub fn url(&self) -> String {
+        format!("{}://{}", if self.https { "https" } else { "http" }, self.addr)
+    }
+}
 
 /// Query of `/ui` and its fragments.
 #[derive(Debug, Default, serde::Deserialize)]
@@ -94,25 +166,69 @@ async fn ui_fragment(
     render(status, view, q, false).await
 }
 
-/// Binds `addr` and serves the admin endpoints in the background.
-pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<SocketAddr> {
+/// Authenticates and authorizes each request (or checks its `Host` on
+/// plain HTTP), then adds the headers that keep the web view out of other
+/// sites' frames and scripts.
+async fn guarded(
+    axum::extract::State(guard): axum::extract::State<Arc<Guard>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let refused = guard.check(req.method(), req.uri().path(), req.headers()).await;
+    let mut resp = match refused {
+        Some(r) => r,
+        None => next.run(req).await,
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(crate::web::content_security_policy()),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    // What it shows is the cluster's: no shared cache keeps it.
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    resp
+}
+
+/// Binds the admin address and serves the endpoints in the background;
+/// `client` reviews tokens and access on the secure port (none: only the
+/// always-allowed paths answer).
+pub async fn serve(opts: &AdminOptions, status: Arc<Status>, client: Option<kube::Client>) -> anyhow::Result<Served> {
+    opts.check()?;
+    let addr = opts.addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the admin port: {e}"))?;
     let bound = listener.local_addr()?;
+    let access = if opts.plain_http {
+        Access::Loopback
+    } else {
+        if client.is_none() {
+            tracing::warn!(
+                "no API server to review tokens: the admin port serves only {:?}",
+                opts.always_allow
+            );
+        }
+        Access::Delegated {
+            client,
+            always_allow: opts.always_allow.clone(),
+        }
+    };
+    let guard = Arc::new(Guard::new(access));
+    let health = {
+        let s = status.clone();
+        move || async move {
+            match s.health() {
+                Ok(()) => (StatusCode::OK, "ok".to_owned()).into_response(),
+                Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, why).into_response(),
+            }
+        }
+    };
     let app = axum::Router::new()
-        .route(
-            "/healthz",
-            get({
-                let s = status.clone();
-                move || async move {
-                    match s.health() {
-                        Ok(()) => (StatusCode::OK, "ok".to_owned()).into_response(),
-                        Err(why) => (StatusCode::INTERNAL_SERVER_ERROR, why).into_response(),
-                    }
-                }
-            }),
-        )
+        .route("/healthz", get(health.clone()))
+        .route("/livez", get(health))
         .route(
             "/readyz",
             get({
@@ -120,25 +236,26 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                 move || async move {
                     // The plugin host's state is behind std mutexes: read
                     // off the async workers.
-                    let (ready, missing) = {
+                    let (not_ready, missing) = {
                         let s = s.clone();
-                        tokio::task::spawn_blocking(move || (s.ready(), s.missing_plugins()))
+                        tokio::task::spawn_blocking(move || (s.not_ready(), s.missing_plugins()))
                             .await
                             .unwrap_or_default()
                     };
                     // A metric source that answers nothing, or went stale,
                     // is shown, not failed: plugins fall back and pods are
                     // still placed.
-                    let lines: String = missing
+                    let lines: String = not_ready
                         .iter()
-                        .map(|(why, _)| why.clone())
+                        .cloned()
+                        .chain(missing.iter().map(|(why, _)| why.clone()))
                         .chain(s.metrics.metric_notes())
                         .map(|l| format!("{l}\n"))
                         .collect();
-                    if !ready {
-                        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced").into_response()
-                    } else if missing.iter().any(|(_, fail)| *fail) {
-                        // Pods of the profiles that enable them cannot be placed.
+                    if !not_ready.is_empty() || missing.iter().any(|(_, fail)| *fail) {
+                        // No cycle runs without every cache; pods of the
+                        // profiles that enable a missing plugin cannot be
+                        // placed.
                         (StatusCode::SERVICE_UNAVAILABLE, lines).into_response()
                     } else {
                         (StatusCode::OK, format!("ok\n{lines}")).into_response()
@@ -190,12 +307,27 @@ pub async fn serve(addr: SocketAddr, status: Arc<Status>) -> anyhow::Result<Sock
                 }
             }),
         )
-        .with_state(status.clone());
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!(error = %e, "admin server stopped");
-        }
-    });
-    tracing::info!(%bound, "admin endpoints: /healthz /readyz /metrics");
-    Ok(bound)
+        .with_state(status.clone())
+        .layer(axum::middleware::from_fn_with_state(guard, guarded));
+    let served = Served {
+        addr: bound,
+        https: !opts.plain_http,
+    };
+    if opts.plain_http {
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "admin server stopped");
+            }
+        });
+    } else {
+        let config = crate::tls::server_config(opts.cert.as_ref(), &crate::tls::default_names(addr), None)?;
+        let listener = crate::tls::TlsListener::new(listener, config, "admin");
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "admin server stopped");
+            }
+        });
+    }
+    tracing::info!(url = %served.url(), "admin endpoints: /healthz /livez /readyz /metrics /ui /debug/shadow");
+    Ok(served)
 }

@@ -14,8 +14,11 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::daemon::Status;
 use crate::leader::Leadership;
+use crate::status::Status;
+
+/// The longest pause between two attempts of one binding.
+pub(crate) const MAX_RETRY_PAUSE: Duration = Duration::from_secs(2);
 
 /// A placed pod to bind.
 #[derive(Debug)]
@@ -92,7 +95,7 @@ pub(crate) async fn run(
                     (client.clone(), outcomes.clone(), leadership.clone(), status.clone());
                 let to = if job.volumes.as_ref().is_some_and(|p| !p.is_empty()) { &mut waiting } else { &mut set };
                 to.spawn(async move {
-                    let result = bind(&client, &job, &leadership, &status, settings.request_timeout).await;
+                    let result = settle(&status, &job, bind(&client, &job, &leadership, &status, settings.request_timeout)).await;
                     let _ = outcomes.send(BindOutcome { job, result });
                 });
             }
@@ -111,6 +114,20 @@ pub(crate) async fn run(
     }
     set.shutdown().await;
     waiting.shutdown().await;
+}
+
+/// The result of `binding`, or, when it panics, a failure naming the
+/// panic: the outcome reaches the scheduling thread either way, so the pod
+/// never stays in flight with its resources reserved.
+async fn settle(status: &Status, job: &BindJob, binding: impl Future<Output = BindResult>) -> BindResult {
+    match crate::daemon::unwound(binding).await {
+        Ok(r) => r,
+        Err(panic) => {
+            tracing::error!(pod = %job.key(), error = %panic, "the binding task panicked");
+            status.metrics.binding("error");
+            BindResult::Failed(format!("the binding task panicked: {panic}"))
+        }
+    }
 }
 
 pub(crate) async fn bind(
@@ -161,7 +178,12 @@ pub(crate) async fn bind(
         // A request may not outlive the lease it was sent under.
         let limit = timeout.min(leadership.remaining());
         let request = api.create_subresource::<_, Value>("binding", &job.name, &pp, &body);
-        match tokio::time::timeout(limit, request).await {
+        // Each request and each pause is bounded: marking both, a binder
+        // that moves is told from one that is stuck.
+        status.binder_moved();
+        let answered = tokio::time::timeout(limit, request).await;
+        status.binder_moved();
+        match answered {
             Ok(Ok(_)) => {
                 status.metrics.binding("ok");
                 return BindResult::Ok;
@@ -204,7 +226,8 @@ pub(crate) async fn bind(
             }
         }
         tokio::time::sleep(delay).await;
-        delay = (delay * 2).min(Duration::from_secs(2));
+        status.binder_moved();
+        delay = (delay * 2).min(MAX_RETRY_PAUSE);
     }
     failed(
         &api,
@@ -231,7 +254,10 @@ async fn failed(
 ) -> BindResult {
     if maybe_landed {
         for _ in 0..3 {
-            match tokio::time::timeout(timeout, api.get(&job.name)).await {
+            status.binder_moved();
+            let read = tokio::time::timeout(timeout, api.get(&job.name)).await;
+            status.binder_moved();
+            match read {
                 Ok(Ok(pod)) if pod.metadata.uid.as_deref() == Some(job.uid.as_str()) => {
                     match pod.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()) {
                         Some(node) if node == job.node => {
@@ -259,4 +285,37 @@ async fn failed(
     }
     status.metrics.binding("error");
     BindResult::Failed(why.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binding task that panics still reports: the pod fails its attempt
+    /// (and is retried) instead of staying in flight.
+    #[tokio::test]
+    async fn a_panicking_binding_still_has_an_outcome() {
+        let status = Status::new(None);
+        let job = BindJob {
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: "u".into(),
+            node: "n".into(),
+            profile: "wasm-scheduler".into(),
+            queued_at: Instant::now(),
+            volumes: None,
+        };
+        let r = settle(&status, &job, async {
+            panic!("a bug");
+        })
+        .await;
+        match r {
+            BindResult::Failed(why) => assert_eq!(why, "the binding task panicked: a bug"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            settle(&status, &job, async { BindResult::Ok }).await,
+            BindResult::Ok
+        ));
+    }
 }

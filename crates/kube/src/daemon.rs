@@ -18,10 +18,9 @@
 //! that keeps the guarantees: no new cycle, bindings in flight finished or
 //! cancelled, and only then the lease released.
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 use wasmsched_core::config::Config;
@@ -30,8 +29,8 @@ use wasmsched_core::scheduler::{Responsibility, Scheduler};
 
 use crate::binder::{self, BinderSettings};
 use crate::leader::{self, LeaderElection, Leadership};
-use crate::metrics::Metrics;
 use crate::schedule::{self, Channels, Msg};
+use crate::status::Status;
 use crate::watch::spawn_watchers;
 
 /// Messages from the watchers the scheduling thread may fall behind by.
@@ -58,8 +57,15 @@ pub struct Options {
     /// Longest any API request may take (events, conditions); a binding is
     /// further bounded by what is left of the lease.
     pub api_timeout: Duration,
-    /// Address of `/healthz`, `/readyz`, `/metrics` (none: not served).
-    pub admin: Option<SocketAddr>,
+    /// Where and how the admin endpoints are served (none: not served).
+    pub admin: Option<crate::admin::AdminOptions>,
+    /// The client the admin port reviews tokens and access with (none:
+    /// `client`).
+    pub review_client: Option<kube::Client>,
+    /// The client the lease is renewed with (none: `client`). client-go's
+    /// leader election has a client of its own, so that renewals never
+    /// wait behind bindings in the main client's token bucket.
+    pub lease_client: Option<kube::Client>,
     /// The client events are written with (none: `client`). kube-scheduler
     /// writes events with a client of its own, whose token bucket is not the
     /// one bindings wait on.
@@ -82,168 +88,6 @@ pub struct Options {
 /// How long bindings in flight may finish once the daemon stops.
 pub const BIND_GRACE: Duration = Duration::from_secs(10);
 
-/// Shared state for the admin endpoints.
-pub struct Status {
-    /// Metrics.
-    pub metrics: Metrics,
-    pub(crate) nodes_synced: AtomicBool,
-    pub(crate) pods_synced: AtomicBool,
-    pub(crate) namespaces_synced: AtomicBool,
-    /// Services and controllers listed (default spreading; not a condition
-    /// of readiness: without them pods are only scored differently).
-    pub(crate) workloads_synced: AtomicBool,
-    /// Claims, volumes, storage classes and CSI nodes listed.
-    pub(crate) storage_synced: AtomicBool,
-    /// False once the scheduling thread died.
-    alive: AtomicBool,
-    plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
-    origin: Instant,
-    /// When the scheduling loop last turned (ms after `origin`).
-    heartbeat: AtomicU64,
-    /// How long the loop may go without turning (none: no loop to watch).
-    stall_after: Mutex<Option<Duration>>,
-    /// Set when the daemon starts to stop: tasks ending after that are not deaths.
-    pub(crate) stopping: AtomicBool,
-    /// Tasks the daemon depends on that died, and how.
-    dead: Mutex<Vec<String>>,
-    /// Woken when a task dies.
-    pub(crate) death: tokio::sync::Notify,
-    /// The shadow, when one is configured.
-    shadow: std::sync::OnceLock<Arc<crate::shadow::Shadow>>,
-    /// What the web view shows, published by the scheduling thread while
-    /// the page is open.
-    pub web: crate::web::Board,
-}
-
-impl Status {
-    /// The status of a process serving `plugins`.
-    pub fn new(plugins: Option<Arc<wasmsched_wasm::PluginHost>>) -> Self {
-        Self {
-            metrics: Metrics::default(),
-            nodes_synced: AtomicBool::new(false),
-            pods_synced: AtomicBool::new(false),
-            namespaces_synced: AtomicBool::new(false),
-            workloads_synced: AtomicBool::new(false),
-            storage_synced: AtomicBool::new(false),
-            alive: AtomicBool::new(true),
-            plugins,
-            origin: Instant::now(),
-            heartbeat: AtomicU64::new(0),
-            stall_after: Mutex::new(None),
-            stopping: AtomicBool::new(false),
-            dead: Mutex::new(Vec::new()),
-            death: tokio::sync::Notify::new(),
-            shadow: std::sync::OnceLock::new(),
-            web: crate::web::Board::default(),
-        }
-    }
-
-    /// The scheduling loop turned (it is not stuck).
-    pub(crate) fn turned(&self) {
-        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.heartbeat.store(ms, Ordering::Relaxed);
-    }
-
-    /// Watches the scheduling loop: unhealthy when it has not turned for `after`.
-    pub(crate) fn watch_loop(&self, after: Duration) {
-        self.turned();
-        *self.stall_after.lock().unwrap_or_else(|p| p.into_inner()) = Some(after);
-    }
-
-    /// A task the daemon depends on died (`how`: it ended, or panicked).
-    pub(crate) fn task_died(&self, task: &str, how: &str) {
-        tracing::error!(task, how, "a task the scheduler depends on died; stopping");
-        self.dead
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(format!("the {task} task {how}"));
-        self.death.notify_one();
-    }
-
-    /// Why the process is not healthy: the scheduling thread died, a task
-    /// it depends on died, or its loop has not turned within the bound.
-    pub fn health(&self) -> Result<(), String> {
-        if !self.alive.load(Ordering::Relaxed) {
-            return Err("the scheduling thread died".into());
-        }
-        if let Some(d) = self.dead.lock().unwrap_or_else(|p| p.into_inner()).first() {
-            return Err(d.clone());
-        }
-        if let Some(after) = *self.stall_after.lock().unwrap_or_else(|p| p.into_inner()) {
-            let last = Duration::from_millis(self.heartbeat.load(Ordering::Relaxed));
-            let since = self.origin.elapsed().saturating_sub(last);
-            if since > after {
-                return Err(format!(
-                    "the scheduling loop has not turned for {}s (stuck; bound {}s)",
-                    since.as_secs(),
-                    after.as_secs()
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Marks every cache synced (a process that keeps none: a stateless
-    /// extender).
-    pub(crate) fn mark_synced(&self) {
-        for f in [
-            &self.nodes_synced,
-            &self.pods_synced,
-            &self.namespaces_synced,
-            &self.workloads_synced,
-            &self.storage_synced,
-        ] {
-            f.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Ready: every cache synced (and plugins loaded, which happens before start).
-    pub fn ready(&self) -> bool {
-        self.nodes_synced.load(Ordering::Relaxed)
-            && self.pods_synced.load(Ordering::Relaxed)
-            && self.namespaces_synced.load(Ordering::Relaxed)
-    }
-
-    /// The WebAssembly plugin host, if plugins are configured.
-    pub(crate) fn plugins(&self) -> Option<&Arc<wasmsched_wasm::PluginHost>> {
-        self.plugins.as_ref()
-    }
-
-    /// Plugins the profiles enable that are not loaded, with why, and
-    /// whether their failure policy is `fail` (their pods cannot be placed).
-    pub fn missing_plugins(&self) -> Vec<(String, bool)> {
-        let Some(host) = &self.plugins else {
-            return Vec::new();
-        };
-        let mut out: Vec<(String, bool)> = host
-            .slots()
-            .iter()
-            .filter_map(|s| {
-                s.not_loaded()
-                    .map(|why| (why, s.failure_policy() == wasmsched_wasm::FailurePolicy::Fail))
-            })
-            .collect();
-        out.sort();
-        out.dedup();
-        out
-    }
-
-    /// Healthy: see [`Status::health`].
-    pub fn healthy(&self) -> bool {
-        self.health().is_ok()
-    }
-
-    /// The metrics text.
-    pub fn metrics_text(&self) -> String {
-        self.metrics.render(self.plugins.as_deref(), self.shadow())
-    }
-
-    /// The shadow, when one is configured.
-    pub fn shadow(&self) -> Option<&crate::shadow::Shadow> {
-        self.shadow.get().map(|s| &**s)
-    }
-}
-
 /// Now as `metav1.Time` writes it (whole seconds).
 pub(crate) fn time_now() -> String {
     rfc3339(std::time::SystemTime::now())
@@ -255,6 +99,16 @@ pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
     k8s_openapi::jiff::Timestamp::from_second(d.as_secs() as i64)
         .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
         .unwrap_or_default()
+}
+
+/// Runs `fut`; a panic becomes `Err` with its message, so the task that
+/// ran it can still report an outcome.
+pub(crate) async fn unwound<F: std::future::Future>(fut: F) -> Result<F::Output, String> {
+    use futures_util::FutureExt;
+    std::panic::AssertUnwindSafe(fut)
+        .catch_unwind()
+        .await
+        .map_err(|p| wasmsched_core::scheduler::panic_message(&*p))
 }
 
 /// Starts `body` on a named thread that reports its own death: if it
@@ -350,8 +204,9 @@ pub async fn run(
     let (drain_tx, drain_rx) = watch::channel(None);
     let (leader_tx, mut leader_rx) = watch::channel(false);
 
-    if let Some(addr) = opts.admin {
-        crate::admin::serve(addr, status.clone()).await?;
+    if let Some(admin) = &opts.admin {
+        let reviews = opts.review_client.clone().unwrap_or_else(|| client.clone());
+        crate::admin::serve(admin, status.clone(), Some(reviews)).await?;
     }
 
     if let Some(h) = &opts.plugins {
@@ -373,7 +228,7 @@ pub async fn run(
         &status,
         "leader election",
         leader::run(
-            client.clone(),
+            opts.lease_client.clone().unwrap_or_else(|| client.clone()),
             opts.leader_election.clone(),
             opts.identity.clone(),
             leadership.clone(),
@@ -417,6 +272,7 @@ pub async fn run(
     } else {
         opts.api_timeout
     };
+    status.set_binder_step(request_timeout.max(binder::MAX_RETRY_PAUSE) + Duration::from_secs(1));
     let binder = supervise(
         &status,
         "binder",

@@ -40,9 +40,9 @@ use wasmsched_core::scheduler::{PLUGIN_TIMING_SAMPLE, Responsibility, Scheduler}
 use wasmsched_core::{NodeData, PodInfo};
 
 use crate::binder::BindResult;
-use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::schedule::{Msg, Synced, apply};
+use crate::status::Status;
 use crate::watch::spawn_watchers;
 
 /// How the extender runs.
@@ -63,10 +63,16 @@ pub struct ExtenderOptions {
     /// The path the verbs hang under (kube-scheduler's `urlPrefix` path):
     /// `{prefix}/filter`, `{prefix}/prioritize`.
     pub prefix: String,
-    /// Address of `/healthz`, `/readyz`, `/metrics` (none: not served).
-    pub admin: Option<SocketAddr>,
+    /// Where and how the admin endpoints are served (none: not served).
+    pub admin: Option<crate::admin::AdminOptions>,
     /// Largest request body read, in bytes (whole nodes: ~1–5 KiB each).
+    /// With a cache, a request is further bounded by what the nodes it
+    /// knows can need ([`body_limit`]).
     pub max_request_bytes: usize,
+    /// Requests whose bodies are read and answered at once, at most; more
+    /// wait (unread) for one to end. Memory for requests is bounded by this
+    /// times the body limit.
+    pub max_in_flight: usize,
     /// Serve `{prefix}/bind`: bind pods through the API server as `run`
     /// does (kube-scheduler's `bindVerb`). Needs an API server.
     pub bind: bool,
@@ -74,7 +80,27 @@ pub struct ExtenderOptions {
     pub api_timeout: std::time::Duration,
     /// Serve HTTPS with this certificate chain and key (PEM files), for
     /// kube-scheduler's `enableHTTPS: true`; none: plain HTTP.
-    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    pub tls: Option<crate::tls::CertFiles>,
+    /// Require of every connection a client certificate signed by this CA
+    /// (kube-scheduler's `tlsConfig.certFile`); needs `tls`.
+    pub client_ca: Option<std::path::PathBuf>,
+}
+
+/// What a request needs beyond its nodes: the pod (the API server stores
+/// objects of at most 1.5 MiB) and the rest of the arguments.
+const BODY_BASE: usize = 2 << 20;
+/// What one node may need in a request: its name (`NodeNames`), or the
+/// whole object (`Nodes`: ~1–5 KiB, more with many images).
+const BODY_PER_NODE: usize = 32 << 10;
+
+/// The largest body a request may have: `max` without a cache, else what
+/// the nodes the cache knows can need (at least 100 nodes' worth, so a
+/// cache still filling refuses nothing kube-scheduler can send).
+pub fn body_limit(max: usize, nodes: Option<usize>) -> usize {
+    match nodes {
+        None => max,
+        Some(n) => max.min(BODY_BASE + n.max(100).saturating_mul(BODY_PER_NODE)),
+    }
 }
 
 /// The default of [`ExtenderOptions::max_request_bytes`]: 5000 whole nodes
@@ -86,7 +112,7 @@ pub struct Running {
     /// Where the verbs are served.
     pub addr: SocketAddr,
     /// Where the admin endpoints are served.
-    pub admin: Option<SocketAddr>,
+    pub admin: Option<crate::admin::Served>,
     /// Ends when the server stops.
     pub server: tokio::task::JoinHandle<()>,
     /// Whether it serves HTTPS.
@@ -103,6 +129,12 @@ struct Extender {
     /// Requests judged, for sampling plugin timings as the daemon samples
     /// its cycles.
     requests: std::sync::atomic::AtomicU64,
+    /// Nodes in the cache, for the body limit.
+    nodes: std::sync::atomic::AtomicUsize,
+    /// Requests being read or answered.
+    in_flight: tokio::sync::Semaphore,
+    /// The configured largest body.
+    max_request_bytes: usize,
 }
 
 /// The framework of `profile` (or the first), without its built-in plugins
@@ -161,6 +193,17 @@ pub async fn serve(
     if opts.bind && client.is_none() {
         anyhow::bail!("the bind verb binds through an API server: give one (--master or --kubeconfig)");
     }
+    if opts.bind && opts.client_ca.is_none() {
+        // Whoever reaches the port could bind any pod anywhere.
+        anyhow::bail!(
+            "the bind verb binds pods for whoever calls it: serve it over TLS with a client CA (--tls-cert, --tls-key, --client-ca-file), whose certificate kube-scheduler presents (tlsConfig.certFile)"
+        );
+    }
+    if opts.client_ca.is_some() && opts.tls.is_none() {
+        anyhow::bail!(
+            "--client-ca-file checks client certificates in the TLS handshake: give --tls-cert and --tls-key too"
+        );
+    }
     // kube-scheduler, which has its own leader election, is the only
     // caller: the extender binds whenever it is asked.
     let binder = client.clone().filter(|_| opts.bind).map(|c| {
@@ -174,8 +217,11 @@ pub async fn serve(
         status: status.clone(),
         binder,
         requests: Default::default(),
+        nodes: Default::default(),
+        in_flight: tokio::sync::Semaphore::new(opts.max_in_flight.max(1)),
+        max_request_bytes: opts.max_request_bytes,
     });
-    if let Some(client) = client {
+    if let Some(client) = client.clone() {
         start_watchers(client, ext.clone(), &opts.config.metrics.sources, stop.clone())?;
     }
     {
@@ -197,8 +243,8 @@ pub async fn serve(
             }
         });
     }
-    let admin = match opts.admin {
-        Some(a) => Some(crate::admin::serve(a, status.clone()).await?),
+    let admin = match &opts.admin {
+        Some(a) => Some(crate::admin::serve(a, status.clone(), client.clone()).await?),
         None => None,
     };
     let listener = tokio::net::TcpListener::bind(opts.listen)
@@ -211,31 +257,32 @@ pub async fn serve(
             &format!("{prefix}/filter"),
             post({
                 let ext = ext.clone();
-                move |body: Bytes| verb(ext, "filter", body)
+                move |req: axum::extract::Request| verb(ext, "filter", req)
             }),
         )
         .route(
             &format!("{prefix}/prioritize"),
             post({
                 let ext = ext.clone();
-                move |body: Bytes| verb(ext, "prioritize", body)
+                move |req: axum::extract::Request| verb(ext, "prioritize", req)
             }),
         )
         .route(
             &format!("{prefix}/preempt"),
             post({
                 let ext = ext.clone();
-                move |body: Bytes| verb(ext, "preempt", body)
+                move |req: axum::extract::Request| verb(ext, "preempt", req)
             }),
         )
         .route(
             &format!("{prefix}/bind"),
             post({
                 let ext = ext.clone();
-                move |body: Bytes| bind_verb(ext, body)
+                move |req: axum::extract::Request| bind_verb(ext, req)
             }),
         )
-        .layer(axum::extract::DefaultBodyLimit::max(opts.max_request_bytes));
+        // Bodies are read by the verbs, within the limit of the moment.
+        .layer(axum::extract::DefaultBodyLimit::disable());
     let mut stop_server = stop;
     let stopping = ext.status.clone();
     let shutdown = async move {
@@ -245,12 +292,13 @@ pub async fn serve(
     };
     let server = match &opts.tls {
         None => spawn_server(listener, app, shutdown),
-        Some((cert, key)) => {
-            let listener = TlsListener {
-                tcp: listener,
-                acceptor: tokio_rustls::TlsAcceptor::from(tls_config(cert, key)?),
-            };
-            spawn_server(listener, app, shutdown)
+        Some(files) => {
+            let config = crate::tls::server_config(Some(files), &[], opts.client_ca.as_deref())?;
+            spawn_server(
+                crate::tls::TlsListener::new(listener, config, "extender"),
+                app,
+                shutdown,
+            )
         }
     };
     let verbs = if opts.bind {
@@ -284,66 +332,6 @@ where
     })
 }
 
-/// The server's TLS settings from PEM files: the certificate chain (leaf
-/// first) and its private key.
-fn tls_config(
-    cert: &std::path::Path,
-    key: &std::path::Path,
-) -> anyhow::Result<Arc<tokio_rustls::rustls::ServerConfig>> {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-    use tokio_rustls::rustls;
-    let certs = CertificateDer::pem_file_iter(cert)
-        .and_then(|i| i.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| anyhow::anyhow!("--tls-cert {}: {e}", cert.display()))?;
-    anyhow::ensure!(!certs.is_empty(), "--tls-cert {}: no certificate in it", cert.display());
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| anyhow::anyhow!("--tls-key {}: {e}", key.display()))?;
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| anyhow::anyhow!("the TLS certificate and key do not go together: {e}"))?;
-    Ok(Arc::new(config))
-}
-
-/// TCP connections made TLS before axum reads them. A handshake that fails
-/// drops that connection only.
-struct TlsListener {
-    tcp: tokio::net::TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
-}
-
-impl axum::serve::Listener for TlsListener {
-    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let (tcp, addr) = match self.tcp.accept().await {
-                Ok(c) => c,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, go on.
-                    tracing::warn!(error = %e, "accepting an extender connection failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            // The handshake is bounded, so a client that never finishes it
-            // cannot hold the listener.
-            let handshake = tokio::time::timeout(std::time::Duration::from_secs(5), self.acceptor.accept(tcp));
-            match handshake.await {
-                Ok(Ok(tls)) => return (tls, addr),
-                Ok(Err(e)) => tracing::debug!(%addr, error = %e, "TLS handshake failed"),
-                Err(_) => tracing::debug!(%addr, "TLS handshake timed out"),
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
-}
-
 /// The watchers (and the metric sources' queries) feed a thread that
 /// applies their messages to the cache.
 fn start_watchers(
@@ -368,6 +356,8 @@ fn start_watchers(
                 while let Ok(msg) = rx.try_recv() {
                     apply(&mut sched, &mut synced, msg, &ext.status.metrics);
                 }
+                ext.nodes
+                    .store(sched.cache.node_count(), std::sync::atomic::Ordering::Relaxed);
             }
         })
         .expect("cannot start the extender's cache thread");
@@ -378,8 +368,18 @@ fn start_watchers(
 /// (the framework's own pool does the parallel part), never on the
 /// reactor. An error of the extender is the answer's `Error` (filter), or
 /// a 500 with the message (prioritize, whose answer is a bare list).
-async fn verb(ext: Arc<Extender>, verb: &'static str, body: Bytes) -> Response {
+async fn verb(ext: Arc<Extender>, verb: &'static str, req: axum::extract::Request) -> Response {
     let started = Instant::now();
+    let Ok(_slot) = ext.in_flight.acquire().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let body = match ext.read_body(req).await {
+        Ok(b) => b,
+        Err(refused) => {
+            ext.status.metrics.extender_request(verb, "error", started.elapsed());
+            return refused;
+        }
+    };
     let work = {
         let ext = ext.clone();
         tokio::task::spawn_blocking(move || match verb {
@@ -415,8 +415,18 @@ async fn verb(ext: Arc<Extender>, verb: &'static str, body: Bytes) -> Response {
 
 /// Serves `bind`: binds through the API server with the daemon's binder
 /// (bounded in time, retried on 429/5xx); a refusal is the answer's `Error`.
-async fn bind_verb(ext: Arc<Extender>, body: Bytes) -> Response {
+async fn bind_verb(ext: Arc<Extender>, req: axum::extract::Request) -> Response {
     let started = Instant::now();
+    let Ok(_slot) = ext.in_flight.acquire().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let body = match ext.read_body(req).await {
+        Ok(b) => b,
+        Err(refused) => {
+            ext.status.metrics.extender_request("bind", "error", started.elapsed());
+            return refused;
+        }
+    };
     let result = async {
         let Some((client, leadership, timeout)) = &ext.binder else {
             return Err("this extender does not bind (start it with --bind)".to_owned());
@@ -464,6 +474,45 @@ struct Candidates {
 }
 
 impl Extender {
+    /// The request's body, within [`body_limit`]; a larger one is refused
+    /// with 413 before it is read (by its `Content-Length`) or as soon as
+    /// it passes the limit.
+    async fn read_body(&self, req: axum::extract::Request) -> Result<Bytes, Response> {
+        let nodes = self
+            .cluster
+            .as_ref()
+            .map(|_| self.nodes.load(std::sync::atomic::Ordering::Relaxed));
+        let limit = body_limit(self.max_request_bytes, nodes);
+        let too_large = || {
+            (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the request is larger than this extender reads ({limit} bytes: {} nodes known; --max-request-mib)\n",
+                    nodes.map_or_else(|| "no".to_owned(), |n| n.to_string())
+                ),
+            )
+                .into_response()
+        };
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > limit as u64) {
+            return Err(too_large());
+        }
+        axum::body::to_bytes(req.into_body(), limit).await.map_err(|e| {
+            let inner = e.into_inner();
+            let over = std::iter::successors(Some(&*inner as &(dyn std::error::Error + 'static)), |e| e.source())
+                .any(|e| e.is::<http_body_util::LengthLimitError>());
+            if over {
+                too_large()
+            } else {
+                (StatusCode::BAD_REQUEST, format!("cannot read the request: {inner}\n")).into_response()
+            }
+        })
+    }
+
     fn decode(&self, body: &[u8]) -> Result<(PodInfo, Candidates), String> {
         let args: ExtenderArgs =
             serde_json::from_slice(body).map_err(|e| format!("cannot read the request (ExtenderArgs): {e}"))?;

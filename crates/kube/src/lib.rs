@@ -9,6 +9,8 @@
 //! same plugins ([`extender`]).
 
 pub mod admin;
+mod admin_auth;
+pub mod admin_proxy;
 mod binder;
 pub mod client;
 pub mod daemon;
@@ -20,10 +22,14 @@ mod preempt;
 mod reporter;
 mod schedule;
 pub mod shadow;
+mod status;
+pub mod tls;
 mod volumes;
 mod watch;
 pub mod web;
 
+pub use admin::AdminOptions;
 pub use client::ClientConnection;
-pub use daemon::{Options, Status, run};
+pub use daemon::{Options, run};
 pub use leader::{LeaderElection, Leadership, parse_duration};
+pub use status::Status;

@@ -33,7 +33,7 @@ type HttpClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<bytes
 pub(crate) fn spawn(
     sources: &[MetricSource],
     tx: &mpsc::Sender<Msg>,
-    status: &Arc<crate::daemon::Status>,
+    status: &Arc<crate::status::Status>,
     stop: &watch::Receiver<bool>,
 ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
     let mut tasks = Vec::new();
@@ -153,7 +153,7 @@ fn client(p: &PrometheusSource) -> Result<HttpClient, String> {
     let tls = if p.insecure_skip_verify {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerification(provider)))
+            .with_custom_certificate_verifier(Arc::new(crate::tls::AnyCertificate(provider)))
             .with_no_client_auth()
     } else {
         let mut roots = rustls::RootCertStore::empty();
@@ -386,46 +386,6 @@ pub(crate) fn unmatched(r: &wasmsched_core::metrics::InstallReport, node_label: 
 /// A JSON pointer token (`~` and `/` escaped).
 fn pointer_escape(s: &str) -> String {
     s.replace('~', "~0").replace('/', "~1")
-}
-
-/// Accepts any server certificate (`insecureSkipVerify`); signatures are
-/// still checked with the provider's algorithms.
-#[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _: &rustls_pki_types::CertificateDer<'_>,
-        _: &[rustls_pki_types::CertificateDer<'_>],
-        _: &rustls_pki_types::ServerName<'_>,
-        _: &[u8],
-        _: rustls_pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 #[cfg(test)]

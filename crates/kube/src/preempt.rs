@@ -20,9 +20,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::reporter::PodRef;
+use crate::status::Status;
 
 /// What one preemption decided.
 #[derive(Debug)]
@@ -70,7 +70,14 @@ pub(crate) async fn run(
                     (client.clone(), identity.clone(), done.clone(), leadership.clone(), status.clone());
                 set.spawn(async move {
                     let victims: Vec<String> = job.victims.iter().map(|v| v.uid.clone()).collect();
-                    let failed = !execute(&client, &identity, &job, &leadership, &status, timeout).await;
+                    // A panic is a failed eviction: the preemptor is retried.
+                    let failed = match crate::daemon::unwound(execute(&client, &identity, &job, &leadership, &status, timeout)).await {
+                        Ok(done) => !done,
+                        Err(panic) => {
+                            tracing::error!(preemptor = %job.preemptor.key(), error = %panic, "the eviction task panicked");
+                            true
+                        }
+                    };
                     let _ = done.send(EvictionsDone { preemptor: job.preemptor.key(), victims, failed });
                 });
             }

@@ -17,7 +17,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::daemon::Status;
+use crate::status::Status;
 use wasmsched_core::framework::truncate_message;
 
 /// kube-scheduler's condition reasons.

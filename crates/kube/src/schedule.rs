@@ -19,10 +19,10 @@ use wasmsched_core::queue::Location;
 use wasmsched_core::scheduler::Scheduler;
 
 use crate::binder::{BindJob, BindOutcome, BindResult};
-use crate::daemon::Status;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::reporter::{PodRef, Queued, REASON_SCHEDULER_ERROR, REASON_UNSCHEDULABLE, Report};
+use crate::status::Status;
 
 /// What the scheduling thread is told.
 #[derive(Debug)]
@@ -224,10 +224,21 @@ impl Loop {
                 // (the pod stays assumed until the process ends).
                 let Some(jobs) = &self.ch.jobs else { return false };
                 let mut stop = self.ch.stop.clone();
+                let status = &self.status;
                 let sent = self.rt.block_on(async {
-                    tokio::select! {
-                        r = jobs.send(job) => r.is_ok(),
-                        _ = stop.wait_for(|s| *s) => false,
+                    loop {
+                        tokio::select! {
+                            slot = jobs.reserve() => match slot {
+                                Ok(slot) => {
+                                    slot.send(job);
+                                    return true;
+                                }
+                                Err(_) => return false,
+                            },
+                            _ = stop.wait_for(|s| *s) => return false,
+                            // A binder that is behind but moving is progress.
+                            _ = tokio::time::sleep(Duration::from_millis(500)) => status.waiting_on_binder(),
+                        }
                     }
                 });
                 if !sent {

@@ -150,7 +150,11 @@ pub(crate) async fn bind(
     }
 
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &job.namespace);
-    let deadline = Instant::now() + Duration::from_secs(plan.bind_timeout_seconds);
+    // Bounded by the configuration's check; saturating all the same.
+    let now = Instant::now();
+    let deadline = now
+        .checked_add(Duration::from_secs(plan.bind_timeout_seconds))
+        .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
     loop {
         if bound(&pvs, &claims, plan, leadership, timeout).await? {
             return Ok(());

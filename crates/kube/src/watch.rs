@@ -5,7 +5,6 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -21,8 +20,9 @@ use tokio::sync::{mpsc, watch};
 use wasmsched_core::storage::StorageKind;
 use wasmsched_core::workloads::WorkloadKind;
 
-use crate::daemon::{Status, supervise};
+use crate::daemon::supervise;
 use crate::schedule::Msg;
+use crate::status::Status;
 
 /// How one kind's watch events become messages for the scheduling thread.
 pub(crate) struct Kind<K> {
@@ -31,7 +31,6 @@ pub(crate) struct Kind<K> {
     apply: fn(K) -> Msg,
     gone: fn(&K) -> Msg,
     synced: fn(HashSet<String>) -> Msg,
-    synced_flag: fn(&Status) -> &AtomicBool,
     /// A field selector the API server applies (none: every object).
     fields: Option<&'static str>,
 }
@@ -51,7 +50,6 @@ pub(crate) const NODES: Kind<Node> = Kind {
     apply: |n| Msg::Node(Box::new(n)),
     gone: |n| Msg::NodeGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NodesSynced,
-    synced_flag: |s| &s.nodes_synced,
     fields: None,
 };
 
@@ -71,7 +69,6 @@ pub(crate) const PODS: Kind<Pod> = Kind {
         uid: p.metadata.uid.clone().unwrap_or_default(),
     },
     synced: Msg::PodsSynced,
-    synced_flag: |s| &s.pods_synced,
     fields: Some("status.phase!=Succeeded,status.phase!=Failed"),
 };
 
@@ -81,7 +78,6 @@ pub(crate) const NAMESPACES: Kind<Namespace> = Kind {
     apply: |n| Msg::Namespace(Box::new(n)),
     gone: |n| Msg::NamespaceGone(n.metadata.name.clone().unwrap_or_default()),
     synced: Msg::NamespacesSynced,
-    synced_flag: |s| &s.namespaces_synced,
     fields: None,
 };
 
@@ -118,7 +114,6 @@ macro_rules! workload_kind {
             apply: workload_apply,
             gone: |o| workload_gone($kind, o),
             synced: |keys| Msg::WorkloadsSynced($kind, keys),
-            synced_flag: |s| &s.workloads_synced,
             fields: None,
         };
     };
@@ -163,7 +158,6 @@ macro_rules! storage_kind {
             apply: storage_apply,
             gone: |o| storage_gone($kind, o),
             synced: |keys| Msg::StorageSynced($kind, keys),
-            synced_flag: |s| &s.storage_synced,
             fields: None,
         };
     };
@@ -216,13 +210,15 @@ pub(crate) async fn watch_kind<K>(
                 (kind.apply)(o)
             }
             Ok(WatchEvent::InitDone) => {
-                (kind.synced_flag)(&status).store(true, Ordering::Relaxed);
+                status.watch_listed(kind.what);
                 (kind.synced)(std::mem::take(&mut init))
             }
             Ok(WatchEvent::Apply(o)) => (kind.apply)(o),
             Ok(WatchEvent::Delete(o)) => (kind.gone)(&o),
             Err(e) => {
+                // Repeats at the backoff's pace, as long as the watch fails.
                 tracing::warn!(resource = kind.what, error = %e, "watch failed; retrying with backoff");
+                status.watch_failed(kind.what, &e.to_string());
                 continue;
             }
         };
@@ -263,6 +259,21 @@ pub(crate) fn spawn_watchers(
     stop: &watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let (c, t, s, x) = (client, tx, status, stop);
+    // A cycle needs every one of them: each is a condition of readiness.
+    status.expect_watches(&[
+        NODES.what,
+        PODS.what,
+        NAMESPACES.what,
+        SERVICES.what,
+        REPLICATION_CONTROLLERS.what,
+        REPLICA_SETS.what,
+        STATEFUL_SETS.what,
+        DISRUPTION_BUDGETS.what,
+        CLAIMS.what,
+        VOLUMES.what,
+        STORAGE_CLASSES.what,
+        CSI_NODES.what,
+    ]);
     vec![
         spawn_kind(c, NODES, t, s, x),
         spawn_kind(c, PODS, t, s, x),

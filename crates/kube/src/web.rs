@@ -43,9 +43,37 @@ pub const DECISIONS_KEPT: usize = 50;
 pub const EXPLAIN_EVERY: Duration = Duration::from_millis(100);
 /// How long the page's last request keeps the thread recording attempts.
 const WATCHED_FOR: Duration = Duration::from_secs(10);
+/// Views are built at most this often, however many requests come: a
+/// view newer than this is served as it is (the page refreshes every two
+/// seconds; a build at 5000 nodes takes the scheduling thread ~23 ms).
+pub const VIEW_EVERY: Duration = Duration::from_millis(500);
+/// How long a decision explained again is served to the next requests for
+/// the same pod before it is decided again.
+const EXPLAINED_FOR: Duration = Duration::from_secs(2);
+/// How long a pod whose decision was asked for keeps its next attempt
+/// wanted.
+const ASKED_FOR: Duration = Duration::from_secs(60);
 
 const SCRIPT: &str = include_str!("web/app.js");
 const STYLE: &str = include_str!("web/style.css");
+
+/// The page's `Content-Security-Policy`: its one script and stylesheet,
+/// known by their hashes, fragments fetched from the same origin, nothing
+/// else, and no other site may frame it. Style attributes (the tiles'
+/// bars) are allowed; they carry only numbers the server writes.
+pub fn content_security_policy() -> &'static str {
+    static CSP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let hash = |s: &str| base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(s.as_bytes()));
+        format!(
+            "default-src 'none'; script-src 'sha256-{}'; style-src 'sha256-{}'; style-src-attr 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+            hash(SCRIPT),
+            hash(STYLE)
+        )
+    });
+    &CSP
+}
 
 /// One node as a tile.
 #[derive(Debug, Clone)]
@@ -145,9 +173,15 @@ pub struct Board {
     /// When the last attempt was sampled (milliseconds after `origin`;
     /// 0: never, so the first attempt after the page opens is).
     sampled_ms: AtomicU64,
-    /// Pods whose decision was asked for and not kept: their next attempt
-    /// is (at most [`DECISIONS_KEPT`] of them).
-    asked_pods: Mutex<std::collections::HashSet<String>>,
+    /// Pods whose decision was asked for and not kept, with when: their
+    /// next attempt within [`ASKED_FOR`] is (at most [`DECISIONS_KEPT`]
+    /// of them; the names come from requests).
+    asked_pods: Mutex<HashMap<String, Instant>>,
+    /// Builds views one at a time where no thread publishes them.
+    building: Mutex<()>,
+    /// Decisions are explained one at a time; the last one is served
+    /// again for [`EXPLAINED_FOR`].
+    explaining: Mutex<Option<(Instant, Decision)>>,
     /// `asked_pods` is not empty (read each cycle without the lock).
     any_asked: std::sync::atomic::AtomicBool,
     /// Wakes an idle scheduling thread when a request waits for a view.
@@ -169,9 +203,12 @@ impl Board {
         asked > 0 && self.now_ms().saturating_sub(asked) < WATCHED_FOR.as_millis() as u64
     }
 
-    /// Whether a request waits for a view newer than the last published.
+    /// Whether a request waits for a view newer than the last published
+    /// (and that one is at least [`VIEW_EVERY`] old).
     pub(crate) fn wanted(&self) -> bool {
-        self.asked_ms.load(Ordering::Relaxed) > self.published_ms.load(Ordering::Relaxed)
+        let published = self.published_ms.load(Ordering::Relaxed);
+        self.asked_ms.load(Ordering::Relaxed) > published
+            && (published == 0 || self.now_ms().saturating_sub(published) >= VIEW_EVERY.as_millis() as u64)
     }
 
     /// Publishes a view.
@@ -201,7 +238,12 @@ impl Board {
             return false;
         }
         if self.any_asked.load(Ordering::Relaxed)
-            && self.asked_pods.lock().unwrap_or_else(|p| p.into_inner()).contains(pod)
+            && self
+                .asked_pods
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(pod)
+                .is_some_and(|t| t.elapsed() < ASKED_FOR)
         {
             return true;
         }
@@ -216,6 +258,7 @@ impl Board {
         if self.any_asked.load(Ordering::Relaxed) {
             let mut asked = self.asked_pods.lock().unwrap_or_else(|p| p.into_inner());
             asked.remove(&case.pod.key);
+            asked.retain(|_, t| t.elapsed() < ASKED_FOR);
             self.any_asked.store(!asked.is_empty(), Ordering::Relaxed);
         }
         let mut d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
@@ -277,23 +320,38 @@ impl Board {
         };
         let Some((at, case)) = found else {
             let mut asked = self.asked_pods.lock().unwrap_or_else(|p| p.into_inner());
-            if asked.len() < DECISIONS_KEPT {
-                asked.insert(pod.to_owned());
+            asked.retain(|_, t| t.elapsed() < ASKED_FOR);
+            if asked.len() < DECISIONS_KEPT || asked.contains_key(pod) {
+                asked.insert(pod.to_owned(), Instant::now());
             }
             self.any_asked.store(!asked.is_empty(), Ordering::Relaxed);
             return None;
         };
+        // One at a time, whoever asks: each is a whole cycle on this
+        // thread. Requests for the pod just explained share its answer.
+        let mut last = self.explaining.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((when, d)) = &*last
+            && d.pod == pod
+            && d.at == at
+            && when.elapsed() < EXPLAINED_FOR
+        {
+            return Some(d.clone());
+        }
         let fw = self.frameworks.get()?.get(case.profile)?;
-        let (result, _) = case.decide(fw, true);
+        // The serving versions decide again, but a plugin failing here
+        // leaves no mark on the back-off that live cycles follow.
+        let (result, _) = wasmsched_wasm::off_the_record(|| case.decide(fw, true));
         let explanation = explanation_of(&result).cloned();
-        Some(Decision {
+        let decision = Decision {
             at,
             pod: case.pod.key.clone(),
             profile: fw.profile.clone(),
             decided: case.serving.clone(),
             again: CycleOutcome::of(&result),
             explanation: explanation.unwrap_or_default(),
-        })
+        };
+        *last = Some((Instant::now(), decision.clone()));
+        Some(decision)
     }
 
     /// The page asks: the thread records and publishes for a while.
@@ -314,8 +372,25 @@ impl Board {
     /// at most `limit` for it (the last one otherwise, if any). Blocking:
     /// call it off the async workers.
     pub fn fresh(&self, limit: Duration) -> Option<std::sync::Arc<View>> {
+        let recent = |board: &Self| {
+            let current = board.view.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            current.filter(|(at, _)| board.now_ms().saturating_sub(*at) < VIEW_EVERY.as_millis() as u64)
+        };
         if let Some(source) = self.source.get() {
-            return Some(std::sync::Arc::new(source()));
+            // One build at a time; those who waited for it share it.
+            let _building = self.building.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((_, v)) = recent(self) {
+                return Some(v);
+            }
+            let v = std::sync::Arc::new(source());
+            let at = self.now_ms();
+            *self.view.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, v.clone()));
+            return Some(v);
+        }
+        // A view built less than VIEW_EVERY ago is served as it is: the
+        // scheduling thread builds no more often, whoever asks.
+        if let Some((_, v)) = recent(self) {
+            return Some(v);
         }
         let asked = self.ask();
         let deadline = Instant::now() + limit;
@@ -359,11 +434,11 @@ pub struct Decision {
 /// Keeps an attempt with what it started from at most every
 /// [`EXPLAIN_EVERY`] while the page is open, and the next attempt of a pod
 /// whose decision was asked for; nothing while the page is closed.
-pub struct DecisionTap(std::sync::Arc<crate::daemon::Status>);
+pub struct DecisionTap(std::sync::Arc<crate::status::Status>);
 
 impl DecisionTap {
     /// The tap of `status`'s web view, for [`Scheduler::set_shadow`] at 100 %.
-    pub fn new(status: std::sync::Arc<crate::daemon::Status>) -> Self {
+    pub fn new(status: std::sync::Arc<crate::status::Status>) -> Self {
         Self(status)
     }
 }
@@ -829,7 +904,11 @@ pub fn plugins(
     shadow: Option<&crate::shadow::Shadow>,
     latencies: &[crate::metrics::PluginLatency],
 ) -> Markup {
-    let micros = |d: Option<Duration>| d.map_or("> 22 ms".to_owned(), |d| format!("{:.1} µs", d.as_secs_f64() * 1e6));
+    let micros = |q: crate::metrics::Quantile| match q {
+        crate::metrics::Quantile::None => "–".to_owned(),
+        crate::metrics::Quantile::Below(d) => format!("< {}", duration_text(d)),
+        crate::metrics::Quantile::Above(d) => format!("≥ {}", duration_text(d)),
+    };
     let rows = |h: &wasmsched_wasm::PluginHost| {
         use wasmsched_core::Plugin as _;
         let mut slots = h.slots();
@@ -957,6 +1036,14 @@ fn document(body: Markup, shown: &str, report: bool) -> Markup {
     }
 }
 
+/// A bucket bound as a person reads it: `10 µs`, `22.5 µs`, `1.3 ms`.
+fn duration_text(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    let (v, unit) = if us < 1000.0 { (us, "µs") } else { (us / 1000.0, "ms") };
+    let v = format!("{v:.1}");
+    format!("{} {unit}", v.trim_end_matches(".0"))
+}
+
 /// `s` as a URL query value.
 fn urlencode(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -983,6 +1070,67 @@ mod tests {
         assert!(board.sample_due("ns/p"), "opened just now");
         board.sampled_ms.store(board.now_ms(), Ordering::Relaxed);
         assert!(!board.sample_due("ns/p"), "sampled just now");
+    }
+
+    /// However many requests come, a view is built at most every
+    /// `VIEW_EVERY`, and those that waited for a build share it.
+    #[test]
+    fn views_are_built_at_most_at_the_stated_rate() {
+        let board = std::sync::Arc::new(Board::default());
+        let builds = std::sync::Arc::new(AtomicU64::new(0));
+        let b = builds.clone();
+        board.set_source(move || {
+            b.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(20));
+            View::default()
+        });
+        let requests: Vec<_> = (0..8)
+            .map(|_| {
+                let board = board.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..10 {
+                        board.fresh(Duration::from_secs(1)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        let started = Instant::now();
+        for r in requests {
+            r.join().unwrap();
+        }
+        let allowed = 1 + (started.elapsed().as_millis() / VIEW_EVERY.as_millis()) as u64;
+        assert!(builds.load(Ordering::Relaxed) <= allowed, "{builds:?} builds");
+
+        // The scheduling thread's side: a view published just now is not
+        // wanted again, whoever asks.
+        let board = Board::default();
+        board.ask();
+        assert!(board.wanted(), "the first view");
+        board.publish(View::default());
+        board.ask();
+        assert!(!board.wanted(), "published less than VIEW_EVERY ago");
+        assert!(board.fresh(Duration::ZERO).is_some(), "served as it is");
+    }
+
+    /// Names of pods asked for come from requests: they are bounded and
+    /// expire.
+    #[test]
+    fn asked_pods_are_bounded() {
+        let board = Board::default();
+        board.ask();
+        for i in 0..10 * DECISIONS_KEPT {
+            assert!(board.explain(&format!("ns/p-{i}")).is_none());
+        }
+        let asked = board.asked_pods.lock().unwrap();
+        assert!(asked.len() <= DECISIONS_KEPT, "{}", asked.len());
+        assert!(asked.contains_key("ns/p-0"));
+    }
+
+    #[test]
+    fn bucket_bounds_read_as_durations() {
+        assert_eq!(duration_text(Duration::from_micros(10)), "10 µs");
+        assert_eq!(duration_text(Duration::from_secs_f64(2.25e-5)), "22.5 µs");
+        assert_eq!(duration_text(Duration::from_secs_f64(1.3e-3)), "1.3 ms");
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub use host::exports::wasmsched::plugin::plugin::{
 };
 pub use host::unix_ms;
 pub use plugin::{
-    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, PluginSlot, PluginStats, warm_instances,
+    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, PluginSlot, PluginStats, off_the_record,
+    warm_instances,
 };
 
 /// Why a plugin file was rejected.

@@ -18,6 +18,26 @@ use crate::host::{Bindings, DeadlineExceeded, HostState};
 use crate::limits::{HOSTCALL_FUEL, LimitExceeded};
 use crate::text::{MAX_ERROR_BYTES, MAX_REASON_BYTES, guest_text};
 
+thread_local! {
+    /// Calls on this thread leave no mark on their plugin's failure record.
+    static OFF_THE_RECORD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the plugin calls it makes on this thread kept out of each
+/// plugin's failure record: they neither start nor end a back-off. A
+/// decision explained again for a person (the web view) runs the serving
+/// versions, and a plugin failing there must not make live cycles skip it.
+pub fn off_the_record<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            OFF_THE_RECORD.set(self.0);
+        }
+    }
+    let _restore = Restore(OFF_THE_RECORD.replace(true));
+    f()
+}
+
 /// What happens when a plugin call fails (error, trap, timeout, out of memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 pub enum FailurePolicy {
@@ -540,6 +560,9 @@ impl Loaded {
     }
 
     fn failed(&self, e: &CallError) {
+        if OFF_THE_RECORD.get() {
+            return;
+        }
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         f.consecutive += 1;
         f.recent = ((f.recent << 1) | 1) & ((1 << RECENT_CALLS) - 1);
@@ -553,6 +576,9 @@ impl Loaded {
     }
 
     fn succeeded(&self) {
+        if OFF_THE_RECORD.get() {
+            return;
+        }
         let mut f = self.failures.lock().unwrap_or_else(|p| p.into_inner());
         f.consecutive = 0;
         f.recent = (f.recent << 1) & ((1 << RECENT_CALLS) - 1);

@@ -49,6 +49,9 @@ pub struct VolumeBindingArgs {
     pub kind: Option<String>,
 }
 
+/// The longest `bindTimeoutSeconds`: the largest Go `time.Duration` in seconds.
+pub const MAX_BIND_TIMEOUT_SECONDS: i64 = i64::MAX / 1_000_000_000;
+
 fn default_bind_timeout() -> i64 {
     600
 }
@@ -75,6 +78,15 @@ impl VolumeBinding {
     pub fn new(args: VolumeBindingArgs) -> Result<Self, String> {
         if args.bind_timeout_seconds < 0 {
             return Err("bindTimeoutSeconds: invalid BindTimeoutSeconds, should not be a negative value".into());
+        }
+        if args.bind_timeout_seconds > MAX_BIND_TIMEOUT_SECONDS {
+            // kube-scheduler multiplies it into a Go Duration, which ends
+            // here (292 years); past it the wait would wrap around there,
+            // and overflow a deadline here.
+            return Err(format!(
+                "bindTimeoutSeconds: {} is longer than a wait can be ({MAX_BIND_TIMEOUT_SECONDS} seconds, 292 years)",
+                args.bind_timeout_seconds
+            ));
         }
         if args.shape.is_some() {
             return Err("shape: capacity scoring (kube-scheduler's StorageCapacityScoring) is not supported".into());
@@ -632,6 +644,16 @@ mod tests {
     fn args() {
         assert!(VolumeBinding::new(serde_json::from_value(json!({"bindTimeoutSeconds": -1})).unwrap()).is_err());
         assert!(VolumeBinding::new(serde_json::from_value(json!({"shape": []})).unwrap()).is_err());
+        // A wait longer than any deadline is refused, naming the field.
+        let e =
+            VolumeBinding::new(serde_json::from_value(json!({"bindTimeoutSeconds": i64::MAX})).unwrap()).unwrap_err();
+        assert!(e.starts_with("bindTimeoutSeconds: "), "{e}");
+        assert!(
+            VolumeBinding::new(
+                serde_json::from_value(json!({"bindTimeoutSeconds": MAX_BIND_TIMEOUT_SECONDS})).unwrap()
+            )
+            .is_ok()
+        );
         assert_eq!(
             VolumeBinding::new(serde_json::from_value(json!({"bindTimeoutSeconds": 30})).unwrap())
                 .unwrap()
