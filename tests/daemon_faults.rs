@@ -798,3 +798,50 @@ async fn a_slow_binder_is_progress_for_liveness() {
     let _ = stop.send(());
     daemon.await.unwrap().unwrap();
 }
+
+/// A connection that goes silent mid-answer is given up within the read
+/// timeout and the request made again: a list whose body stops half-way
+/// (the daemon's first list of pods), then a watch that stops sending (a
+/// dead NAT entry, a wedged proxy). Each time the pod created meanwhile is
+/// bound within the bound, through the daemon's own client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_gone_silent_is_given_up_within_the_read_timeout() {
+    use wasmsched_kube::client::{READ_TIMEOUT, build};
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    s.create(node("n0", "8")).unwrap();
+    let pods = wasmsched_apiserver_sim::Match {
+        method: Some("GET".into()),
+        ..wasmsched_apiserver_sim::Match::path("/api/v1/pods")
+    };
+    s.faults().stall(pods.clone(), 1);
+    s.create(pod("listed", "100m")).unwrap();
+    let client = build(
+        kube::Config::new(s.url().parse().unwrap()),
+        &wasmsched_kube::ClientConnection::default(),
+    )
+    .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(wasmsched_kube::run(
+        client,
+        options(Config::default(), Registry::builtin()),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let bound_within = READ_TIMEOUT + Duration::from_secs(15);
+    wait_bound(&s, "listed", 1, bound_within).await;
+    assert_eq!(s.faults().injected(), 1, "the first list stalled");
+
+    // The watch goes silent: the pod made next reaches the daemon once it
+    // gives the watch up.
+    s.faults().stall(pods, 1);
+    s.drop_watches();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(s.faults().injected(), 2, "the watch made again stalled");
+    s.create(pod("watched", "100m")).unwrap();
+    wait_bound(&s, "watched", 1, bound_within).await;
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}

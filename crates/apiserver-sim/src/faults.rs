@@ -70,8 +70,9 @@ pub(crate) struct RequestInfo<'a> {
 pub(crate) enum Admit {
     /// Answer it with this HTTP status, without serving it.
     Fail(u16),
-    /// Serve it; with `lose_answer`, never send the answer.
-    Serve { lose_answer: bool },
+    /// Serve it; with `lose_answer`, never send the answer; with `stall`,
+    /// send the headers and part of the body, then nothing more.
+    Serve { lose_answer: bool, stall: bool },
 }
 
 /// A failure rule: answer matching requests with `code` (500, 429 with
@@ -120,6 +121,7 @@ struct State {
     rules: Vec<FailRule>,
     hangs: Vec<Match>,
     lose: Vec<LoseRule>,
+    stall: Vec<LoseRule>,
     slow: Vec<SlowRule>,
     held: u64,
     latency: Duration,
@@ -141,6 +143,7 @@ impl Faults {
                 rules: Vec::new(),
                 hangs: Vec::new(),
                 lose: Vec::new(),
+                stall: Vec::new(),
                 slow: Vec::new(),
                 held: 0,
                 latency: Duration::ZERO,
@@ -197,6 +200,15 @@ impl Faults {
         self.lock().lose.push(LoseRule { count, matching });
     }
 
+    /// Answers the next `count` matching requests with their status and
+    /// headers and the first half of their body (a watch: nothing after
+    /// its headers), then sends nothing more while holding the connection
+    /// open: a peer that went silent mid-answer, as behind a dead NAT entry
+    /// or a wedged proxy. Only the client's read timeout ends it.
+    pub fn stall(&self, matching: Match, count: u64) {
+        self.lock().stall.push(LoseRule { count, matching });
+    }
+
     /// Delays every matching request by `delay` (on top of the latency).
     pub fn slow(&self, matching: Match, delay: Duration) {
         self.lock().slow.push(SlowRule {
@@ -221,6 +233,7 @@ impl Faults {
         s.rules.clear();
         s.hangs.clear();
         s.lose.clear();
+        s.stall.clear();
         s.slow.clear();
         s.latency = Duration::ZERO;
     }
@@ -253,6 +266,7 @@ impl Faults {
             "rules": s.rules,
             "hang": s.hangs,
             "loseAnswer": s.lose,
+            "stall": s.stall,
             "slow": s.slow,
             "held": s.held,
             "latencyMs": s.latency.as_millis() as u64,
@@ -276,9 +290,12 @@ impl Faults {
                 let (latency, fail) = Self::fail_or_pass(&mut s, &req);
                 let admit = match fail {
                     Some(code) => Admit::Fail(code),
-                    None => Admit::Serve {
-                        lose_answer: !req.watch && Self::lose_answer(&mut s, &req),
-                    },
+                    None => {
+                        let lose_answer = !req.watch && Self::lose_answer(&mut s, &req);
+                        let st: &mut State = &mut s;
+                        let stall = !lose_answer && Self::take(&mut st.stall, &mut st.injected, &req);
+                        Admit::Serve { lose_answer, stall }
+                    }
                 };
                 Some((latency, admit))
             }
@@ -294,16 +311,21 @@ impl Faults {
         admit
     }
 
-    /// Whether the answer to `req`, once served, is to be lost (counted
-    /// against the first matching rule).
-    fn lose_answer(s: &mut State, req: &RequestInfo<'_>) -> bool {
-        let Some(rule) = s.lose.iter_mut().find(|r| r.count > 0 && r.matching.applies(req)) else {
+    /// Whether a rule of `rules` takes `req` (counted against the first
+    /// matching one).
+    fn take(rules: &mut Vec<LoseRule>, injected: &mut u64, req: &RequestInfo<'_>) -> bool {
+        let Some(rule) = rules.iter_mut().find(|r| r.count > 0 && r.matching.applies(req)) else {
             return false;
         };
         rule.count -= 1;
-        s.lose.retain(|r| r.count > 0);
-        s.injected += 1;
+        rules.retain(|r| r.count > 0);
+        *injected += 1;
         true
+    }
+
+    /// Whether the answer to `req`, once served, is to be lost.
+    fn lose_answer(s: &mut State, req: &RequestInfo<'_>) -> bool {
+        Self::take(&mut s.lose, &mut s.injected, req)
     }
 
     /// The latency and the failure code (if any) the rules give `req`.
@@ -361,6 +383,9 @@ pub struct FaultRequest {
     /// Requests to delay (see [`Faults::slow`]).
     #[serde(default)]
     pub slow: Vec<SlowRule>,
+    /// Answers to stop sending mid-body (see [`Faults::stall`]).
+    #[serde(default)]
+    pub stall: Vec<LoseRule>,
     /// Latency for every request, in milliseconds.
     pub latency_ms: Option<u64>,
     /// Pause (`true`) or resume (`false`).

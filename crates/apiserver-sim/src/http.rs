@@ -133,9 +133,9 @@ async fn api(
         user_agent,
         watch,
     };
-    let lose_answer = match shared.faults.before(req).await {
+    let (lose_answer, stall) = match shared.faults.before(req).await {
         Admit::Fail(code) => return ApiError::from_code(code).into_response(),
-        Admit::Serve { lose_answer } => lose_answer,
+        Admit::Serve { lose_answer, stall } => (lose_answer, stall),
     };
     let response = serve(&shared, &method, req, &headers, &query, &body);
     if lose_answer {
@@ -143,7 +143,26 @@ async fn api(
         // gives up, or the server stops.
         return std::future::pending().await;
     }
+    if stall {
+        return stalled(response, watch).await;
+    }
     response
+}
+
+/// `response` with its status and headers, then half its body (a watch:
+/// none of it), then silence on an open connection.
+async fn stalled(response: Response, watch: bool) -> Response {
+    use futures_util::StreamExt;
+    let (parts, body) = response.into_parts();
+    let first = if watch {
+        Bytes::new()
+    } else {
+        let whole = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        whole.slice(..whole.len() / 2)
+    };
+    let silent = futures_util::stream::once(async move { Ok::<_, std::convert::Infallible>(first) })
+        .chain(futures_util::stream::pending());
+    Response::from_parts(parts, axum::body::Body::from_stream(silent))
 }
 
 /// The answer to an API request that passed the faults.

@@ -125,6 +125,9 @@ pub(crate) fn apply_fault_request(shared: &Shared, req: FaultRequest) {
     for r in req.lose_answer {
         shared.faults.lose_answers(r.matching, r.count);
     }
+    for r in req.stall {
+        shared.faults.stall(r.matching, r.count);
+    }
     for r in req.slow {
         shared.faults.slow(r.matching, Duration::from_millis(r.delay_ms));
     }

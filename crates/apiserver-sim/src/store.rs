@@ -512,6 +512,21 @@ impl Store {
                 "the name of the object ({body_name}) does not match the name on the URL ({name})"
             )));
         }
+        // A UID the object does not have: the write was meant for another
+        // object of that name (kube-apiserver's common metadata validation;
+        // clients put it in a patch as a precondition).
+        if let Some(uid) = value.pointer("/metadata/uid").and_then(Value::as_str)
+            && !uid.is_empty()
+            && Some(uid) != old.value.pointer("/metadata/uid").and_then(Value::as_str)
+        {
+            return Err(ApiError::invalid(
+                def.group,
+                def.kind,
+                name,
+                "metadata.uid",
+                &format!("Invalid value: {uid:?}: field is immutable"),
+            ));
+        }
         if let Some(rv) = value.pointer("/metadata/resourceVersion").and_then(Value::as_str)
             && !rv.is_empty()
             && Some(rv) != old.value.pointer("/metadata/resourceVersion").and_then(Value::as_str)

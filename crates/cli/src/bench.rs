@@ -70,6 +70,12 @@ pub struct Args {
     /// explain, as it does while the page is open.
     #[arg(long)]
     web: bool,
+    /// With --e2e --web: requests a second on the web view instead of the
+    /// page's one every 2 s, spread over the cluster, queue and decision
+    /// views (the decisions of pods just created), as many viewers or a
+    /// hostile client would make them.
+    #[arg(long, requires = "web", value_name = "N")]
+    web_rate: Option<u32>,
     /// Directory of WebAssembly plugins to add to the run (enabled in the
     /// profile unless the configuration mentions them).
     #[arg(long, value_name = "DIR")]
@@ -206,6 +212,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .shadow_percent
                 .unwrap_or(wasmsched_wasm::DEFAULT_SHADOW_SAMPLE_PERCENT),
             web: args.web,
+            web_rate: args.web_rate,
             parallelism: args.parallelism,
             cluster: (args.master.is_some() || args.kubeconfig.is_some()).then_some(crate::bench_e2e::Target {
                 kubeconfig: args.kubeconfig,

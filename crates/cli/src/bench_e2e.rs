@@ -36,6 +36,9 @@ pub struct E2e {
     /// Keep the web view open during the run (its cluster view fetched
     /// every 2 s, as the page does), and measure its first load after.
     pub web: bool,
+    /// Requests a second on the view (`--web-rate`; none: the page's one
+    /// every 2 s).
+    pub web_rate: Option<u32>,
     /// Any cluster instead of the in-process double (`--master`,
     /// `--kubeconfig`).
     pub cluster: Option<Target>,
@@ -334,12 +337,46 @@ pub(crate) async fn measure<C: Cluster>(
     let daemon_cpu_before = crate::bench::cpu_seconds_of(&pid);
     let own_cpu_before = crate::bench::cpu_seconds_of("self");
     // An open page: what it costs the daemon to record and publish.
+    let names: Vec<String> = pods
+        .iter()
+        .map(|p| {
+            format!(
+                "{}/{}",
+                p.metadata.namespace.as_deref().unwrap_or("default"),
+                p.metadata.name.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
     let watcher = e.web.then(|| {
         let admin = daemon.admin.clone();
+        let rate = e.web_rate;
         tokio::spawn(async move {
-            loop {
-                let _ = get(&admin, "/ui/cluster").await;
-                tokio::time::sleep(Duration::from_secs(2)).await;
+            let Some(rate) = rate.filter(|r| *r > 0) else {
+                loop {
+                    let _ = get(&admin, "/ui/cluster").await;
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                }
+            };
+            // Each request on its own connection, none waiting for the
+            // last: the views in turn, decisions of pods already created.
+            let every = Duration::from_secs_f64(1.0 / f64::from(rate));
+            let started = Instant::now();
+            for i in 0usize.. {
+                let path = match i % 3 {
+                    0 => "/ui/cluster".to_owned(),
+                    1 => "/ui/queue".to_owned(),
+                    _ => format!(
+                        "/ui/decision?pod={}",
+                        names.get((i / 3) % names.len().max(1)).map_or("", String::as_str)
+                    ),
+                };
+                let admin = admin.clone();
+                tokio::spawn(async move {
+                    let _ = get(&admin, &path).await;
+                });
+                if let Some(wait) = (started + every * (i as u32 + 1)).checked_duration_since(Instant::now()) {
+                    tokio::time::sleep(wait).await;
+                }
             }
         })
     });

@@ -69,7 +69,8 @@ pub(crate) struct BinderSettings {
 }
 
 /// Binds jobs until the job channel closes (the scheduling thread ended),
-/// lets those in flight finish within the grace period, then cancels the rest.
+/// lets those in flight finish within the grace period, then cancels the
+/// rest; returns how many it cancelled (a cancelled request may still land).
 pub(crate) async fn run(
     client: kube::Client,
     mut jobs: mpsc::Receiver<BindJob>,
@@ -77,7 +78,7 @@ pub(crate) async fn run(
     leadership: Arc<Leadership>,
     status: Arc<Status>,
     settings: BinderSettings,
-) {
+) -> usize {
     // Bindings that first wait for their volumes run beside the others,
     // not in their slots: a provisioner may take minutes, and sixteen such
     // pods would otherwise stop every binding (kube-scheduler runs each
@@ -106,14 +107,16 @@ pub(crate) async fn run(
         while waiting.join_next().await.is_some() {}
     })
     .await;
+    let cancelled = set.len() + waiting.len();
     if drained.is_err() {
         tracing::warn!(
-            cancelled = set.len() + waiting.len(),
+            cancelled,
             "bindings still in flight after the grace period are cancelled"
         );
     }
     set.shutdown().await;
     waiting.shutdown().await;
+    cancelled
 }
 
 /// The result of `binding`, or, when it panics, a failure naming the

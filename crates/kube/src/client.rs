@@ -116,10 +116,27 @@ impl ClientConnection {
 /// Longest a request other than a watch may wait for its answer's headers.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Longest a connection may go without a byte while an answer is awaited
+/// or read: a list whose body stalls, or a watch gone silent, is given up
+/// after this and retried on a new connection. A healthy watch is never
+/// silent this long: the API server ends it after [`WATCH_TIMEOUT_SECONDS`]
+/// (with a bookmark just before). kube-rs's builder makes its own TCP
+/// connector, whose keepalive cannot be set; this bound covers what it
+/// would find (a peer gone) and what it would not (a peer that stopped
+/// sending).
+pub const READ_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// Watches are asked to end after this many seconds (`timeoutSeconds`),
+/// then resumed from their last resourceVersion without a list, so that
+/// no healthy watch stays silent for [`READ_TIMEOUT`].
+pub const WATCH_TIMEOUT_SECONDS: u32 = 30;
+
 /// A client over `config` with its own token bucket. kube-scheduler makes
 /// two clients from one configuration, one for events, each with its own
 /// budget; call this once for each.
-pub fn build(config: kube::Config, connection: &ClientConnection) -> Result<kube::Client, kube::Error> {
+pub fn build(mut config: kube::Config, connection: &ClientConnection) -> Result<kube::Client, kube::Error> {
+    config.read_timeout = Some(READ_TIMEOUT);
+    config.write_timeout = Some(READ_TIMEOUT);
     let layer = ThrottleLayer {
         limiter: connection.limiter(),
         timeout: connection.request_timeout,

@@ -196,7 +196,7 @@ pub async fn run(
     let concurrency = opts.bind_concurrency.max(1);
     let (jobs_tx, jobs) = mpsc::channel(concurrency * 4);
     let (reports_tx, reports) = mpsc::channel(REPORT_CAPACITY);
-    let (preempt_tx, preempt_jobs) = mpsc::unbounded_channel();
+    let (preempt_tx, preempt_jobs) = mpsc::channel(crate::preempt::QUEUE);
     let (stop_tx, stop_rx) = watch::channel(false);
     // Stops the scheduling thread (a flag, not a message: a full message
     // channel cannot lose it).
@@ -352,9 +352,19 @@ pub async fn run(
     {
         tracing::error!("the scheduling thread did not stop in time; stopping without it");
     }
-    let _ = tokio::time::timeout(Duration::from_secs(5), binder).await;
+    // The binder ends within its grace period (cancelling what is left),
+    // whether the thread stopped or died.
+    let cancelled = match tokio::time::timeout(BIND_GRACE.max(request_timeout) + Duration::from_secs(5), binder).await {
+        Ok(Ok(cancelled)) => cancelled,
+        _ => usize::MAX,
+    };
     let _ = tokio::time::timeout(Duration::from_secs(5), executor).await;
-    // Only now may another replica take over: release the lease.
+    // Only now may another replica take over: release the lease, unless a
+    // binding sent under it may still land (cancelled, or the binder did
+    // not end): then it expires, after which none can.
+    if cancelled > 0 {
+        leadership.keep_lease_until_expiry();
+    }
     leadership.abdicate();
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(5), election).await;

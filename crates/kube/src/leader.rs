@@ -59,6 +59,10 @@ pub struct Leadership {
     /// Stepped down for good: a renewal still in flight cannot make this
     /// replica lead again.
     abdicated: AtomicBool,
+    /// On stop, leave the lease to expire instead of releasing it: a
+    /// binding request may still land (one was cancelled, or the binder
+    /// did not end), and another replica must not bind meanwhile.
+    keep_lease: AtomicBool,
 }
 
 impl Default for Leadership {
@@ -66,6 +70,7 @@ impl Default for Leadership {
         Self {
             origin: Instant::now(),
             leading: AtomicBool::new(false),
+            keep_lease: AtomicBool::new(false),
             valid_until: AtomicU64::new(0),
             abdicated: AtomicBool::new(false),
         }
@@ -118,6 +123,12 @@ impl Leadership {
         self.step_down();
     }
 
+    /// On stop, the lease is left to expire rather than released (see
+    /// [`run`]): bindings sent under it may still land.
+    pub fn keep_lease_until_expiry(&self) {
+        self.keep_lease.store(true, Ordering::SeqCst);
+    }
+
     /// Whether [`Leadership::abdicate`] was called.
     pub fn abdicated(&self) -> bool {
         self.abdicated.load(Ordering::SeqCst)
@@ -148,9 +159,11 @@ fn now_micro() -> MicroTime {
 /// Runs the election until `stop` turns true, keeping `leadership` up to
 /// date and publishing changes on `leader`. Every attempt is bounded: a
 /// leader's by what is left of its renew deadline, a candidate's by the
-/// retry period (at least a second). On stop, a held lease is released so
-/// another replica takes over at once; the caller steps `leadership` down
-/// and finishes its bindings first.
+/// retry period (at least a second). Once `leadership` abdicates, nothing
+/// is renewed; the lease is released only when `stop` turns true, which
+/// the caller signals once its bindings are done, so another replica takes
+/// over at once, unless the caller asked to keep it until it expires
+/// ([`Leadership::keep_lease_until_expiry`]).
 pub async fn run(
     client: kube::Client,
     cfg: LeaderElection,
@@ -174,7 +187,9 @@ pub async fn run(
     loop {
         if leadership.abdicated() {
             // The daemon is stopping (or its scheduling thread died): no
-            // more renewals; the lease is released below.
+            // more renewals; the lease is released below, once the caller
+            // says its bindings are done.
+            let _ = stop.wait_for(|s| *s).await;
             break;
         }
         let started = Instant::now();
@@ -228,6 +243,10 @@ pub async fn run(
     leadership.step_down();
     if held {
         leader.send_replace(false);
+    }
+    if held && leadership.keep_lease.load(Ordering::SeqCst) {
+        tracing::warn!("leaving the lease to expire: a binding sent under it may still land");
+    } else if held {
         match tokio::time::timeout(
             cfg.retry_period.max(Duration::from_secs(1)),
             release(&api, &cfg, &identity),
@@ -343,6 +362,63 @@ mod tests {
         assert!(l.is_leading());
         l.step_down();
         assert!(!l.is_leading());
+    }
+
+    /// The lease stays held from abdication until the caller's stop (its
+    /// bindings done), and is then released, or left to expire when a
+    /// binding may still land.
+    #[tokio::test]
+    async fn the_lease_is_released_only_once_the_bindings_are_done() {
+        let s = wasmsched_apiserver_sim::ApiServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+            .await
+            .unwrap();
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let cfg = LeaderElection {
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_millis(1500),
+            retry_period: Duration::from_millis(100),
+            ..Default::default()
+        };
+        let holder = || {
+            s.get::<Lease>(&cfg.namespace, &cfg.name)
+                .and_then(|l| l.spec?.holder_identity)
+        };
+        for keep in [false, true] {
+            let leadership = std::sync::Arc::new(Leadership::default());
+            let (leader_tx, mut leader_rx) = watch::channel(false);
+            let (stop_tx, stop_rx) = watch::channel(false);
+            let election = tokio::spawn(run(
+                client.clone(),
+                cfg.clone(),
+                "me".into(),
+                leadership.clone(),
+                leader_tx,
+                stop_rx,
+            ));
+            leader_rx.wait_for(|l| *l).await.unwrap();
+            // The scheduling thread died: no renewal, but the lease stays
+            // while the bindings in flight finish.
+            leadership.abdicate();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(
+                holder().as_deref(),
+                Some("me"),
+                "released before the bindings were done"
+            );
+            if keep {
+                leadership.keep_lease_until_expiry();
+            }
+            stop_tx.send_replace(true);
+            election.await.unwrap();
+            let expected = if keep { Some("me") } else { None };
+            assert_eq!(holder().as_deref(), expected, "keep: {keep}");
+            if !keep {
+                // Taken again for the next round.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            } else {
+                break;
+            }
+        }
     }
 
     #[test]

@@ -145,6 +145,9 @@ pub struct Metrics {
     /// Attempts that ran preemption and decided (nominated, or found that
     /// preemption cannot help).
     pub preemption_attempts: Counter,
+    /// Preemptions not carried out because the executor's queue was full
+    /// (their pods are decided again).
+    pub preemptions_deferred: Counter,
     /// 1 while this replica leads.
     pub leader: Gauge,
     /// Events written.
@@ -268,6 +271,7 @@ impl Default for Metrics {
             source_notes: Mutex::default(),
             source_unmatched: Mutex::default(),
             preemption_attempts: Counter::default(),
+            preemptions_deferred: Counter::default(),
             leader: Gauge::default(),
             events: Counter::default(),
             malformed_objects: Counter::default(),
@@ -319,6 +323,11 @@ impl Default for Metrics {
             "scheduler_preemption_attempts",
             "Total preemption attempts in the cluster till now",
             m.preemption_attempts.clone(),
+        );
+        r.register(
+            "wasmsched_preemptions_deferred",
+            "Preemptions not carried out because the eviction queue was full; their pods are decided again",
+            m.preemptions_deferred.clone(),
         );
         r.register(
             "scheduler_preemption_victims",

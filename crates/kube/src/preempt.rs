@@ -50,11 +50,14 @@ pub(crate) struct EvictionsDone {
     pub failed: bool,
 }
 
+/// Preemption decisions waiting for the executor at most.
+pub(crate) const QUEUE: usize = 1024;
+
 /// Runs jobs until the channel closes, a few at a time.
 pub(crate) async fn run(
     client: kube::Client,
     identity: String,
-    mut jobs: mpsc::UnboundedReceiver<PreemptJob>,
+    mut jobs: mpsc::Receiver<PreemptJob>,
     done: mpsc::UnboundedSender<EvictionsDone>,
     leadership: Arc<Leadership>,
     status: Arc<Status>,
@@ -141,7 +144,8 @@ async fn execute(
     }
     // The decision may be late (jobs queue behind slow evictions): no pod
     // is evicted for a preemptor that was bound or deleted since.
-    if !job.victims.is_empty() && !still_pending(client, &job.preemptor, timeout).await {
+    // The same for a nomination alone: a pod bound since needs none.
+    if (job.node.is_some() || !job.victims.is_empty()) && !still_pending(client, &job.preemptor, timeout).await {
         tracing::info!(pod = %job.preemptor.key(), "not preempting: the pod was bound or deleted since");
         return true;
     }
@@ -201,10 +205,13 @@ async fn evict(client: &kube::Client, v: &PodRef, job: &PreemptJob) -> Result<()
     }
 }
 
-/// Sets (or clears) a pending pod's `status.nominatedNodeName`.
+/// Sets (or clears) a pending pod's `status.nominatedNodeName`, only on
+/// the pod of that UID: the UID in the patch is checked by the API server
+/// (an object's UID is immutable), so a pod re-created under the same name
+/// (a StatefulSet's) does not inherit another's nomination.
 async fn set_nominated(client: &kube::Client, pod: &PodRef, node: Option<&str>, timeout: Duration) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace);
-    let patch = json!({"status": {"nominatedNodeName": node}});
+    let patch = json!({"metadata": {"uid": pod.uid}, "status": {"nominatedNodeName": node}});
     let r = tokio::time::timeout(
         timeout,
         pods.patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch)),
@@ -253,5 +260,40 @@ mod tests {
             "replaced"
         );
         assert!(!still_pending(&client, &r("gone", "u"), t).await, "deleted");
+    }
+
+    /// A nomination reaches only the pod it was decided for: a pod
+    /// re-created under the same name (a StatefulSet's) is left alone.
+    #[tokio::test]
+    async fn a_nomination_does_not_reach_a_pod_recreated_under_the_name() {
+        let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), Config::default())
+            .await
+            .unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "x"}]}});
+        let old_uid = s.create(pod.clone()).unwrap()["metadata"]["uid"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let client = kube::Client::try_from(kube::Config::new(s.url().parse().unwrap())).unwrap();
+        let r = |uid: &str| PodRef {
+            namespace: "default".into(),
+            name: "db-0".into(),
+            uid: uid.into(),
+        };
+        let t = Duration::from_secs(5);
+        let nominated = || {
+            s.get::<Pod>("default", "db-0")
+                .and_then(|p| p.status?.nominated_node_name)
+        };
+        set_nominated(&client, &r(&old_uid), Some("n1"), t).await;
+        assert_eq!(nominated().as_deref(), Some("n1"));
+        // Deleted and re-created: a late nomination of the old pod.
+        s.store()
+            .delete(wasmsched_apiserver_sim::resources::PODS, "default", "db-0", None)
+            .unwrap();
+        s.create(pod).unwrap();
+        set_nominated(&client, &r(&old_uid), Some("n2"), t).await;
+        assert_eq!(nominated(), None, "the new pod inherits nothing");
     }
 }

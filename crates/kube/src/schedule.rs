@@ -81,7 +81,9 @@ pub(crate) struct Channels {
     /// `None` once the thread stops scheduling (the binder then drains).
     pub jobs: Option<mpsc::Sender<BindJob>>,
     pub reports: mpsc::Sender<Queued>,
-    pub preemptions: mpsc::UnboundedSender<crate::preempt::PreemptJob>,
+    /// Bounded ([`crate::preempt::QUEUE`]): a preemption that finds it full
+    /// is retried ([`Loop::preempt`]).
+    pub preemptions: mpsc::Sender<crate::preempt::PreemptJob>,
     /// True: stop scheduling, let the bindings in flight finish, then end.
     pub stop: tokio::sync::watch::Receiver<bool>,
 }
@@ -272,7 +274,7 @@ impl Loop {
 
     /// Hands what a preemption decided to the executor (waiting when it is
     /// behind); Err when the executor is gone.
-    fn preempt(&self, attempt: &wasmsched_core::scheduler::Attempt) -> Result<(), ()> {
+    fn preempt(&mut self, attempt: &wasmsched_core::scheduler::Attempt) -> Result<(), ()> {
         use wasmsched_core::framework::Nominating;
         let Err(ScheduleError::Unschedulable(fit)) = &attempt.result else {
             return Ok(());
@@ -300,7 +302,22 @@ impl Loop {
             victims,
             cleared: attempt.cleared_nominations.iter().map(|p| PodRef::of(p)).collect(),
         };
-        self.ch.preemptions.send(job).map_err(|_| ())
+        match self.ch.preemptions.try_send(job) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(()),
+            Err(mpsc::error::TrySendError::Full(job)) => {
+                // The executor is far behind: nothing is evicted for this
+                // decision, and the preemptor is decided again later, as when
+                // an eviction fails.
+                self.status.metrics.preemptions_deferred.inc();
+                tracing::warn!(pod = %job.preemptor.key(), queued = crate::preempt::QUEUE, "the preemption queue is full; the pod will be decided again");
+                for v in &job.victims {
+                    self.sched.eviction_finished(&v.uid);
+                }
+                self.sched.queue.move_one(&job.preemptor.key(), Instant::now());
+                Ok(())
+            }
+        }
     }
 
     /// The next message or outcome, waiting at most `wait`.
@@ -630,7 +647,7 @@ mod tests {
         let (outcome_tx, outcomes) = mpsc::unbounded_channel();
         let (jobs_tx, mut jobs) = mpsc::channel(8);
         let (reports_tx, _reports) = mpsc::channel(8);
-        let (preemptions, _preempt_jobs) = mpsc::unbounded_channel();
+        let (preemptions, _preempt_jobs) = mpsc::channel(crate::preempt::QUEUE);
         let (_evicted, evictions) = mpsc::unbounded_channel();
         let (halt, stop) = tokio::sync::watch::channel(false);
         let status = Arc::new(Status::new(None));

@@ -112,6 +112,25 @@ impl Comparison {
 }
 
 /// One profile's counts.
+/// Distinct unschedulable reasons kept per profile; the rest are counted
+/// under [`OTHER_REASONS`].
+const REASONS_KEPT: usize = 64;
+const OTHER_REASONS: &str = "(other reasons)";
+
+/// Adds `histogram` (reason, nodes) to `reasons`. Reasons are plugins'
+/// text: a plugin that words each one differently fills no more than
+/// [`REASONS_KEPT`] entries.
+fn count_reasons(reasons: &mut BTreeMap<String, u64>, histogram: impl IntoIterator<Item = (String, usize)>) {
+    for (reason, nodes) in histogram {
+        let key = if reasons.len() < REASONS_KEPT || reasons.contains_key(&reason) {
+            reason
+        } else {
+            OTHER_REASONS.to_owned()
+        };
+        *reasons.entry(key).or_default() += nodes as u64;
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 struct Tally {
     by: BTreeMap<Comparison, u64>,
@@ -532,9 +551,7 @@ impl Runner {
             t.timed += 1;
         }
         if let (Comparison::Unschedulable, Err(ScheduleError::Unschedulable(fit))) = (verdict, &result) {
-            for (reason, nodes) in fit.histogram() {
-                *t.reasons.entry(reason).or_default() += nodes as u64;
-            }
+            count_reasons(&mut t.reasons, fit.histogram());
         }
         if let Some(mut entry) = entry {
             entry["shadowVersions"] = json!(versions);
@@ -697,6 +714,16 @@ mod tests {
         let r = pearson(&ranks(&[1.0, 2.0, 3.0]), &ranks(&[30.0, 20.0, 10.0])).unwrap();
         assert!((r + 1.0).abs() < 1e-9);
         assert_eq!(pearson(&ranks(&[1.0, 1.0]), &ranks(&[1.0, 2.0])), None);
+    }
+
+    #[test]
+    fn the_reasons_table_is_bounded() {
+        let mut reasons = BTreeMap::new();
+        count_reasons(&mut reasons, (0..1000).map(|i| (format!("node {i} is too slow"), 1)));
+        count_reasons(&mut reasons, [("node 0 is too slow".to_owned(), 2)]);
+        assert_eq!(reasons.len(), REASONS_KEPT + 1);
+        assert_eq!(reasons["node 0 is too slow"], 3);
+        assert_eq!(reasons[OTHER_REASONS], 1000 - REASONS_KEPT as u64);
     }
 
     #[test]

@@ -188,7 +188,7 @@ pub(crate) async fn watch_kind<K>(
 {
     let api: Api<K> = Api::all(client);
     // kube-rs' backoff: exponential with jitter, reset after a healthy stretch.
-    let mut config = watcher::Config::default();
+    let mut config = watcher::Config::default().timeout(crate::client::WATCH_TIMEOUT_SECONDS);
     if let Some(f) = kind.fields {
         config = config.fields(f);
     }
