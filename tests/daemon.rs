@@ -1376,9 +1376,16 @@ async fn a_high_priority_pod_preempts_and_is_bound_where_it_made_room() {
 /// selected-node`), creates a volume there and binds the claim to it.
 /// Returns the node the claim was provisioned on.
 async fn provision_when_selected(s: &ApiServer, claim: &str, within: Duration) -> String {
+    let node = selected_node(s, claim, within).await;
+    provision(s, claim, &node);
+    node
+}
+
+/// The node a claim's provisioning was asked on, once it is.
+async fn selected_node(s: &ApiServer, claim: &str, within: Duration) -> String {
     use k8s_openapi::api::core::v1::PersistentVolumeClaim;
     let deadline = Instant::now() + within;
-    let (pvc, node) = loop {
+    loop {
         let pvc: PersistentVolumeClaim = s.get("default", claim).expect("the claim");
         let selected = pvc
             .metadata
@@ -1386,11 +1393,18 @@ async fn provision_when_selected(s: &ApiServer, claim: &str, within: Duration) -
             .as_ref()
             .and_then(|a| a.get("volume.kubernetes.io/selected-node").cloned());
         if let Some(node) = selected {
-            break (pvc, node);
+            return node;
         }
         assert!(Instant::now() < deadline, "the claim was never given a node");
         tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    }
+}
+
+/// Provisions a volume for `claim` on `node` and binds them, as a CSI
+/// provisioner and the PersistentVolume controller do.
+fn provision(s: &ApiServer, claim: &str, node: &str) {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let pvc: PersistentVolumeClaim = s.get("default", claim).expect("the claim");
     let pv = format!("pvc-{}", pvc.metadata.uid.clone().unwrap());
     s.create(json!({"apiVersion": "v1", "kind": "PersistentVolume",
         "metadata": {"name": pv, "labels": {"topology.kubernetes.io/zone": "z-a"}},
@@ -1413,7 +1427,69 @@ async fn provision_when_selected(s: &ApiServer, claim: &str, within: Duration) -
                     "spec": {"volumeName": pv}, "status": {"phase": "Bound"}}),
         )
         .unwrap();
-    node
+}
+
+/// Pods waiting for their volumes read the watchers' caches, never the
+/// API: while twenty of them wait for a provisioner, every read of a
+/// single claim, volume or pod fails (500), and once the volumes are
+/// provisioned every pod is bound all the same, with no such read made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_waits_read_the_caches_not_the_api() {
+    let s = server(0).await;
+    for i in 0..4 {
+        add_node(&s, &format!("a{i}"), "64", "256Gi");
+    }
+    s.create(
+        json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "zonal"},
+        "provisioner": "csi.example.com", "volumeBindingMode": "WaitForFirstConsumer"}),
+    )
+    .unwrap();
+    let log = std::env::temp_dir().join(format!("wasmsched-volume-waits-{}.log", std::process::id()));
+    let _d = run_daemon(&s, "replica-a", &free_port(), &config_file(), &[], Some(&log));
+    let n = 20;
+    for i in 0..n {
+        s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": format!("data-{i}"), "namespace": "default"},
+            "spec": {"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "10Gi"}}},
+            "status": {"phase": "Pending"}}))
+            .unwrap();
+        s.create(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("db-{i}"), "namespace": "default"},
+            "spec": {"schedulerName": "wasm-scheduler",
+                "containers": [{"name": "c", "image": "postgres", "resources": {"requests": {"cpu": "1"}}}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": format!("data-{i}")}}]}}))
+            .unwrap();
+    }
+    let mut nodes = Vec::new();
+    for i in 0..n {
+        nodes.push(selected_node(&s, &format!("data-{i}"), Duration::from_secs(30)).await);
+    }
+    for path in ["/persistentvolumeclaims/", "/persistentvolumes/", "/pods/"] {
+        s.faults().add_rule(wasmsched_apiserver_sim::FailRule {
+            code: 500,
+            count: None,
+            fraction: Some(1.0),
+            matching: wasmsched_apiserver_sim::Match {
+                method: Some("GET".into()),
+                skip_watches: true,
+                ..wasmsched_apiserver_sim::Match::path(path)
+            },
+        });
+    }
+    // Several seconds of waiting: a poll of the API would meet the faults.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for (i, node) in nodes.iter().enumerate() {
+        provision(&s, &format!("data-{i}"), node);
+    }
+    wait_all_bound(&s, n, Duration::from_secs(30)).await;
+    assert_eq!(
+        s.faults().injected(),
+        0,
+        "a wait read the API: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    assert_no_overcommit(&s);
 }
 
 /// A StatefulSet-like pod whose claim waits for its first consumer: the

@@ -141,7 +141,7 @@ pub(crate) async fn bind(
     timeout: Duration,
 ) -> BindResult {
     if let Some(plan) = &job.volumes {
-        match crate::volumes::bind(client, plan, job, leadership, timeout).await {
+        match crate::volumes::bind(client, plan, job, leadership, status, timeout).await {
             Ok(()) => {}
             Err(crate::volumes::VolumeError::PodGone) => {
                 status.metrics.binding("gone");

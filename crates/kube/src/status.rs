@@ -8,6 +8,14 @@ use std::time::{Duration, Instant};
 
 use crate::metrics::Metrics;
 
+/// The claims and volumes as the watchers keep them, for the binder to
+/// read while it waits for a volume binding (kube-scheduler's
+/// `checkBindings` reads its informers' caches).
+pub(crate) type VolumeStores = (
+    kube::runtime::reflector::Store<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
+    kube::runtime::reflector::Store<k8s_openapi::api::core::v1::PersistentVolume>,
+);
+
 /// The watches of a process, as readiness sees them.
 #[derive(Debug, Default)]
 struct Watches {
@@ -26,6 +34,11 @@ pub struct Status {
     pub metrics: Metrics,
     /// The watches the caches are fed by, and how far each got.
     watches: Mutex<Watches>,
+    /// See [`VolumeStores`].
+    volume_stores: std::sync::OnceLock<VolumeStores>,
+    /// Pods (by UID) whose binding waits for their volumes, and whether the
+    /// pod watch saw them deleted since.
+    volume_waits: Mutex<std::collections::HashMap<String, bool>>,
     /// False once the scheduling thread died.
     pub(crate) alive: AtomicBool,
     plugins: Option<Arc<wasmsched_wasm::PluginHost>>,
@@ -57,6 +70,8 @@ impl Status {
         Self {
             metrics: Metrics::default(),
             watches: Mutex::new(Watches::default()),
+            volume_stores: std::sync::OnceLock::new(),
+            volume_waits: Mutex::new(std::collections::HashMap::new()),
             alive: AtomicBool::new(true),
             plugins,
             origin: Instant::now(),
@@ -151,6 +166,51 @@ impl Status {
     /// extender).
     pub(crate) fn mark_synced(&self) {
         self.watches.lock().unwrap_or_else(|p| p.into_inner()).stateless = true;
+    }
+
+    /// Sets the stores the binder reads claims and volumes from.
+    pub(crate) fn set_volume_stores(
+        &self,
+        claims: kube::runtime::reflector::Store<k8s_openapi::api::core::v1::PersistentVolumeClaim>,
+        volumes: kube::runtime::reflector::Store<k8s_openapi::api::core::v1::PersistentVolume>,
+    ) {
+        let _ = self.volume_stores.set((claims, volumes));
+    }
+
+    /// The stores of claims and volumes (none: no watchers, read the API).
+    pub(crate) fn volume_stores(&self) -> Option<&VolumeStores> {
+        self.volume_stores.get()
+    }
+
+    /// The binding of the pod `uid` waits for its volumes: its deletion is
+    /// noted from now on ([`Status::pod_gone`]) until [`Status::volumes_done`].
+    pub(crate) fn volumes_wait(&self, uid: &str) {
+        self.volume_waits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(uid.to_owned(), false);
+    }
+
+    /// The pod watch saw the pod `uid` deleted.
+    pub(crate) fn pod_gone(&self, uid: &str) {
+        if let Some(gone) = self.volume_waits.lock().unwrap_or_else(|p| p.into_inner()).get_mut(uid) {
+            *gone = true;
+        }
+    }
+
+    /// Whether the pod `uid`, waiting for its volumes, was deleted.
+    pub(crate) fn volumes_pod_gone(&self, uid: &str) -> bool {
+        self.volume_waits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(uid)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// The binding of the pod `uid` no longer waits.
+    pub(crate) fn volumes_done(&self, uid: &str) {
+        self.volume_waits.lock().unwrap_or_else(|p| p.into_inner()).remove(uid);
     }
 
     /// The watches a cycle needs; each must list once before the process

@@ -12,10 +12,12 @@
 //!
 //! Every request is bounded in time and made only while the lease holds.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
 use serde_json::json;
 use wasmsched_core::storage::{ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE, VolumePlan};
 
@@ -70,6 +72,7 @@ pub(crate) async fn bind(
     plan: &VolumePlan,
     job: &crate::binder::BindJob,
     leadership: &Leadership,
+    status: &crate::status::Status,
     timeout: Duration,
 ) -> Result<(), VolumeError> {
     let pvs: Api<PersistentVolume> = Api::all(client.clone());
@@ -149,14 +152,48 @@ pub(crate) async fn bind(
         .await?;
     }
 
+    status.volumes_wait(&job.uid);
+    let waited = wait(client, plan, job, leadership, status, timeout).await;
+    status.volumes_done(&job.uid);
+    waited
+}
+
+/// Waits until every claim of the plan is bound, reading the watchers'
+/// stores (the API itself only where there are none): a few hundred pods
+/// waiting for provisioners cost the API server nothing, and leave the
+/// client's budget to bindings.
+async fn wait(
+    client: &kube::Client,
+    plan: &VolumePlan,
+    job: &crate::binder::BindJob,
+    leadership: &Leadership,
+    status: &crate::status::Status,
+    timeout: Duration,
+) -> Result<(), VolumeError> {
     let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &job.namespace);
+    let api = ApiLookup {
+        pvs: Api::all(client.clone()),
+        client: client.clone(),
+        leadership,
+        timeout,
+    };
     // Bounded by the configuration's check; saturating all the same.
     let now = Instant::now();
     let deadline = now
         .checked_add(Duration::from_secs(plan.bind_timeout_seconds))
         .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
+    let mut seen = std::collections::HashSet::new();
     loop {
-        if bound(&pvs, &claims, plan, leadership, timeout).await? {
+        let done = match status.volume_stores() {
+            Some(stores) => {
+                if !leadership.is_leading() {
+                    return Err(VolumeError::Failed("lost leadership before binding volumes".into()));
+                }
+                bound(&StoreLookup(stores), plan, &mut seen).await?
+            }
+            None => bound(&api, plan, &mut seen).await?,
+        };
+        if done {
             return Ok(());
         }
         if Instant::now() + POLL > deadline {
@@ -164,6 +201,12 @@ pub(crate) async fn bind(
         }
         tokio::time::sleep(POLL).await;
         // kube-scheduler stops waiting when the pod is gone.
+        if status.volume_stores().is_some() {
+            if status.volumes_pod_gone(&job.uid) {
+                return Err(VolumeError::PodGone);
+            }
+            continue;
+        }
         let pod = request(leadership, timeout, "reading the pod", pods.get_opt(&job.name)).await?;
         if pod.is_none_or(|p| p.metadata.uid.as_deref() != Some(&job.uid)) {
             return Err(VolumeError::PodGone);
@@ -171,14 +214,55 @@ pub(crate) async fn bind(
     }
 }
 
-/// Whether every claim of the plan is bound (kube-scheduler's
-/// `checkBindings`); an error when the binding was undone.
-async fn bound(
-    pvs: &Api<PersistentVolume>,
-    claims: &impl Fn(&str) -> Api<PersistentVolumeClaim>,
-    plan: &VolumePlan,
-    leadership: &Leadership,
+/// Where claims and volumes are read while waiting.
+trait Lookup {
+    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String>;
+    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String>;
+}
+
+/// The watchers' stores.
+struct StoreLookup<'a>(&'a crate::status::VolumeStores);
+
+impl Lookup for StoreLookup<'_> {
+    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
+        Ok(self.0.0.get(&ObjectRef::new(name).within(ns)))
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String> {
+        Ok(self.0.1.get(&ObjectRef::new(name)))
+    }
+}
+
+/// The API, each read bounded and made only while the lease holds.
+struct ApiLookup<'a> {
+    pvs: Api<PersistentVolume>,
+    client: kube::Client,
+    leadership: &'a Leadership,
     timeout: Duration,
+}
+
+impl Lookup for ApiLookup<'_> {
+    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
+        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
+        let c = request(self.leadership, self.timeout, "binding volumes", claims.get_opt(name)).await?;
+        Ok(c.map(Arc::new))
+    }
+
+    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String> {
+        let v = request(self.leadership, self.timeout, "binding volumes", self.pvs.get_opt(name)).await?;
+        Ok(v.map(Arc::new))
+    }
+}
+
+/// Whether every claim of the plan is bound (kube-scheduler's
+/// `checkBindings`); an error when the binding was undone. A store trails
+/// the writes of the plan: what it wrote is "not yet" until the store has
+/// shown it once (`seen`, by claim and volume), and only then may its
+/// absence be an undoing (kube-scheduler's assume cache does the same).
+async fn bound(
+    lookup: &impl Lookup,
+    plan: &VolumePlan,
+    seen: &mut std::collections::HashSet<String>,
 ) -> Result<bool, String> {
     let keys = plan
         .bindings
@@ -187,12 +271,20 @@ async fn bound(
         .chain(plan.provisions.iter().map(|c| (c, true)));
     for (key, provisioned) in keys {
         let (ns, name) = split(key);
-        let claim = request(leadership, timeout, "binding volumes", claims(ns).get(name)).await?;
+        let Some(claim) = lookup.claim(ns, name).await? else {
+            return Err(format!("binding volumes: persistentvolumeclaim \"{name}\" not found"));
+        };
         let ann = claim.metadata.annotations.clone().unwrap_or_default();
-        if provisioned && !ann.contains_key(ANN_SELECTED_NODE) {
-            return Err(format!(
-                "binding volumes: selectedNode annotation reset for PVC \"{name}\""
-            ));
+        if provisioned {
+            if ann.contains_key(ANN_SELECTED_NODE) {
+                seen.insert(key.clone());
+            } else if seen.contains(key) {
+                return Err(format!(
+                    "binding volumes: selectedNode annotation reset for PVC \"{name}\""
+                ));
+            } else {
+                return Ok(false);
+            }
         }
         let volume = claim
             .spec
@@ -202,11 +294,18 @@ async fn bound(
         if volume.is_empty() || !ann.contains_key(ANN_BIND_COMPLETED) {
             return Ok(false);
         }
-        let pv = request(leadership, timeout, "binding volumes", pvs.get(&volume)).await?;
+        let Some(pv) = lookup.volume(&volume).await? else {
+            // Not in the store yet (its watch trails the claim's).
+            return Ok(false);
+        };
         let claim_ref = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+        let pv_key = format!("pv/{volume}");
         match claim_ref {
-            Some(r) if r.uid.is_some() && r.uid == claim.metadata.uid => {}
+            Some(r) if r.uid.is_some() && r.uid == claim.metadata.uid => {
+                seen.insert(pv_key);
+            }
             Some(r) if r.uid.is_none() => return Ok(false),
+            _ if !seen.contains(&pv_key) => return Ok(false),
             _ => {
                 return Err(format!("binding volumes: ClaimRef got reset for pv \"{volume}\""));
             }
@@ -266,7 +365,8 @@ mod tests {
             bind_timeout_seconds: 1,
         };
         let taken = plan(vec![("default/mine".into(), "pv1".into())], vec![]);
-        let e = bind(&client, &taken, &job(), &leadership, Duration::from_secs(5)).await;
+        let status = crate::status::Status::new(None);
+        let e = bind(&client, &taken, &job(), &leadership, &status, Duration::from_secs(5)).await;
         match e {
             Err(VolumeError::Failed(m)) => {
                 assert_eq!(
@@ -279,7 +379,7 @@ mod tests {
         let pv: PersistentVolume = s.get("", "pv1").unwrap();
         assert_eq!(pv.spec.unwrap().claim_ref.unwrap().name.as_deref(), Some("other"));
         let moved = plan(vec![], vec!["default/elsewhere".into()]);
-        let e = bind(&client, &moved, &job(), &leadership, Duration::from_secs(5)).await;
+        let e = bind(&client, &moved, &job(), &leadership, &status, Duration::from_secs(5)).await;
         match e {
             Err(VolumeError::Failed(m)) => assert_eq!(
                 m,

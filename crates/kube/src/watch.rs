@@ -15,6 +15,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector;
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use tokio::sync::{mpsc, watch};
 use wasmsched_core::storage::StorageKind;
@@ -182,9 +183,10 @@ pub(crate) async fn watch_kind<K>(
     tx: mpsc::Sender<Msg>,
     status: Arc<Status>,
     mut stop: watch::Receiver<bool>,
+    store: Option<reflector::store::Writer<K>>,
 ) where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    K::DynamicType: Default,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let api: Api<K> = Api::all(client);
     // kube-rs' backoff: exponential with jitter, reset after a healthy stretch.
@@ -192,7 +194,13 @@ pub(crate) async fn watch_kind<K>(
     if let Some(f) = kind.fields {
         config = config.fields(f);
     }
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+    let events = watcher::watcher(api, config).default_backoff();
+    // A kind the binder reads while it waits (claims, volumes) is also
+    // kept in a reflector's store, which it reads instead of the API.
+    let mut stream = match store {
+        Some(w) => reflector::reflector(w, events).boxed(),
+        None => events.boxed(),
+    };
     let mut init: HashSet<String> = HashSet::new();
     loop {
         let ev = tokio::select! {
@@ -214,7 +222,13 @@ pub(crate) async fn watch_kind<K>(
                 (kind.synced)(std::mem::take(&mut init))
             }
             Ok(WatchEvent::Apply(o)) => (kind.apply)(o),
-            Ok(WatchEvent::Delete(o)) => (kind.gone)(&o),
+            Ok(WatchEvent::Delete(o)) => {
+                let msg = (kind.gone)(&o);
+                if let Msg::PodGone { uid, .. } = &msg {
+                    status.pod_gone(uid);
+                }
+                msg
+            }
             Err(e) => {
                 // Repeats at the backoff's pace, as long as the watch fails.
                 tracing::warn!(resource = kind.what, error = %e, "watch failed; retrying with backoff");
@@ -228,23 +242,25 @@ pub(crate) async fn watch_kind<K>(
     }
 }
 
-/// Starts the watcher of one kind, supervised under the kind's name.
+/// Starts the watcher of one kind, supervised under the kind's name,
+/// keeping `store` too when given.
 fn spawn_kind<K>(
     client: &kube::Client,
     kind: Kind<K>,
     tx: &mpsc::Sender<Msg>,
     status: &Arc<Status>,
     stop: &watch::Receiver<bool>,
+    store: Option<reflector::store::Writer<K>>,
 ) -> tokio::task::JoinHandle<()>
 where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
-    K::DynamicType: Default,
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone + Send + Sync,
 {
     let what = kind.what;
     supervise(
         status,
         what,
-        watch_kind(client.clone(), kind, tx.clone(), status.clone(), stop.clone()),
+        watch_kind(client.clone(), kind, tx.clone(), status.clone(), stop.clone(), store),
     )
 }
 
@@ -274,18 +290,21 @@ pub(crate) fn spawn_watchers(
         STORAGE_CLASSES.what,
         CSI_NODES.what,
     ]);
+    let (claims, claims_writer) = reflector::store();
+    let (volumes, volumes_writer) = reflector::store();
+    status.set_volume_stores(claims, volumes);
     vec![
-        spawn_kind(c, NODES, t, s, x),
-        spawn_kind(c, PODS, t, s, x),
-        spawn_kind(c, NAMESPACES, t, s, x),
-        spawn_kind(c, SERVICES, t, s, x),
-        spawn_kind(c, REPLICATION_CONTROLLERS, t, s, x),
-        spawn_kind(c, REPLICA_SETS, t, s, x),
-        spawn_kind(c, STATEFUL_SETS, t, s, x),
-        spawn_kind(c, DISRUPTION_BUDGETS, t, s, x),
-        spawn_kind(c, CLAIMS, t, s, x),
-        spawn_kind(c, VOLUMES, t, s, x),
-        spawn_kind(c, STORAGE_CLASSES, t, s, x),
-        spawn_kind(c, CSI_NODES, t, s, x),
+        spawn_kind(c, NODES, t, s, x, None),
+        spawn_kind(c, PODS, t, s, x, None),
+        spawn_kind(c, NAMESPACES, t, s, x, None),
+        spawn_kind(c, SERVICES, t, s, x, None),
+        spawn_kind(c, REPLICATION_CONTROLLERS, t, s, x, None),
+        spawn_kind(c, REPLICA_SETS, t, s, x, None),
+        spawn_kind(c, STATEFUL_SETS, t, s, x, None),
+        spawn_kind(c, DISRUPTION_BUDGETS, t, s, x, None),
+        spawn_kind(c, CLAIMS, t, s, x, Some(claims_writer)),
+        spawn_kind(c, VOLUMES, t, s, x, Some(volumes_writer)),
+        spawn_kind(c, STORAGE_CLASSES, t, s, x, None),
+        spawn_kind(c, CSI_NODES, t, s, x, None),
     ]
 }
