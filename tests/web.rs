@@ -50,7 +50,15 @@ async fn wait_for(page: &Page, expr: &str, done: impl Fn(&Value) -> bool, what: 
         if done(&v) {
             return v;
         }
-        assert!(Instant::now() < deadline, "{what}: last {v}");
+        if Instant::now() >= deadline {
+            let html = page
+                .evaluate_expression("document.getElementById('main').innerHTML.slice(0, 1500)")
+                .await
+                .ok()
+                .and_then(|r| r.into_value::<Value>().ok())
+                .unwrap_or(Value::Null);
+            panic!("{what}: last {v}; the page shows {html}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -388,6 +396,51 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
         "zone-gate's timings: {timed}"
     );
     screenshot(&page, "plugins").await;
+
+    // A pod placed before the page opened (no attempt of it kept): decided
+    // against the cluster as it is now, without it, and said to be so.
+    let bound_before = s
+        .get::<Pod>("shop", "web-1")
+        .and_then(|p| p.spec?.node_name)
+        .expect("shop/web-1 is bound");
+    page.goto(format!("http://{admin}/ui?view=decision&pod=shop%2Fweb-1"))
+        .await
+        .unwrap();
+    let now_table = wait_for(
+        &page,
+        &format!("Array.from(document.querySelectorAll('{ROWS}')).map({ROW})"),
+        |v| v.as_array().is_some_and(|a| !a.is_empty()),
+        "shop/web-1's decision, made now",
+    )
+    .await;
+    let note = eval(
+        &page,
+        "document.querySelector('p.note') && document.querySelector('p.note').textContent",
+    )
+    .await;
+    assert!(
+        note.as_str()
+            .is_some_and(|n| n.contains("against the cluster as it was then, without the pod")
+                && n.contains(&format!("bound to {bound_before}"))),
+        "{note}"
+    );
+    assert!(
+        now_table
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r[0] == bound_before.as_str()),
+        "{now_table}"
+    );
+    let rejected_by_name = eval(
+        &page,
+        &format!(
+            "Array.from(document.querySelectorAll('{ROWS}')).filter(r => r.textContent.includes('NodeName')).length"
+        ),
+    )
+    .await;
+    assert_eq!(rejected_by_name, 0, "decided as if pending, not held to its node");
+    screenshot(&page, "decision-now").await;
 
     // The report simulate --html wrote: one file, opened offline, its
     // decision of live-0 the same table.

@@ -268,6 +268,7 @@ fn report(
                 decided: outcome(r),
                 again: outcome(r),
                 explanation: x.clone(),
+                now: None,
             });
         }
     }

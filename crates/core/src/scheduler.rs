@@ -277,6 +277,57 @@ impl Scheduler {
         })
     }
 
+    /// What deciding the pod `key` (`namespace/name`) again against the
+    /// cluster as it is now starts from: a bound (or assumed) pod taken off
+    /// its node, with that node; a pending pod as it stands. None when this
+    /// scheduler knows no such pod or places none like it. Copies the
+    /// snapshot for a bound pod: for a person's question, not per cycle.
+    pub fn case_now(&mut self, key: &str) -> Option<(ShadowCase, Option<String>)> {
+        self.cache.update_snapshot(Arc::make_mut(&mut self.snapshot));
+        let (pod, node) = match self.cache.pod(key) {
+            Some(c) => (c.pod.clone(), Some(c.node.clone())),
+            None => (self.queue.get(key)?.pod.clone(), None),
+        };
+        let profile = self.framework_index(&pod.scheduler_name)?;
+        // Decided as if pending: a bound pod names its node (NodeName would
+        // keep it there), the pod being decided does not.
+        let pod = match &pod.node_name {
+            Some(_) => {
+                let mut p = (*pod).clone();
+                p.node_name = None;
+                Arc::new(p)
+            }
+            None => pod,
+        };
+        let (snapshot, serving) = match &node {
+            Some(n) => {
+                let pos = self.snapshot.position(n)?;
+                let mut without = crate::what_if::WhatIf::new(&self.snapshot);
+                without.remove(pos, &pod);
+                (
+                    without.snapshot().clone(),
+                    crate::framework::CycleOutcome::Placed(n.clone()),
+                )
+            }
+            None => (
+                self.snapshot.clone(),
+                crate::framework::CycleOutcome::Unschedulable("pending".into()),
+            ),
+        };
+        let case = ShadowCase {
+            profile,
+            pod,
+            snapshot,
+            nominator: self.nominator.clone(),
+            next_start: self.next_start,
+            rng: self.rng.clone(),
+            serving,
+            record: CycleRecord::default(),
+            took: std::time::Duration::ZERO,
+        };
+        Some((case, node))
+    }
+
     /// Places each pod on the next node in turn that its node selector and
     /// required node affinity allow, without a scheduling cycle (no other
     /// filter, no score: a node may be overcommitted). Everything
@@ -1035,6 +1086,28 @@ items:
             "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
         }))
         .unwrap()
+    }
+
+    /// A bound pod is decided again on the cluster as it is without it:
+    /// its node has its requests free; a pending pod as it stands; an
+    /// unknown pod, nothing.
+    #[test]
+    fn a_pod_is_decided_now_without_itself() {
+        let mut s = sched();
+        let (case, node) = s.case_now("default/running").unwrap();
+        assert_eq!(node.as_deref(), Some("big"));
+        let big = &case.snapshot.nodes[case.snapshot.position("big").unwrap()];
+        assert_eq!(big.usage.requested.milli_cpu, 0, "its 3 CPUs are free again");
+        let live = &s.snapshot.nodes[s.snapshot.position("big").unwrap()];
+        assert_eq!(live.usage.requested.milli_cpu, 3000, "the live snapshot keeps it");
+        assert_eq!(case.pod.node_name, None, "decided as if pending");
+        let (again, _) = case.decide(&s.frameworks()[case.profile], false);
+        assert!(again.is_ok(), "{again:?}");
+        s.on_pod(&pending("waiting", "100m"), Instant::now()).unwrap();
+        let (case, node) = s.case_now("default/waiting").unwrap();
+        assert_eq!(node, None);
+        assert_eq!(case.pod.key, "default/waiting");
+        assert!(s.case_now("default/nobody").is_none());
     }
 
     /// A bound pod from the API keeps only what names it; a pending one

@@ -473,6 +473,12 @@ pub(crate) fn run(
             let q = &l.sched.queue;
             l.notes.retain(|key| q.location(key).is_some());
         }
+        // A pod asked about on the web view, decided as the cluster is now.
+        if let Some(key) = l.status.web.take_now()
+            && let Some((case, node)) = l.sched.case_now(&key)
+        {
+            l.status.web.record_now(case, node);
+        }
         // The web view, when a request waits for it.
         if l.status.web.wanted() {
             l.status

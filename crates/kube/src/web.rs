@@ -169,7 +169,10 @@ pub struct Board {
     /// The last attempts made while the page was open (newest last).
     attempts: Mutex<std::collections::VecDeque<Attempt>>,
     /// The attempts sampled with what each started from (newest last).
-    decisions: Mutex<std::collections::VecDeque<(String, ShadowCase)>>,
+    decisions: Mutex<std::collections::VecDeque<(String, ShadowCase, Option<Now>)>>,
+    /// A pod asked about that no kept attempt explains: the scheduling
+    /// thread decides it against the cluster as it is now (one at a time).
+    now_wanted: Mutex<Option<String>>,
     /// When the last attempt was sampled (milliseconds after `origin`;
     /// 0: never, so the first attempt after the page opens is).
     sampled_ms: AtomicU64,
@@ -265,7 +268,24 @@ impl Board {
         if d.len() == DECISIONS_KEPT {
             d.pop_front();
         }
-        d.push_back((crate::daemon::time_now(), case));
+        d.push_back((crate::daemon::time_now(), case, None));
+    }
+
+    /// The pod asked about to decide against the cluster as it is now, if
+    /// any (the scheduling thread takes it between cycles).
+    pub(crate) fn take_now(&self) -> Option<String> {
+        self.now_wanted.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Keeps `case`, a pod decided against the cluster as it is now
+    /// ([`wasmsched_core::scheduler::Scheduler::case_now`]), bound to
+    /// `node` or pending, to explain.
+    pub(crate) fn record_now(&self, case: ShadowCase, node: Option<String>) {
+        let mut d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
+        if d.len() == DECISIONS_KEPT {
+            d.pop_front();
+        }
+        d.push_back((crate::daemon::time_now(), case, Some(Now { bound_to: node })));
     }
 
     /// Lists an attempt (the scheduling thread calls it after each cycle
@@ -277,7 +297,7 @@ impl Board {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .back()
-            .is_some_and(|(_, c)| c.pod.key == pod && c.serving == outcome);
+            .is_some_and(|(_, c, now)| now.is_none() && c.pod.key == pod && c.serving == outcome);
         let mut a = self.attempts.lock().unwrap_or_else(|p| p.into_inner());
         if a.len() == ATTEMPTS_KEPT {
             a.pop_front();
@@ -316,9 +336,13 @@ impl Board {
     pub fn explain(&self, pod: &str) -> Option<Decision> {
         let found = {
             let d = self.decisions.lock().unwrap_or_else(|p| p.into_inner());
-            d.iter().rev().find(|(_, c)| c.pod.key == pod).cloned()
+            d.iter().rev().find(|(_, c, _)| c.pod.key == pod).cloned()
         };
-        let Some((at, case)) = found else {
+        let Some((at, case, now)) = found else {
+            // Decided against the cluster as it is now, by the scheduling
+            // thread between cycles; the page asks again shortly.
+            *self.now_wanted.lock().unwrap_or_else(|p| p.into_inner()) = Some(pod.to_owned());
+            self.wake.notify_one();
             let mut asked = self.asked_pods.lock().unwrap_or_else(|p| p.into_inner());
             asked.retain(|_, t| t.elapsed() < ASKED_FOR);
             if asked.len() < DECISIONS_KEPT || asked.contains_key(pod) {
@@ -349,6 +373,7 @@ impl Board {
             decided: case.serving.clone(),
             again: CycleOutcome::of(&result),
             explanation: explanation.unwrap_or_default(),
+            now,
         };
         *last = Some((Instant::now(), decision.clone()));
         Some(decision)
@@ -429,6 +454,16 @@ pub struct Decision {
     /// a plugin is not deterministic or changed since).
     pub again: CycleOutcome,
     pub explanation: Explanation,
+    /// Not an attempt kept but the pod decided against the cluster as it
+    /// is now, without it.
+    pub now: Option<Now>,
+}
+
+/// A pod decided against the cluster as it is now, without it.
+#[derive(Debug, Clone)]
+pub struct Now {
+    /// The node it is bound (or assumed) on; none: pending.
+    pub bound_to: Option<String>,
 }
 
 /// Keeps an attempt with what it started from at most every
@@ -793,7 +828,13 @@ fn outcome(o: &CycleOutcome) -> Markup {
 pub fn decisions(board: &Board, profile: &str) -> Markup {
     let summary = html! {
         "The last " (ATTEMPTS_KEPT) " attempts made while this page was open (the scheduler records none while nobody looks). "
-        "At most one every " (EXPLAIN_EVERY.as_millis()) " ms is kept with the cluster it saw, and decided again, explained, when you open it."
+        "At most one every " (EXPLAIN_EVERY.as_millis()) " ms is kept with the cluster it saw, and decided again, explained, when you open it. "
+        "Any other pod, placed or pending, is decided against the cluster as it is now: "
+        form.ask action="/ui" method="get" {
+            input type="hidden" name="view" value="decision";
+            input type="text" name="pod" placeholder="namespace/name" required;
+            button type="submit" { "Explain" }
+        }
     };
     attempts_table(&board.attempts(), profile, summary, |pod| {
         format!("/ui?view=decision&pod={}", urlencode(pod))
@@ -839,7 +880,7 @@ pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
     let Some(d) = d else {
         return html! {
             section.decision data-view="decision" {
-                p { "No attempt of " (pod) " was kept while this page was open: its next attempt will be. Open this page again after it." }
+                p { "No attempt of " (pod) " was kept while this page was open: its next attempt will be, and meanwhile the scheduler decides it against the cluster as it is now, which this view shows in a moment (a pod it does not place, or that is gone, never shows)." }
             }
         };
     };
@@ -850,6 +891,13 @@ pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
     html! {
         section.decision data-view="decision" data-pod=(d.pod) {
             h2 { (d.pod) }
+            @if let Some(now) = &d.now {
+                p.note {
+                    "Not an attempt kept: this is the pod decided at " (d.at) " against the cluster as it was then, without the pod"
+                    @if let Some(n) = &now.bound_to { " (it is bound to " (n) "; plugins that read the pod's object see its names and labels only, which is what the scheduler keeps of a bound pod)" }
+                    ". Its own attempt may have seen other nodes, other pods and other usage."
+                }
+            }
             p.summary {
                 "profile " (d.profile) " · at " (d.at) " · " (outcome(&d.decided))
                 @if d.again != d.decided { " · decided again now: " (outcome(&d.again)) }

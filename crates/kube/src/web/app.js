@@ -1,5 +1,5 @@
 // wasmsched's web view: refreshes the view shown from its fragment every
-// two seconds (a decision, explained on request, is not refreshed), sorts
+// two seconds (a decision, once explained, is not refreshed), sorts
 // tables by a click on a column, and switches views without reloading.
 // Without this script the page is a snapshot; nothing here changes the
 // cluster.
@@ -18,6 +18,9 @@
     }
     if (view === "cluster" || view === "queue" || view === "decisions") {
       q.set("profile", params.get("profile") || "");
+    }
+    if (view === "decision") {
+      q.set("pod", params.get("pod") || "");
     }
     return "/ui/" + view + "?" + q.toString();
   }
@@ -44,7 +47,9 @@
   }
 
   function refresh() {
-    if (view === "decision") return;
+    // A decision shown stays as it is; one the scheduler is still
+    // deciding is asked for again until it is there.
+    if (view === "decision" && document.querySelector("section.decision[data-pod]")) return;
     fetch(fragment(), { cache: "no-store" })
       .then(function (r) {
         if (!r.ok) throw new Error(r.status + " " + r.statusText);
