@@ -726,4 +726,98 @@ mod tests {
         });
         thread.join().unwrap();
     }
+
+    /// Every list a cycle waits for, applied (empty but for nodes and pods).
+    async fn all_listed(tx: &mpsc::Sender<Msg>, nodes: &[&str], pods: &[&str]) {
+        use wasmsched_core::storage::StorageKind;
+        use wasmsched_core::workloads::WorkloadKind::*;
+        tx.send(Msg::NodesSynced(nodes.iter().map(|n| (*n).to_owned()).collect()))
+            .await
+            .unwrap();
+        tx.send(Msg::PodsSynced(pods.iter().map(|p| (*p).to_owned()).collect()))
+            .await
+            .unwrap();
+        tx.send(Msg::NamespacesSynced(["default".to_owned()].into()))
+            .await
+            .unwrap();
+        for kind in [
+            Service,
+            ReplicationController,
+            ReplicaSet,
+            StatefulSet,
+            PodDisruptionBudget,
+        ] {
+            tx.send(Msg::WorkloadsSynced(kind, HashSet::new())).await.unwrap();
+        }
+        for kind in StorageKind::ALL {
+            tx.send(Msg::StorageSynced(kind, HashSet::new())).await.unwrap();
+        }
+    }
+
+    /// The evictions a preemption decides wait in a bounded queue: one that
+    /// finds it full evicts nothing, is counted, and its pod is decided
+    /// again later; the scheduling thread never waits on it.
+    #[test]
+    fn a_full_preemption_queue_defers_the_preemption() {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let (tx, msgs) = mpsc::channel(64);
+        let (outcome_tx, outcomes) = mpsc::unbounded_channel();
+        let (jobs_tx, _jobs) = mpsc::channel(8);
+        let (reports_tx, _reports) = mpsc::channel(64);
+        // Room for one decision, which nobody takes.
+        let (preemptions, mut preempt_jobs) = mpsc::channel(1);
+        let (_evicted, evictions) = mpsc::unbounded_channel();
+        let (halt, stop) = tokio::sync::watch::channel(false);
+        let status = Arc::new(Status::new(None));
+        let leadership = Arc::new(Leadership::default());
+        leadership.lead_forever();
+        let sched = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
+        let ch = Channels {
+            msgs,
+            outcomes,
+            evictions,
+            jobs: Some(jobs_tx),
+            reports: reports_tx,
+            preemptions,
+            stop,
+        };
+        let handle = rt.handle().clone();
+        let st = status.clone();
+        let thread = std::thread::spawn(move || run(sched, ch, st, leadership, handle));
+        let node = |name: &str| {
+            obj(serde_json::json!({"metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}}))
+        };
+        let pod = |name: &str, node: Option<&str>, priority: i32| {
+            obj(
+                serde_json::json!({"metadata": {"name": name, "namespace": "default", "uid": name},
+                "spec": {"schedulerName": "wasm-scheduler", "nodeName": node, "priority": priority,
+                         "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+                "status": {"phase": if node.is_some() { "Running" } else { "Pending" }}}),
+            )
+        };
+        rt.block_on(async {
+            for n in ["n1", "n2"] {
+                tx.send(Msg::Node(node(n))).await.unwrap();
+            }
+            tx.send(Msg::Pod(pod("low-1", Some("n1"), 0))).await.unwrap();
+            tx.send(Msg::Pod(pod("low-2", Some("n2"), 0))).await.unwrap();
+            all_listed(&tx, &["n1", "n2"], &["default/low-1", "default/low-2"]).await;
+            // Each preempts on a node of its own: the first decision fills
+            // the queue, the second finds it full.
+            tx.send(Msg::Pod(pod("high-1", None, 1000))).await.unwrap();
+            tx.send(Msg::Pod(pod("high-2", None, 1000))).await.unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while status.metrics.preemptions_deferred.get() == 0 {
+                assert!(Instant::now() < deadline, "no preemption deferred");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let queued = preempt_jobs.try_recv().expect("the first decision is queued");
+            assert!(queued.preemptor.name.starts_with("high-"));
+            assert!(preempt_jobs.try_recv().is_err(), "nothing waits beyond the bound");
+            drop(outcome_tx);
+            halt.send(true).unwrap();
+        });
+        thread.join().unwrap();
+    }
 }
