@@ -417,3 +417,167 @@ async fn wasmsched_ui_opens_the_view_with_a_token() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With `--client-ca-file`, a client certificate that CA signed names its
+/// user (CN) and groups (O), authorized like a token's user; with
+/// `--tls-cert-file` the port serves the cluster's certificate, which a
+/// client verifies. A certificate of another CA ends in the handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificate_names_the_user() {
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio_rustls::rustls;
+    let s = cluster().await;
+    s.create(
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "viewers-view-wasmsched"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "wasmsched:viewer"},
+        "subjects": [{"kind": "Group", "name": "wasmsched-viewers"}]}),
+    )
+    .unwrap();
+    let dir = scratch("x509");
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    for ca in ["ca", "other-ca"] {
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-days",
+                    "1",
+                    "-subj",
+                    &format!("/CN={ca}"),
+                    "-keyout",
+                    &format!("{ca}.key"),
+                    "-out",
+                    &format!("{ca}.pem"),
+                ],
+            ]
+            .concat(),
+        );
+    }
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("client.ext"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    let issue = |name: &str, subject: &str, ca: &str, ext: &str| {
+        openssl(
+            &[
+                &["req"][..],
+                &ec,
+                &[
+                    "-subj",
+                    subject,
+                    "-keyout",
+                    &format!("{name}.key"),
+                    "-out",
+                    &format!("{name}.csr"),
+                ],
+            ]
+            .concat(),
+        );
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &format!("{name}.csr"),
+            "-CA",
+            &format!("{ca}.pem"),
+            "-CAkey",
+            &format!("{ca}.key"),
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            ext,
+            "-out",
+            &format!("{name}.pem"),
+        ]);
+    };
+    issue("server", "/CN=wasmsched", "ca", "server.ext");
+    issue("carol", "/CN=carol/O=wasmsched-viewers", "ca", "client.ext");
+    issue("dave", "/CN=dave", "ca", "client.ext");
+    issue("mallory", "/CN=mallory/O=wasmsched-viewers", "other-ca", "client.ext");
+    let path = |f: &str| dir.join(f).to_str().unwrap().to_owned();
+    let admin = free_port();
+    let _d = run(
+        &s,
+        &admin,
+        &[
+            "--tls-cert-file",
+            &path("server.pem"),
+            "--tls-private-key-file",
+            &path("server.key"),
+            "--client-ca-file",
+            &path("ca.pem"),
+        ],
+    );
+    let get = |who: Option<&'static str>, path_: &'static str| {
+        let dir = dir.clone();
+        let admin = admin.clone();
+        async move {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
+                roots.add(c.unwrap()).unwrap();
+            }
+            let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+            let config = match who {
+                Some(who) => {
+                    let chain: Vec<_> = CertificateDer::pem_file_iter(dir.join(format!("{who}.pem")))
+                        .unwrap()
+                        .map(Result::unwrap)
+                        .collect();
+                    let key = PrivateKeyDer::from_pem_file(dir.join(format!("{who}.key"))).unwrap();
+                    builder.with_client_auth_cert(chain, key).unwrap()
+                }
+                None => builder.with_no_client_auth(),
+            };
+            let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+            let Ok(tcp) = tokio::net::TcpStream::connect(&admin).await else {
+                return parse(b"");
+            };
+            let ip = rustls_pki_types::ServerName::IpAddress(std::net::IpAddr::from([127, 0, 0, 1]).into());
+            let Ok(mut tls) = connector.connect(ip, tcp).await else {
+                return parse(b"");
+            };
+            if tls.write_all(request(path_, &admin, None).as_bytes()).await.is_err() {
+                return parse(b"");
+            }
+            let mut raw = Vec::new();
+            let _ = tokio::time::timeout(Duration::from_secs(30), tls.read_to_end(&mut raw)).await;
+            parse(&raw)
+        }
+    };
+    wait_serving("the admin port", || get(None, "/healthz")).await;
+    assert_eq!(get(None, "/ui").await.status, 401, "no certificate, no token");
+    let carol = get(Some("carol"), "/ui").await;
+    assert_eq!(carol.status, 200, "{}", carol.body);
+    let dave = get(Some("dave"), "/metrics").await;
+    assert_eq!(dave.status, 403, "{}", dave.body);
+    assert!(dave.body.contains("\"dave\""), "{}", dave.body);
+    assert_eq!(
+        get(Some("mallory"), "/ui").await.status,
+        0,
+        "another CA's certificate is refused in the handshake"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -32,6 +32,11 @@ pub struct Args {
     /// The private key of --tls-cert-file (PEM).
     #[arg(long, requires = "tls_cert_file")]
     tls_private_key_file: Option<PathBuf>,
+    /// A client certificate of the admin port signed by this CA (PEM) names
+    /// its user (CN) and groups (O), authorized like a token's user, as
+    /// kube-scheduler's flag of this name.
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
     /// Identity in the lease and in events (default: hostname and a random suffix).
     #[arg(long)]
     identity: Option<String>,
@@ -98,6 +103,7 @@ impl AdminArgs {
                 .filter(|p| !p.is_empty())
                 .cloned()
                 .collect(),
+            client_ca: None,
         };
         opts.check()?;
         Ok(opts)
@@ -298,7 +304,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .clone()
         .zip(args.tls_private_key_file.clone())
         .map(|(cert, key)| wasmsched_kube::tls::CertFiles { cert, key });
-    let admin = args.admin.options(cert)?;
+    let mut admin = args.admin.options(cert)?;
+    admin.client_ca = args.client_ca_file.clone();
+    if admin.client_ca.is_some() && admin.plain_http {
+        anyhow::bail!(
+            "--client-ca-file checks client certificates in the TLS handshake, which --admin-plain-http has none of"
+        );
+    }
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let identity = args.identity.clone().unwrap_or_else(default_identity);
     rt.block_on(async move {

@@ -31,6 +31,10 @@ pub struct AdminOptions {
     pub cert: Option<CertFiles>,
     /// Paths served to anyone (exact, or a prefix ending in `*`).
     pub always_allow: Vec<String>,
+    /// A client certificate this CA signed names its user (CN) and groups
+    /// (O), as kube-apiserver's x509 authenticator reads them
+    /// (kube-scheduler's `--client-ca-file`); none: tokens only.
+    pub client_ca: Option<std::path::PathBuf>,
 }
 
 impl AdminOptions {
@@ -41,6 +45,7 @@ impl AdminOptions {
             plain_http: true,
             cert: None,
             always_allow: Vec::new(),
+            client_ca: None,
         }
     }
 
@@ -54,6 +59,7 @@ impl AdminOptions {
                 .iter()
                 .map(|p| (*p).to_owned())
                 .collect(),
+            client_ca: None,
         }
     }
 
@@ -174,7 +180,13 @@ async fn guarded(
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
-    let refused = guard.check(req.method(), req.uri().path(), req.headers()).await;
+    let certificate = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<crate::tls::Peer>>()
+        .and_then(|c| c.0.certificate.clone());
+    let refused = guard
+        .check(req.method(), req.uri().path(), req.headers(), certificate.as_deref())
+        .await;
     let mut resp = match refused {
         Some(r) => r,
         None => next.run(req).await,
@@ -320,8 +332,13 @@ pub async fn serve(opts: &AdminOptions, status: Arc<Status>, client: Option<kube
             }
         });
     } else {
-        let config = crate::tls::server_config(opts.cert.as_ref(), &crate::tls::default_names(addr), None)?;
+        let clients = match opts.client_ca.as_deref() {
+            Some(ca) => crate::tls::ClientCerts::Optional(ca),
+            None => crate::tls::ClientCerts::None,
+        };
+        let config = crate::tls::server_config(opts.cert.as_ref(), &crate::tls::default_names(addr), clients)?;
         let listener = crate::tls::TlsListener::new(listener, config, "admin");
+        let app = app.into_make_service_with_connect_info::<crate::tls::Peer>();
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "admin server stopped");

@@ -129,7 +129,15 @@ impl Guard {
     }
 
     /// None when the request may go on; otherwise the answer to send.
-    pub async fn check(&self, method: &Method, path: &str, headers: &HeaderMap) -> Option<Response> {
+    /// `certificate`: the client certificate the connection presented,
+    /// already verified against the configured CA.
+    pub async fn check(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+        certificate: Option<&[u8]>,
+    ) -> Option<Response> {
         if let Access::Loopback = self.access {
             return host_refused(headers);
         }
@@ -148,16 +156,19 @@ impl Guard {
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim)
             .filter(|t| !t.is_empty());
-        let Some(token) = token else {
-            return Some(unauthorized());
-        };
-        let user = match self.authenticate(client, token).await {
-            Ok(Some(u)) => u,
-            Ok(None) => return Some(unauthorized()),
-            Err(e) => {
-                tracing::warn!(error = %e, "the API server could not review a token for the admin port");
-                return Some(unauthorized());
-            }
+        // A bearer token first, as kube-apiserver's union authenticator
+        // does when both are presented; else the client certificate.
+        let user = match (token, certificate.and_then(user_of_certificate)) {
+            (Some(token), _) => match self.authenticate(client, token).await {
+                Ok(Some(u)) => u,
+                Ok(None) => return Some(unauthorized()),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the API server could not review a token for the admin port");
+                    return Some(unauthorized());
+                }
+            },
+            (None, Some(u)) => u,
+            (None, None) => return Some(unauthorized()),
         };
         let verb = verb(method);
         match self.authorize(client, &user, path, &verb).await {
@@ -230,6 +241,26 @@ impl Guard {
         self.decisions.put(key, allowed);
         Ok(allowed)
     }
+}
+
+/// The user a verified client certificate names: its subject's common
+/// name, in the groups of its organizations (kube-apiserver's x509
+/// authenticator), and `system:authenticated`. None without a common name.
+fn user_of_certificate(der: &[u8]) -> Option<User> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let subject = cert.subject();
+    let name = subject.iter_common_name().next()?.as_str().ok()?.to_owned();
+    let mut groups: Vec<String> = subject
+        .iter_organization()
+        .filter_map(|o| o.as_str().ok().map(str::to_owned))
+        .collect();
+    groups.push("system:authenticated".into());
+    Some(User {
+        name,
+        uid: String::new(),
+        groups,
+        extra: Vec::new(),
+    })
 }
 
 fn user_of(u: UserInfo) -> User {

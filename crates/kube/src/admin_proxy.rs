@@ -85,7 +85,11 @@ pub async fn serve(opts: ProxyOptions) -> anyhow::Result<(SocketAddr, tokio::tas
 }
 
 async fn forward(proxy: Arc<Proxy>, req: axum::extract::Request) -> Response {
-    if let Some(refused) = proxy.guard.check(req.method(), req.uri().path(), req.headers()).await {
+    if let Some(refused) = proxy
+        .guard
+        .check(req.method(), req.uri().path(), req.headers(), None)
+        .await
+    {
         return refused;
     }
     if req.method() != http::Method::GET {

@@ -293,7 +293,11 @@ pub async fn serve(
     let server = match &opts.tls {
         None => spawn_server(listener, app, shutdown),
         Some(files) => {
-            let config = crate::tls::server_config(Some(files), &[], opts.client_ca.as_deref())?;
+            let clients = match opts.client_ca.as_deref() {
+                Some(ca) => crate::tls::ClientCerts::Required(ca),
+                None => crate::tls::ClientCerts::None,
+            };
+            let config = crate::tls::server_config(Some(files), &[], clients)?;
             spawn_server(
                 crate::tls::TlsListener::new(listener, config, "extender"),
                 app,

@@ -87,13 +87,25 @@ pub fn default_names(listen: SocketAddr) -> Vec<String> {
     names
 }
 
+/// Whether a client certificate is asked for, and what of one that is
+/// not presented.
+#[derive(Debug, Clone, Copy)]
+pub enum ClientCerts<'a> {
+    /// None asked for.
+    None,
+    /// Every connection must present one signed by this CA.
+    Required(&'a Path),
+    /// One signed by this CA is checked when presented (it names the
+    /// user); a connection without one goes on (a token may name it).
+    Optional(&'a Path),
+}
+
 /// A server configuration: the certificate of `files` (or self-signed for
-/// `names`) and, with `client_ca`, a client certificate signed by that CA
-/// required of every connection.
+/// `names`), and the client certificates `clients` says.
 pub fn server_config(
     files: Option<&CertFiles>,
     names: &[String],
-    client_ca: Option<&Path>,
+    clients: ClientCerts<'_>,
 ) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let (certs, key) = match files {
         Some(f) => (
@@ -103,7 +115,12 @@ pub fn server_config(
         None => self_signed(names)?,
     };
     let builder = rustls::ServerConfig::builder_with_provider(provider()).with_safe_default_protocol_versions()?;
-    let builder = match client_ca {
+    let (ca, optional) = match clients {
+        ClientCerts::None => (None, false),
+        ClientCerts::Required(ca) => (Some(ca), false),
+        ClientCerts::Optional(ca) => (Some(ca), true),
+    };
+    let builder = match ca {
         None => builder.with_no_client_auth(),
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
@@ -112,9 +129,13 @@ pub fn server_config(
                     .add(c)
                     .map_err(|e| anyhow::anyhow!("{}: not a CA certificate: {e}", ca.display()))?;
             }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider())
-                .build()
-                .map_err(|e| anyhow::anyhow!("{}: {e}", ca.display()))?;
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider());
+            let verifier = if optional {
+                verifier.allow_unauthenticated()
+            } else {
+                verifier
+            };
+            let verifier = verifier.build().map_err(|e| anyhow::anyhow!("{}: {e}", ca.display()))?;
             builder.with_client_cert_verifier(verifier)
         }
     };
@@ -125,18 +146,37 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+/// Who is at the other end of a TLS connection: its address, and the
+/// client certificate it presented, verified against the configured CA.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// The remote address.
+    pub addr: SocketAddr,
+    /// The leaf of the verified client certificate, if one was presented.
+    pub certificate: Option<CertificateDer<'static>>,
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
+        stream.remote_addr().clone()
+    }
+}
+
 /// TCP connections made TLS before axum reads them. Handshakes run in
 /// tasks of their own, at most [`MAX_HANDSHAKES`] at once, each within
 /// [`HANDSHAKE_TIMEOUT`]; a failed one drops that connection only.
 pub struct TlsListener {
-    ready: mpsc::Receiver<(tokio_rustls::server::TlsStream<tokio::net::TcpStream>, SocketAddr)>,
-    local: SocketAddr,
+    ready: mpsc::Receiver<(tokio_rustls::server::TlsStream<tokio::net::TcpStream>, Peer)>,
+    local: Peer,
 }
 
 impl TlsListener {
     /// Accepts on `tcp` with `config`; `what` names the port in logs.
     pub fn new(tcp: tokio::net::TcpListener, config: Arc<rustls::ServerConfig>, what: &'static str) -> Self {
-        let local = tcp.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let local = Peer {
+            addr: tcp.local_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+            certificate: None,
+        };
         let (tx, ready) = mpsc::channel(32);
         let acceptor = tokio_rustls::TlsAcceptor::from(config);
         let slots = Arc::new(Semaphore::new(MAX_HANDSHAKES));
@@ -164,7 +204,13 @@ impl TlsListener {
                     let _slot = slot;
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(conn)).await {
                         Ok(Ok(tls)) => {
-                            let _ = tx.send((tls, addr)).await;
+                            let certificate = tls
+                                .get_ref()
+                                .1
+                                .peer_certificates()
+                                .and_then(|c| c.first())
+                                .map(|c| c.clone().into_owned());
+                            let _ = tx.send((tls, Peer { addr, certificate })).await;
                         }
                         Ok(Err(e)) => tracing::debug!(%addr, error = %e, "TLS handshake on the {what} port failed"),
                         Err(_) => tracing::debug!(%addr, "TLS handshake on the {what} port timed out"),
@@ -178,7 +224,7 @@ impl TlsListener {
 
 impl axum::serve::Listener for TlsListener {
     type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
-    type Addr = SocketAddr;
+    type Addr = Peer;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         match self.ready.recv().await {
@@ -189,7 +235,7 @@ impl axum::serve::Listener for TlsListener {
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        Ok(self.local)
+        Ok(self.local.clone())
     }
 }
 
@@ -262,7 +308,7 @@ mod tests {
 
     #[test]
     fn a_self_signed_certificate_serves() {
-        let config = server_config(None, &default_names("127.0.0.1:0".parse().unwrap()), None).unwrap();
+        let config = server_config(None, &default_names("127.0.0.1:0".parse().unwrap()), ClientCerts::None).unwrap();
         assert_eq!(config.alpn_protocols, [b"http/1.1".to_vec()]);
     }
 
@@ -272,7 +318,9 @@ mod tests {
             cert: "/nonexistent/cert.pem".into(),
             key: "/nonexistent/key.pem".into(),
         };
-        let e = server_config(Some(&files), &[], None).unwrap_err().to_string();
+        let e = server_config(Some(&files), &[], ClientCerts::None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/nonexistent/cert.pem"), "{e}");
     }
 }
