@@ -646,15 +646,30 @@ mod tests {
 
     /// Until the first lists of nodes and pods are applied, nothing is
     /// placed: bound pods not listed yet would leave their nodes looking free.
-    #[test]
-    fn no_cycle_runs_before_every_list_is_applied() {
+    /// A scheduling thread (leading, default profile) and the ends of its
+    /// channels a test drives and reads.
+    struct Harness {
+        rt: tokio::runtime::Runtime,
+        tx: mpsc::Sender<Msg>,
+        outcome_tx: mpsc::UnboundedSender<BindOutcome>,
+        jobs: mpsc::Receiver<BindJob>,
+        preempt_jobs: mpsc::Receiver<crate::preempt::PreemptJob>,
+        halt: tokio::sync::watch::Sender<bool>,
+        status: Arc<Status>,
+        thread: std::thread::JoinHandle<()>,
+        _reports: mpsc::Receiver<crate::reporter::Queued>,
+        _evicted: mpsc::UnboundedSender<crate::preempt::EvictionsDone>,
+    }
+
+    /// Starts the thread, its preemption queue holding `preemptions`.
+    fn harness(preemptions: usize) -> Harness {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let (tx, msgs) = mpsc::channel(64);
         let (outcome_tx, outcomes) = mpsc::unbounded_channel();
-        let (jobs_tx, mut jobs) = mpsc::channel(8);
-        let (reports_tx, _reports) = mpsc::channel(8);
-        let (preemptions, _preempt_jobs) = mpsc::channel(crate::preempt::QUEUE);
-        let (_evicted, evictions) = mpsc::unbounded_channel();
+        let (jobs_tx, jobs) = mpsc::channel(8);
+        let (reports_tx, reports) = mpsc::channel(64);
+        let (preempt_tx, preempt_jobs) = mpsc::channel(preemptions);
+        let (evicted, evictions) = mpsc::unbounded_channel();
         let (halt, stop) = tokio::sync::watch::channel(false);
         let status = Arc::new(Status::new(None));
         let leadership = Arc::new(Leadership::default());
@@ -666,18 +681,47 @@ mod tests {
             evictions,
             jobs: Some(jobs_tx),
             reports: reports_tx,
-            preemptions,
+            preemptions: preempt_tx,
             stop,
         };
         let handle = rt.handle().clone();
-        let thread = std::thread::spawn(move || run(sched, ch, status, leadership, handle));
+        let st = status.clone();
+        let thread = std::thread::spawn(move || run(sched, ch, st, leadership, handle));
+        Harness {
+            rt,
+            tx,
+            outcome_tx,
+            jobs,
+            preempt_jobs,
+            halt,
+            status,
+            thread,
+            _reports: reports,
+            _evicted: evicted,
+        }
+    }
+
+    impl Harness {
+        /// The binder is done (its outcome sender gone) and the thread is
+        /// told to stop: it ends.
+        fn stop(self) {
+            drop(self.outcome_tx);
+            self.halt.send(true).unwrap();
+            self.thread.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn no_cycle_runs_before_every_list_is_applied() {
+        let mut h = harness(crate::preempt::QUEUE);
+        let (tx, jobs) = (h.tx.clone(), &mut h.jobs);
         let node =
             obj(serde_json::json!({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "1", "pods": "10"}}}));
         let pod = obj(
             serde_json::json!({"metadata": {"name": "p", "namespace": "default", "uid": "u"},
             "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c"}]}}),
         );
-        rt.block_on(async {
+        h.rt.block_on(async {
             tx.send(Msg::Node(node)).await.unwrap();
             tx.send(Msg::Pod(pod)).await.unwrap();
             tx.send(Msg::NodesSynced(["n".to_owned()].into())).await.unwrap();
@@ -720,11 +764,8 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert_eq!((job.name.as_str(), job.node.as_str()), ("p", "n"));
-            // The binder is done (its outcome sender gone): the thread ends.
-            drop(outcome_tx);
-            halt.send(true).unwrap();
         });
-        thread.join().unwrap();
+        h.stop();
     }
 
     /// Every list a cycle waits for, applied (empty but for nodes and pods).
@@ -759,31 +800,9 @@ mod tests {
     /// again later; the scheduling thread never waits on it.
     #[test]
     fn a_full_preemption_queue_defers_the_preemption() {
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let (tx, msgs) = mpsc::channel(64);
-        let (outcome_tx, outcomes) = mpsc::unbounded_channel();
-        let (jobs_tx, _jobs) = mpsc::channel(8);
-        let (reports_tx, _reports) = mpsc::channel(64);
         // Room for one decision, which nobody takes.
-        let (preemptions, mut preempt_jobs) = mpsc::channel(1);
-        let (_evicted, evictions) = mpsc::unbounded_channel();
-        let (halt, stop) = tokio::sync::watch::channel(false);
-        let status = Arc::new(Status::new(None));
-        let leadership = Arc::new(Leadership::default());
-        leadership.lead_forever();
-        let sched = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
-        let ch = Channels {
-            msgs,
-            outcomes,
-            evictions,
-            jobs: Some(jobs_tx),
-            reports: reports_tx,
-            preemptions,
-            stop,
-        };
-        let handle = rt.handle().clone();
-        let st = status.clone();
-        let thread = std::thread::spawn(move || run(sched, ch, st, leadership, handle));
+        let mut h = harness(1);
+        let (tx, status, preempt_jobs) = (h.tx.clone(), h.status.clone(), &mut h.preempt_jobs);
         let node = |name: &str| {
             obj(serde_json::json!({"metadata": {"name": name},
                 "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}}))
@@ -796,7 +815,7 @@ mod tests {
                 "status": {"phase": if node.is_some() { "Running" } else { "Pending" }}}),
             )
         };
-        rt.block_on(async {
+        h.rt.block_on(async {
             for n in ["n1", "n2"] {
                 tx.send(Msg::Node(node(n))).await.unwrap();
             }
@@ -815,9 +834,7 @@ mod tests {
             let queued = preempt_jobs.try_recv().expect("the first decision is queued");
             assert!(queued.preemptor.name.starts_with("high-"));
             assert!(preempt_jobs.try_recv().is_err(), "nothing waits beyond the bound");
-            drop(outcome_tx);
-            halt.send(true).unwrap();
         });
-        thread.join().unwrap();
+        h.stop();
     }
 }
