@@ -7,6 +7,8 @@
 //! `/metrics` with a service account token; `wasmsched ui` opens the view
 //! for a person.
 
+#[path = "support/certs.rs"]
+mod certs;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -424,9 +426,6 @@ async fn wasmsched_ui_opens_the_view_with_a_token() {
 /// client verifies. A certificate of another CA ends in the handshake.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_certificate_names_the_user() {
-    use rustls_pki_types::pem::PemObject;
-    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-    use tokio_rustls::rustls;
     let s = cluster().await;
     s.create(
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -435,123 +434,31 @@ async fn a_client_certificate_names_the_user() {
         "subjects": [{"kind": "Group", "name": "wasmsched-viewers"}]}),
     )
     .unwrap();
-    let dir = scratch("x509");
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    for ca in ["ca", "other-ca"] {
-        openssl(
-            &[
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-days",
-                    "1",
-                    "-subj",
-                    &format!("/CN={ca}"),
-                    "-keyout",
-                    &format!("{ca}.key"),
-                    "-out",
-                    &format!("{ca}.pem"),
-                ],
-            ]
-            .concat(),
-        );
-    }
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("client.ext"),
-        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
-    )
-    .unwrap();
-    let issue = |name: &str, subject: &str, ca: &str, ext: &str| {
-        openssl(
-            &[
-                &["req"][..],
-                &ec,
-                &[
-                    "-subj",
-                    subject,
-                    "-keyout",
-                    &format!("{name}.key"),
-                    "-out",
-                    &format!("{name}.csr"),
-                ],
-            ]
-            .concat(),
-        );
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            &format!("{name}.csr"),
-            "-CA",
-            &format!("{ca}.pem"),
-            "-CAkey",
-            &format!("{ca}.key"),
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            ext,
-            "-out",
-            &format!("{name}.pem"),
-        ]);
-    };
-    issue("server", "/CN=wasmsched", "ca", "server.ext");
-    issue("carol", "/CN=carol/O=wasmsched-viewers", "ca", "client.ext");
-    issue("dave", "/CN=dave", "ca", "client.ext");
-    issue("mallory", "/CN=mallory/O=wasmsched-viewers", "other-ca", "client.ext");
-    let path = |f: &str| dir.join(f).to_str().unwrap().to_owned();
+    let pki = certs::Pki::new("admin-x509");
+    pki.ca("ca")
+        .ca("other-ca")
+        .issue("server", "/CN=wasmsched", "ca", true)
+        .issue("carol", "/CN=carol/O=wasmsched-viewers", "ca", false)
+        .issue("dave", "/CN=dave", "ca", false)
+        .issue("mallory", "/CN=mallory/O=wasmsched-viewers", "other-ca", false);
     let admin = free_port();
     let _d = run(
         &s,
         &admin,
         &[
             "--tls-cert-file",
-            &path("server.pem"),
+            &pki.path("server.pem"),
             "--tls-private-key-file",
-            &path("server.key"),
+            &pki.path("server.key"),
             "--client-ca-file",
-            &path("ca.pem"),
+            &pki.path("ca.pem"),
         ],
     );
-    let get = |who: Option<&'static str>, path_: &'static str| {
-        let dir = dir.clone();
+    let get = |who: Option<&'static str>, path: &'static str| {
+        let config = pki.client("ca", who);
         let admin = admin.clone();
         async move {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
-                roots.add(c.unwrap()).unwrap();
-            }
-            let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots);
-            let config = match who {
-                Some(who) => {
-                    let chain: Vec<_> = CertificateDer::pem_file_iter(dir.join(format!("{who}.pem")))
-                        .unwrap()
-                        .map(Result::unwrap)
-                        .collect();
-                    let key = PrivateKeyDer::from_pem_file(dir.join(format!("{who}.key"))).unwrap();
-                    builder.with_client_auth_cert(chain, key).unwrap()
-                }
-                None => builder.with_no_client_auth(),
-            };
-            let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+            let connector = tokio_rustls::TlsConnector::from(config);
             let Ok(tcp) = tokio::net::TcpStream::connect(&admin).await else {
                 return parse(b"");
             };
@@ -559,7 +466,7 @@ async fn a_client_certificate_names_the_user() {
             let Ok(mut tls) = connector.connect(ip, tcp).await else {
                 return parse(b"");
             };
-            if tls.write_all(request(path_, &admin, None).as_bytes()).await.is_err() {
+            if tls.write_all(request(path, &admin, None).as_bytes()).await.is_err() {
                 return parse(b"");
             }
             let mut raw = Vec::new();
@@ -579,5 +486,5 @@ async fn a_client_certificate_names_the_user() {
         0,
         "another CA's certificate is refused in the handshake"
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&pki.dir);
 }

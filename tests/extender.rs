@@ -4,6 +4,8 @@
 //! `httpTimeout`). Every answer is checked against what `simulate` says for
 //! the same pod, cluster and plugins.
 
+#[path = "support/certs.rs"]
+mod certs;
 mod guest;
 mod support;
 
@@ -161,82 +163,16 @@ async fn https_post(
 }
 
 /// A CA, the extender's certificate for 127.0.0.1 and a client certificate
-/// (kube-scheduler's), all signed by the CA, made with openssl in `dir`.
-struct Certs {
-    dir: PathBuf,
-}
+/// (kube-scheduler's), all signed by the CA.
+struct Certs(certs::Pki);
 
 impl Certs {
     fn make(tag: &str) -> Certs {
-        let dir = std::env::temp_dir().join(format!("wasmsched-extender-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let openssl = |args: &[&str]| {
-            let out = Command::new("openssl").args(args).current_dir(&dir).output().unwrap();
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-        let req = |subject: &str, key: &str, csr: &str| {
-            openssl(&[&["req"][..], &ec, &["-subj", subject, "-keyout", key, "-out", csr]].concat());
-        };
-        openssl(
-            &[
-                &["req", "-x509"][..],
-                &ec,
-                &[
-                    "-days",
-                    "1",
-                    "-subj",
-                    "/CN=test-ca",
-                    "-keyout",
-                    "ca.key",
-                    "-out",
-                    "ca.pem",
-                ],
-            ]
-            .concat(),
-        );
-        std::fs::write(
-            dir.join("leaf.ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("client.ext"),
-            "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
-        )
-        .unwrap();
-        let sign = |csr: &str, ext: &str, out: &str| {
-            openssl(&[
-                "x509",
-                "-req",
-                "-in",
-                csr,
-                "-CA",
-                "ca.pem",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-extfile",
-                ext,
-                "-out",
-                out,
-            ]);
-        };
-        req("/CN=wasmsched-extender", "key.pem", "leaf.csr");
-        sign("leaf.csr", "leaf.ext", "cert.pem");
-        req("/CN=kube-scheduler", "client.key", "client.csr");
-        sign("client.csr", "client.ext", "client.pem");
-        Certs { dir }
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).to_str().unwrap().to_owned()
+        let pki = certs::Pki::new(&format!("extender-{tag}"));
+        pki.ca("ca")
+            .issue("server", "/CN=wasmsched-extender", "ca", true)
+            .issue("client", "/CN=kube-scheduler", "ca", false);
+        Certs(pki)
     }
 
     /// The extender's arguments: its certificate, and with `clients`
@@ -244,12 +180,12 @@ impl Certs {
     fn server_args(&self, clients: bool) -> Vec<String> {
         let mut a = vec![
             "--tls-cert".into(),
-            self.path("cert.pem"),
+            self.0.path("server.pem"),
             "--tls-key".into(),
-            self.path("key.pem"),
+            self.0.path("server.key"),
         ];
         if clients {
-            a.extend(["--client-ca-file".into(), self.path("ca.pem")]);
+            a.extend(["--client-ca-file".into(), self.0.path("ca.pem")]);
         }
         a
     }
@@ -257,29 +193,7 @@ impl Certs {
     /// A client that trusts the CA, presenting the client certificate when
     /// `present`.
     fn client(&self, present: bool) -> std::sync::Arc<tokio_rustls::rustls::ClientConfig> {
-        use rustls_pki_types::pem::PemObject;
-        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-        use tokio_rustls::rustls;
-        let mut roots = rustls::RootCertStore::empty();
-        for c in CertificateDer::pem_file_iter(self.dir.join("ca.pem")).unwrap() {
-            roots.add(c.unwrap()).unwrap();
-        }
-        let builder =
-            rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .unwrap()
-                .with_root_certificates(roots);
-        let config = if present {
-            let chain: Vec<_> = CertificateDer::pem_file_iter(self.dir.join("client.pem"))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            let key = PrivateKeyDer::from_pem_file(self.dir.join("client.key")).unwrap();
-            builder.with_client_auth_cert(chain, key).unwrap()
-        } else {
-            builder.with_no_client_auth()
-        };
-        std::sync::Arc::new(config)
+        self.0.client("ca", present.then_some("client"))
     }
 }
 
