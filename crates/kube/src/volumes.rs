@@ -8,11 +8,11 @@
 //! - a claim to provision gets `volume.kubernetes.io/selected-node`;
 //! - then, every second until `bindTimeoutSeconds`, every claim of the plan
 //!   must show its volume and `pv.kubernetes.io/bind-completed`, and that
-//!   volume must point back at it.
+//!   volume must point back at it, as the watchers' stores show them (the
+//!   wait makes no request).
 //!
 //! Every request is bounded in time and made only while the lease holds.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
@@ -153,29 +153,24 @@ pub(crate) async fn bind(
     }
 
     status.volumes_wait(&job.uid);
-    let waited = wait(client, plan, job, leadership, status, timeout).await;
+    let waited = wait(plan, job, leadership, status).await;
     status.volumes_done(&job.uid);
     waited
 }
 
 /// Waits until every claim of the plan is bound, reading the watchers'
-/// stores (the API itself only where there are none): a few hundred pods
-/// waiting for provisioners cost the API server nothing, and leave the
-/// client's budget to bindings.
+/// stores, never the API: a few hundred pods waiting for provisioners cost
+/// the API server nothing, and leave the client's budget to bindings.
 async fn wait(
-    client: &kube::Client,
     plan: &VolumePlan,
     job: &crate::binder::BindJob,
     leadership: &Leadership,
     status: &crate::status::Status,
-    timeout: Duration,
 ) -> Result<(), VolumeError> {
-    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), &job.namespace);
-    let api = ApiLookup {
-        pvs: Api::all(client.clone()),
-        client: client.clone(),
-        leadership,
-        timeout,
+    let Some(stores) = status.volume_stores() else {
+        return Err(VolumeError::Failed(
+            "binding volumes: no cache of claims and volumes (their watchers are not running)".into(),
+        ));
     };
     // Bounded by the configuration's check; saturating all the same.
     let now = Instant::now();
@@ -184,16 +179,10 @@ async fn wait(
         .unwrap_or(now + Duration::from_secs(365 * 24 * 3600));
     let mut seen = std::collections::HashSet::new();
     loop {
-        let done = match status.volume_stores() {
-            Some(stores) => {
-                if !leadership.is_leading() {
-                    return Err(VolumeError::Failed("lost leadership before binding volumes".into()));
-                }
-                bound(&StoreLookup(stores), plan, &mut seen).await?
-            }
-            None => bound(&api, plan, &mut seen).await?,
-        };
-        if done {
+        if !leadership.is_leading() {
+            return Err(VolumeError::Failed("lost leadership before binding volumes".into()));
+        }
+        if bound(stores, plan, &mut seen)? {
             return Ok(());
         }
         if Instant::now() + POLL > deadline {
@@ -201,56 +190,9 @@ async fn wait(
         }
         tokio::time::sleep(POLL).await;
         // kube-scheduler stops waiting when the pod is gone.
-        if status.volume_stores().is_some() {
-            if status.volumes_pod_gone(&job.uid) {
-                return Err(VolumeError::PodGone);
-            }
-            continue;
-        }
-        let pod = request(leadership, timeout, "reading the pod", pods.get_opt(&job.name)).await?;
-        if pod.is_none_or(|p| p.metadata.uid.as_deref() != Some(&job.uid)) {
+        if status.volumes_pod_gone(&job.uid) {
             return Err(VolumeError::PodGone);
         }
-    }
-}
-
-/// Where claims and volumes are read while waiting.
-trait Lookup {
-    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String>;
-    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String>;
-}
-
-/// The watchers' stores.
-struct StoreLookup<'a>(&'a crate::status::VolumeStores);
-
-impl Lookup for StoreLookup<'_> {
-    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
-        Ok(self.0.0.get(&ObjectRef::new(name).within(ns)))
-    }
-
-    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String> {
-        Ok(self.0.1.get(&ObjectRef::new(name)))
-    }
-}
-
-/// The API, each read bounded and made only while the lease holds.
-struct ApiLookup<'a> {
-    pvs: Api<PersistentVolume>,
-    client: kube::Client,
-    leadership: &'a Leadership,
-    timeout: Duration,
-}
-
-impl Lookup for ApiLookup<'_> {
-    async fn claim(&self, ns: &str, name: &str) -> Result<Option<Arc<PersistentVolumeClaim>>, String> {
-        let claims: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), ns);
-        let c = request(self.leadership, self.timeout, "binding volumes", claims.get_opt(name)).await?;
-        Ok(c.map(Arc::new))
-    }
-
-    async fn volume(&self, name: &str) -> Result<Option<Arc<PersistentVolume>>, String> {
-        let v = request(self.leadership, self.timeout, "binding volumes", self.pvs.get_opt(name)).await?;
-        Ok(v.map(Arc::new))
     }
 }
 
@@ -259,8 +201,8 @@ impl Lookup for ApiLookup<'_> {
 /// the writes of the plan: what it wrote is "not yet" until the store has
 /// shown it once (`seen`, by claim and volume), and only then may its
 /// absence be an undoing (kube-scheduler's assume cache does the same).
-async fn bound(
-    lookup: &impl Lookup,
+fn bound(
+    stores: &crate::status::VolumeStores,
     plan: &VolumePlan,
     seen: &mut std::collections::HashSet<String>,
 ) -> Result<bool, String> {
@@ -271,7 +213,7 @@ async fn bound(
         .chain(plan.provisions.iter().map(|c| (c, true)));
     for (key, provisioned) in keys {
         let (ns, name) = split(key);
-        let Some(claim) = lookup.claim(ns, name).await? else {
+        let Some(claim) = stores.0.get(&ObjectRef::new(name).within(ns)) else {
             return Err(format!("binding volumes: persistentvolumeclaim \"{name}\" not found"));
         };
         let ann = claim.metadata.annotations.clone().unwrap_or_default();
@@ -294,7 +236,7 @@ async fn bound(
         if volume.is_empty() || !ann.contains_key(ANN_BIND_COMPLETED) {
             return Ok(false);
         }
-        let Some(pv) = lookup.volume(&volume).await? else {
+        let Some(pv) = stores.1.get(&ObjectRef::new(&volume)) else {
             // Not in the store yet (its watch trails the claim's).
             return Ok(false);
         };
