@@ -380,6 +380,91 @@ fn kubectl_creates_tokens_and_applies_rbac() {
         out,
         "true RBAC: allowed by ClusterRoleBinding \"prom-metrics\" of ClusterRole \"metrics-reader\" to ServiceAccount \"prom/monitoring\""
     );
+
+    // kubectl's imperative RBAC commands send protobuf: read as the
+    // objects they encode, and the review follows them.
+    for args in [
+        &[
+            "create",
+            "clusterrole",
+            "viewer:ui",
+            "--verb=get",
+            "--non-resource-url=/ui,/ui/*",
+        ][..],
+        &[
+            "create",
+            "clusterrolebinding",
+            "alice-views",
+            "--clusterrole=viewer:ui",
+            "--user=alice",
+            "--group=devs",
+        ],
+        &[
+            "create",
+            "role",
+            "pod-reader",
+            "-n",
+            "shop",
+            "--verb=get,list",
+            "--resource=pods",
+            "--resource-name=web-1",
+        ],
+        &[
+            "create",
+            "rolebinding",
+            "bob-reads",
+            "-n",
+            "shop",
+            "--role=pod-reader",
+            "--serviceaccount=shop:bob",
+        ],
+    ] {
+        let (ok, _, err) = kubectl(&s, args);
+        assert!(ok, "kubectl {args:?}: {err}");
+    }
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "get",
+            "clusterrole/viewer:ui",
+            "clusterrolebinding/alice-views",
+            "-o",
+            "jsonpath={.items[0].rules[0].nonResourceURLs} {.items[0].rules[0].verbs} {.items[1].roleRef.name} {.items[1].subjects[*].kind}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, r#"["/ui","/ui/*"] ["get"] viewer:ui User Group"#);
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "get",
+            "role/pod-reader",
+            "rolebinding/bob-reads",
+            "-n",
+            "shop",
+            "-o",
+            "jsonpath={.items[0].rules[0].resourceNames} {.items[1].subjects[0].kind} {.items[1].subjects[0].namespace}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, r#"["web-1"] ServiceAccount shop"#);
+    let alice = dir.file(
+        "alice.yaml",
+        "apiVersion: authorization.k8s.io/v1\nkind: SubjectAccessReview\nspec:\n  user: alice\n  nonResourceAttributes: {path: /ui/cluster, verb: get}\n",
+    );
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "create",
+            "-f",
+            &alice,
+            "--validate=false",
+            "-o",
+            "jsonpath={.status.allowed}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "true");
 }
 
 /// `bench --e2e --master` on a cluster that is not the bench's own (the

@@ -1,7 +1,8 @@
 //! Request bodies in Kubernetes' protobuf encoding, for the kinds that
 //! kubectl's typed clients send that way and only that way (`kubectl create
-//! serviceaccount`, `kubectl create token`): client-go sends protobuf for
-//! built-in types and does not fall back to JSON. Everything else the double
+//! serviceaccount`, `kubectl create token`, `kubectl create clusterrole`,
+//! `role`, `clusterrolebinding`, `rolebinding`): client-go sends protobuf
+//! for built-in types and does not fall back to JSON. Everything else the double
 //! reads is JSON; another protobuf body is `415`.
 
 use serde_json::{Map, Value, json};
@@ -44,6 +45,8 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
     let mut obj = match (api_version.as_str(), kind.as_str()) {
         ("authentication.k8s.io/v1", "TokenRequest") => token_request(raw).map_err(bad)?,
         ("v1", "ServiceAccount") => service_account(raw).map_err(bad)?,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole" | "Role") => role(raw).map_err(bad)?,
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding" | "RoleBinding") => binding(raw).map_err(bad)?,
         _ => return Err(unsupported()),
     };
     obj["apiVersion"] = json!(api_version);
@@ -189,6 +192,86 @@ fn service_account(b: &[u8]) -> Result<Value, &'static str> {
             // Secrets and image pull secrets are references: refuse rather
             // than drop them silently.
             (2 | 3, _) => return Err("secrets and imagePullSecrets are not read from protobuf"),
+            _ => {}
+        }
+    }
+    Ok(obj)
+}
+
+/// The strings of the fields of `b` numbered in `names` (repeated strings
+/// become arrays, others strings), as a JSON object.
+fn strings(b: &[u8], names: &[(u64, &str, bool)]) -> Result<Value, &'static str> {
+    let mut obj = json!({});
+    for (f, v) in fields(b)? {
+        let (Some((_, name, repeated)), Wire::Bytes(s)) = (names.iter().find(|(n, _, _)| *n == f), v) else {
+            continue;
+        };
+        if *repeated {
+            obj.as_object_mut()
+                .expect("object")
+                .entry(*name)
+                .or_insert_with(|| json!([]))
+                .as_array_mut()
+                .expect("array")
+                .push(json!(text(s)));
+        } else {
+            obj[*name] = json!(text(s));
+        }
+    }
+    Ok(obj)
+}
+
+/// `rbac/v1` `ClusterRole` and `Role`: metadata and rules.
+fn role(b: &[u8]) -> Result<Value, &'static str> {
+    const RULE: &[(u64, &str, bool)] = &[
+        (1, "verbs", true),
+        (2, "apiGroups", true),
+        (3, "resources", true),
+        (4, "resourceNames", true),
+        (5, "nonResourceURLs", true),
+    ];
+    let mut obj = json!({});
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (1, Wire::Bytes(meta)) => obj["metadata"] = object_meta(meta)?,
+            (2, Wire::Bytes(rule)) => {
+                if !obj["rules"].is_array() {
+                    obj["rules"] = json!([]);
+                }
+                obj["rules"].as_array_mut().expect("array").push(strings(rule, RULE)?);
+            }
+            // Label selectors are not read: refuse rather than drop them.
+            (3, _) => return Err("aggregationRule is not read from protobuf"),
+            _ => {}
+        }
+    }
+    Ok(obj)
+}
+
+/// `rbac/v1` `ClusterRoleBinding` and `RoleBinding`: metadata, subjects and
+/// the role.
+fn binding(b: &[u8]) -> Result<Value, &'static str> {
+    const SUBJECT: &[(u64, &str, bool)] = &[
+        (1, "kind", false),
+        (2, "apiGroup", false),
+        (3, "name", false),
+        (4, "namespace", false),
+    ];
+    const ROLE_REF: &[(u64, &str, bool)] = &[(1, "apiGroup", false), (2, "kind", false), (3, "name", false)];
+    let mut obj = json!({});
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (1, Wire::Bytes(meta)) => obj["metadata"] = object_meta(meta)?,
+            (2, Wire::Bytes(subject)) => {
+                if !obj["subjects"].is_array() {
+                    obj["subjects"] = json!([]);
+                }
+                obj["subjects"]
+                    .as_array_mut()
+                    .expect("array")
+                    .push(strings(subject, SUBJECT)?);
+            }
+            (3, Wire::Bytes(role_ref)) => obj["roleRef"] = strings(role_ref, ROLE_REF)?,
             _ => {}
         }
     }
