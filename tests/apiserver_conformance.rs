@@ -90,7 +90,8 @@ async fn discovery() {
             "events.k8s.io",
             "authentication.k8s.io",
             "authorization.k8s.io",
-            "rbac.authorization.k8s.io"
+            "rbac.authorization.k8s.io",
+            "scheduling.k8s.io"
         ]
     );
     for (gv, name) in [
@@ -875,7 +876,7 @@ async fn events_and_configmaps() {
     let list = http(a, "GET", "/apis/events.k8s.io/v1/events", None, None).await.json();
     assert_eq!(list["kind"], "EventList");
     assert_eq!(list["items"][0]["note"], "Successfully assigned shop/web-1 to n1");
-    let core = json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "name": "web-1"}, "reason": "FailedScheduling", "message": "0/3 nodes are available", "type": "Warning", "count": 1});
+    let core = json!({"metadata": {"name": "e1"}, "involvedObject": {"kind": "Pod", "namespace": "shop", "name": "web-1"}, "reason": "FailedScheduling", "message": "0/3 nodes are available", "type": "Warning", "count": 1});
     assert_eq!(
         http(
             a,
@@ -1301,4 +1302,59 @@ async fn rbac_names_are_path_segments() {
             .ends_with(r#"metadata.name: Invalid value: "a/b": may not contain '/'"#),
         "{body}"
     );
+}
+
+/// Validation and admission as a cluster's: every pod every bench workload
+/// makes (with the PriorityClasses the bench creates), and every object of
+/// the bundled example cluster (`demo`, `simulate` and the README's), is
+/// accepted and admitted as kube-apiserver would, each pod getting the
+/// priority its class gives; a pod stating another priority is refused.
+#[tokio::test]
+async fn bench_workloads_and_the_example_cluster_pass_validation_and_admission() {
+    use wasmsched_core::synthetic::{self, Workload};
+    let s = server().await;
+    for pc in synthetic::priority_classes() {
+        s.create(pc).unwrap();
+    }
+    let mut pods: Vec<k8s_openapi::api::core::v1::Pod> = synthetic::pods(500, "wasm-scheduler", 7);
+    for (name, w) in Workload::ALL {
+        for (first, n) in [(0, 50), (50, 50)] {
+            let mut batch = synthetic::workload_pods(*w, first, n, "wasm-scheduler", 7);
+            for p in &mut batch {
+                p.metadata.name = Some(format!("{name}-{}", p.metadata.name.as_deref().unwrap()));
+            }
+            pods.extend(batch);
+        }
+    }
+    let mut high = 0;
+    for p in &pods {
+        let mut v = serde_json::to_value(p).unwrap();
+        v["metadata"].as_object_mut().unwrap().remove("uid");
+        let want = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+        let stored = s.create(v).unwrap_or_else(|e| panic!("{:?}: {e}", p.metadata.name));
+        assert_eq!(stored["spec"]["priority"], want, "{:?}", p.metadata.name);
+        high += usize::from(want > 0);
+    }
+    assert!(high > 50, "{high} pods of a class");
+
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../cli/data/example-cluster.yaml")).unwrap();
+    let fresh = wasmsched_apiserver_sim::ApiServer::start("127.0.0.1:0".parse().unwrap(), Default::default())
+        .await
+        .unwrap();
+    let objects = wasmsched_core::fixture::parse_objects(&example).unwrap();
+    assert!(objects.ignored.is_empty(), "{:?}", objects.ignored);
+    fresh
+        .load(&objects)
+        .unwrap_or_else(|e| panic!("the example cluster is refused: {e}"));
+    let api: k8s_openapi::api::core::v1::Pod = fresh.get("shop", "api-1").unwrap();
+    assert_eq!(api.spec.unwrap().priority, Some(1000));
+
+    let refused = s
+        .create(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": "bench"},
+            "spec": {"priority": 1000, "containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, 403, "{refused}");
 }

@@ -1339,12 +1339,13 @@ async fn a_plugin_serves_on_baseline_code_until_cranelifts_is_ready() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A bound pod of `priority` asking for `cpu` on `node`, with `labels`.
-fn add_bound_pod(s: &ApiServer, name: &str, node: &str, priority: i32, cpu: &str, labels: serde_json::Value) {
+/// A bound pod of priority 0 (no class names another) asking for `cpu` on
+/// `node`, with `labels`.
+fn add_bound_pod(s: &ApiServer, name: &str, node: &str, cpu: &str, labels: serde_json::Value) {
     s.create(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": "default", "labels": labels},
-        "spec": {"nodeName": node, "priority": priority,
+        "spec": {"nodeName": node,
             "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]},
         "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
     }))
@@ -1360,8 +1361,11 @@ async fn a_high_priority_pod_preempts_and_is_bound_where_it_made_room() {
     let s = server(0).await;
     add_node(&s, "n1", "4", "16Gi");
     add_node(&s, "n2", "4", "16Gi");
-    add_bound_pod(&s, "db-0", "n1", 0, "3", json!({"app": "db"}));
-    add_bound_pod(&s, "batch-0", "n2", 0, "3", json!({"app": "batch"}));
+    add_bound_pod(&s, "db-0", "n1", "3", json!({"app": "db"}));
+    add_bound_pod(&s, "batch-0", "n2", "3", json!({"app": "batch"}));
+    s.create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "urgent"}, "value": 1000}))
+        .unwrap();
     s.create(json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "db", "namespace": "default"},
         "spec": {"selector": {"matchLabels": {"app": "db"}}, "minAvailable": 1},
@@ -1372,7 +1376,7 @@ async fn a_high_priority_pod_preempts_and_is_bound_where_it_made_room() {
     s.create(json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "urgent", "namespace": "default"},
-        "spec": {"schedulerName": "wasm-scheduler", "priority": 1000,
+        "spec": {"schedulerName": "wasm-scheduler", "priorityClassName": "urgent",
             "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "2"}}}]}
     }))
     .unwrap();

@@ -657,15 +657,21 @@ async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() 
         s.create(pool(&format!("small-{i}"), "2500m", "small")).unwrap();
     }
     s.create(pool("plain-0", "64", "plain")).unwrap();
-    let in_pool = |name: String, pool: &str, priority: i32| {
+    s.create(json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": "high"}, "value": 1000}))
+        .unwrap();
+    // The API server computes a pod's priority from its class.
+    let in_pool = |name: String, pool: &str, high: bool| {
         let mut p = pod(&name, "100m");
         p["spec"]["nodeSelector"] = json!({"pool": pool});
-        p["spec"]["priority"] = json!(priority);
+        if high {
+            p["spec"]["priorityClassName"] = json!("high");
+        }
         p
     };
     // 100 victims fill the small pool.
     for i in 0..100 {
-        let mut p = in_pool(format!("low-{i:03}"), "small", 0);
+        let mut p = in_pool(format!("low-{i:03}"), "small", false);
         p["spec"]["nodeName"] = json!(format!("small-{}", i % 4));
         p["status"] = json!({"phase": "Running", "startTime": "2026-01-01T00:00:00Z"});
         s.create(p).unwrap();
@@ -683,7 +689,7 @@ async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() 
         Duration::from_millis(200),
     );
     for i in 0..100 {
-        s.create(in_pool(format!("high-{i:03}"), "small", 1000)).unwrap();
+        s.create(in_pool(format!("high-{i:03}"), "small", true)).unwrap();
     }
     // The burst: 3000 pods of another scheduler, and ours for the other pool.
     for i in 0..3000 {
@@ -691,7 +697,8 @@ async fn a_preemption_wave_with_slow_deletes_and_a_watch_burst_does_not_wedge() 
         p["spec"]["schedulerName"] = json!("default-scheduler");
         s.create(p).unwrap();
         if i % 75 == 0 {
-            s.create(in_pool(format!("plain-{:02}", i / 75), "plain", 0)).unwrap();
+            s.create(in_pool(format!("plain-{:02}", i / 75), "plain", false))
+                .unwrap();
         }
     }
     wait_bound(&s, "plain-", 40, Duration::from_secs(20)).await;

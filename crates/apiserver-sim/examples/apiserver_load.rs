@@ -32,6 +32,7 @@ async fn main() -> anyhow::Result<()> {
     let objects = Objects {
         nodes: synthetic::nodes(n_nodes, 1),
         pods: synthetic::pods(n_pods, "wasm-scheduler", 1),
+        priority_classes: synthetic::priority_classes(),
         ..Default::default()
     };
     server.load(&objects)?;

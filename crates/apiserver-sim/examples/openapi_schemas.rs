@@ -19,7 +19,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use k8s_openapi::api::{apps, authentication, authorization, coordination, core, events, policy, rbac, storage};
+use k8s_openapi::api::{
+    apps, authentication, authorization, coordination, core, events, policy, rbac, scheduling, storage,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -137,6 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rbac::v1::RoleBinding,
             ]
         ),
+        kinds!("scheduling.k8s.io", "v1", [scheduling::v1::PriorityClass]),
     ];
     // serviceaccounts/token's body, in core/v1's document as kube-apiserver has it.
     {

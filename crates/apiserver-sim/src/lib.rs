@@ -39,7 +39,9 @@
 //! # Ok(()) }
 //! ```
 
+mod admission;
 mod auth;
+mod defaults;
 mod faults;
 mod http;
 mod openapi;
@@ -50,6 +52,7 @@ mod selector;
 mod status;
 mod store;
 mod table;
+mod validation;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -79,6 +82,10 @@ pub struct Config {
     pub max_watch_timeout: Duration,
     /// Seed for UIDs, generated names and fractional faults.
     pub seed: u64,
+    /// Give each new namespace its `default` ServiceAccount at once, as
+    /// kube-controller-manager does. Without it (a server with no
+    /// controller manager), pods are refused until someone creates it.
+    pub default_service_accounts: bool,
 }
 
 impl Default for Config {
@@ -88,6 +95,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(1),
             max_watch_timeout: Duration::from_secs(1800),
             seed: 1,
+            default_service_accounts: true,
         }
     }
 }
@@ -189,7 +197,11 @@ impl ApiServer {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
-            store: Mutex::new(Store::new(config.history_window, config.seed)),
+            store: Mutex::new({
+                let mut store = Store::new(config.history_window, config.seed);
+                store.default_service_accounts = config.default_service_accounts;
+                store
+            }),
             tokens: Mutex::new(auth::Tokens::new(config.seed)),
             faults: Faults::new(config.seed),
             config,
@@ -291,7 +303,8 @@ impl ApiServer {
     }
 
     /// Loads the nodes and pods of a YAML or JSON document stream (the
-    /// format `wasmsched simulate` reads), creating the namespaces they use.
+    /// format `wasmsched simulate` reads), creating the namespaces they use
+    /// and the PriorityClasses before the pods (whose admission reads them).
     /// Returns how many objects were created.
     pub fn load_text(&self, text: &str) -> Result<usize, LoadError> {
         let objects = wasmsched_core::fixture::parse_objects(text)?;
@@ -322,6 +335,17 @@ impl ApiServer {
             if store.get(resources::NAMESPACES, "", &ns).is_err() {
                 let v = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}, "status": {"phase": "Active"}});
                 refused("Namespace", &ns, store.create(resources::NAMESPACES, None, v))?;
+                created += 1;
+            }
+        }
+        for pc in &objects.priority_classes {
+            let name = pc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+            if store.get(resources::PRIORITY_CLASSES, "", name).is_err() {
+                refused(
+                    "PriorityClass",
+                    name,
+                    store.create(resources::PRIORITY_CLASSES, None, pc.clone()),
+                )?;
                 created += 1;
             }
         }

@@ -67,6 +67,11 @@ const STORED: &[(&str, &str, &[u8])] = &[
         "v1",
         include_bytes!("../openapi/apis__rbac.authorization.k8s.io__v1_schemas.json.gz"),
     ),
+    (
+        "scheduling.k8s.io",
+        "v1",
+        include_bytes!("../openapi/apis__scheduling.k8s.io__v1_schemas.json.gz"),
+    ),
 ];
 
 /// One group-version's document.
@@ -775,6 +780,7 @@ mod tests {
                 "apis/events.k8s.io/v1",
                 "apis/policy/v1",
                 "apis/rbac.authorization.k8s.io/v1",
+                "apis/scheduling.k8s.io/v1",
                 "apis/storage.k8s.io/v1"
             ]
         );

@@ -307,6 +307,17 @@ pub static RESOURCES: &[ResourceDef] = &[
         subresources: &[],
         stored: true,
     },
+    ResourceDef {
+        group: "scheduling.k8s.io",
+        version: "v1",
+        plural: "priorityclasses",
+        singular: "priorityclass",
+        kind: "PriorityClass",
+        namespaced: false,
+        short_names: &["pc"],
+        subresources: &[],
+        stored: true,
+    },
 ];
 
 /// Index of `pods` in [`RESOURCES`].
@@ -331,6 +342,8 @@ pub const CLUSTER_ROLE_BINDINGS: usize = 21;
 pub const ROLES: usize = 22;
 /// Index of `rolebindings` in [`RESOURCES`].
 pub const ROLE_BINDINGS: usize = 23;
+/// Index of `priorityclasses` in [`RESOURCES`].
+pub const PRIORITY_CLASSES: usize = 24;
 
 /// The resource at `group/version/plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -468,6 +481,7 @@ mod tests {
             ),
             (ROLES, "rbac.authorization.k8s.io", "roles"),
             (ROLE_BINDINGS, "rbac.authorization.k8s.io", "rolebindings"),
+            (PRIORITY_CLASSES, "scheduling.k8s.io", "priorityclasses"),
         ] {
             assert_eq!(find(group, "v1", plural), Some(index), "{plural}");
         }

@@ -103,7 +103,7 @@ impl ApiError {
         let mut e = Self::new(422, "Invalid", format!("{qualified_kind} \"{name}\" is invalid: {all}"));
         let causes: Vec<Value> = errors
             .iter()
-            .map(|(f, why)| json!({"reason": "FieldValueInvalid", "message": why, "field": f}))
+            .map(|(f, why)| json!({"reason": cause_reason(why), "message": why, "field": f}))
             .collect();
         let mut d = json!({"name": name, "kind": kind, "causes": causes});
         if !group.is_empty() {
@@ -111,6 +111,16 @@ impl ApiError {
         }
         e.details = Some(d);
         e
+    }
+
+    /// 403 `pods "x" is forbidden: <why>`, as an admission plugin refuses.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: impl std::fmt::Display) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// 400 with reason `BadRequest`.
@@ -215,6 +225,23 @@ impl std::fmt::Display for ApiError {
 }
 
 impl std::error::Error for ApiError {}
+
+/// A field error's `CauseType`, from the words its body starts with (as
+/// `field.Error` writes them: `Required value`, `Forbidden: ...`).
+fn cause_reason(body: &str) -> &'static str {
+    [
+        ("Required value", "FieldValueRequired"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Not found", "FieldValueNotFound"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+    ]
+    .iter()
+    .find(|(words, _)| body.starts_with(words))
+    .map_or("FieldValueInvalid", |(_, reason)| reason)
+}
 
 /// A success `Status` (what a binding answers).
 pub fn success(code: u16) -> Value {

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use wasmsched_core::rng::Rng;
 
-use crate::patch;
-use crate::resources::{NAMESPACES, NODES, PODS, RESOURCES, ResourceDef, SERVICE_ACCOUNTS};
+use crate::resources::{NAMESPACES, NODES, PODS, PRIORITY_CLASSES, RESOURCES, ResourceDef, SERVICE_ACCOUNTS};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
+use crate::{admission, defaults, patch, validation};
 
 /// `(namespace, name)`; the namespace is `""` for cluster-scoped objects.
 pub type Key = (String, String);
@@ -214,13 +214,16 @@ pub struct Store {
     /// Counters for tests and benchmarks.
     pub counters: Counters,
     bind_log: Vec<BindRecord>,
+    /// Whether a new namespace gets its `default` ServiceAccount (see
+    /// [`Config::default_service_accounts`](crate::Config)).
+    pub default_service_accounts: bool,
 }
 
 impl Store {
     /// An empty store that keeps the last `window` changes for watches to
     /// resume from. `seed` makes UIDs and generated names reproducible.
     pub fn new(window: usize, seed: u64) -> Self {
-        Self {
+        let mut store = Self {
             rv: 1,
             objects: RESOURCES.iter().map(|_| BTreeMap::new()).collect(),
             history: VecDeque::new(),
@@ -230,7 +233,17 @@ impl Store {
             rng: Rng::new(seed),
             counters: Counters::default(),
             bind_log: Vec::new(),
+            default_service_accounts: true,
+        };
+        // kube-apiserver creates the system classes at start.
+        for (name, value, description) in validation::priority_class::SYSTEM_CLASSES {
+            let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name}, "value": value, "description": description});
+            store
+                .create(PRIORITY_CLASSES, None, pc)
+                .expect("the system classes are valid");
         }
+        store
     }
 
     /// The current resourceVersion.
@@ -330,22 +343,39 @@ impl Store {
             ("rbac.authorization.k8s.io", "ClusterRoleBinding") => round_trip::<rbac::ClusterRoleBinding>(def, value)?,
             ("rbac.authorization.k8s.io", "Role") => round_trip::<rbac::Role>(def, value)?,
             ("rbac.authorization.k8s.io", "RoleBinding") => round_trip::<rbac::RoleBinding>(def, value)?,
+            ("scheduling.k8s.io", "PriorityClass") => {
+                round_trip::<k8s_openapi::api::scheduling::v1::PriorityClass>(def, value)?
+            }
             _ => value,
         };
-        if res == PODS {
-            let containers = v.pointer("/spec/containers").and_then(Value::as_array);
-            if containers.is_none_or(|c| c.is_empty()) {
-                return Err(ApiError::invalid("", "Pod", &name, "spec.containers", "Required value"));
+        match res {
+            PODS => {
+                let containers = v.pointer("/spec/containers").and_then(Value::as_array);
+                if containers.is_none_or(|c| c.is_empty()) {
+                    return Err(ApiError::invalid("", "Pod", &name, "spec.containers", "Required value"));
+                }
+                defaults::pod(&mut v);
             }
-            let spec = &mut v["spec"];
-            if spec.get("schedulerName").is_none() {
-                spec["schedulerName"] = json!("default-scheduler");
-            }
-            if v.pointer("/status/phase").is_none() {
-                v["status"]["phase"] = json!("Pending");
-            }
+            PRIORITY_CLASSES => defaults::priority_class(&mut v),
+            NAMESPACES => defaults::namespace(&mut v),
+            _ if (def.group, def.kind) == ("events.k8s.io", "Event") => defaults::event(&mut v),
+            _ => {}
         }
         Ok(v)
+    }
+
+    /// kube-apiserver's validation of the kinds it has rules for here
+    /// (`old`: the object an update replaces).
+    fn validate(res: usize, value: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+        match (RESOURCES[res].group, RESOURCES[res].kind) {
+            ("", "Pod") => validation::pod::validate(value),
+            ("scheduling.k8s.io", "PriorityClass") => validation::priority_class::validate(value, old),
+            (group, "Event") => match old {
+                None => validation::event::validate_create(value, !group.is_empty()),
+                Some(_) => validation::event::validate_update(value, !group.is_empty()),
+            },
+            _ => Ok(()),
+        }
     }
 
     /// Creates an object. `ns` is the namespace of the request path
@@ -408,11 +438,24 @@ impl Store {
         if self.objects[res].contains_key(&key) {
             return Err(ApiError::already_exists(def.group, def.plural, &name));
         }
-        let value = self.normalize(res, value)?;
+        let mut value = self.normalize(res, value)?;
+        // Mutating admission, validation, then validating admission, as
+        // kube-apiserver runs them.
+        if res == PODS {
+            admission::admit_service_account(self, &ns, &mut value)?;
+            admission::admit_pod(self, &mut value)?;
+        }
+        Self::validate(res, &value, None)?;
+        if res == PRIORITY_CLASSES {
+            admission::admit_priority_class(self, &value, false)?;
+        }
         let stored = self.commit(res, key, value, EventType::Added);
         // kube-controller-manager's serviceaccounts controller gives every
         // namespace its `default` account at once; clients wait for it.
-        if res == NAMESPACES && !self.objects[SERVICE_ACCOUNTS].contains_key(&(name.clone(), "default".into())) {
+        if res == NAMESPACES
+            && self.default_service_accounts
+            && !self.objects[SERVICE_ACCOUNTS].contains_key(&(name.clone(), "default".into()))
+        {
             let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}});
             self.create(SERVICE_ACCOUNTS, Some(&name), sa)?;
         }
@@ -563,7 +606,12 @@ impl Store {
         }
         new = self.normalize(res, new)?;
         if res == PODS && sub != Some("status") {
+            admission::keep_pod_priority(&old.value, &mut new);
             check_pod_update(name, &old.value, &new)?;
+        }
+        Self::validate(res, &new, Some(&old.value))?;
+        if res == PRIORITY_CLASSES {
+            admission::admit_priority_class(self, &new, true)?;
         }
         if same_but_version(&old.value, &new) {
             return Ok(old); // a no-op update neither bumps the version nor notifies
@@ -897,16 +945,7 @@ fn check_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
             )),
         };
     }
-    let ok = name.len() <= 253
-        && name.split('.').all(|part| {
-            !part.is_empty()
-                && part
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !part.starts_with('-')
-                && !part.ends_with('-')
-        });
-    if ok {
+    if validation::is_dns_subdomain(name) {
         Ok(())
     } else {
         Err(ApiError::invalid(

@@ -31,6 +31,10 @@ pub struct Args {
     /// Seed for UIDs, generated names and fractional faults.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Behave as a server with no controller manager: new namespaces get no
+    /// `default` ServiceAccount, so their pods are refused until one is made.
+    #[arg(long)]
+    no_default_service_accounts: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -46,6 +50,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .filter(|d| !d.is_zero())
             .context("--bookmark-interval must be a positive number of seconds")?,
         seed: args.seed,
+        default_service_accounts: !args.no_default_service_accounts,
         ..Config::default()
     };
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

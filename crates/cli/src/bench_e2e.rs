@@ -554,6 +554,7 @@ pub fn run(e: E2e) -> anyhow::Result<()> {
         let server = ApiServer::start("127.0.0.1:0".parse()?, SimConfig::default()).await?;
         server.load(&Objects {
             nodes: synthetic::nodes(e.nodes, e.seed),
+            priority_classes: synthetic::priority_classes(),
             ..Default::default()
         })?;
         let pods = synthetic::pods(e.pods, SCHEDULER, e.seed);

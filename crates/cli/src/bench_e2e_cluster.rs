@@ -3,7 +3,8 @@
 //!
 //! Everything the bench makes carries the label `wasmsched.dev/bench=ID`:
 //! a namespace `wasmsched-bench-ID` (the pods, their events, the daemon's
-//! lease), fake nodes `wasmsched-bench-ID-node-NNNNN` made Ready through
+//! lease), the PriorityClasses its pods name (`wasmsched-bench-ID-...`;
+//! the API server computes a pod's priority from its class), fake nodes `wasmsched-bench-ID-node-NNNNN` made Ready through
 //! their status subresource, each with a lease in `kube-node-lease` that
 //! the bench renews (so a node lifecycle controller does not mark them
 //! unreachable), and tainted `wasmsched.dev/bench=ID:NoSchedule` so that
@@ -21,8 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use wasmsched_core::synthetic;
@@ -128,7 +130,14 @@ impl Made {
             .buffer_unordered(IN_FLIGHT)
             .try_collect::<Vec<()>>()
             .await?;
-        self.wait_for_service_account().await?;
+        let classes: Api<PriorityClass> = Api::all(self.client.clone());
+        for pc in self.priority_classes() {
+            let name = pc.metadata.name.clone().unwrap_or_default();
+            classes
+                .create(&PostParams::default(), &pc)
+                .await
+                .with_context(|| format!("cannot create the PriorityClass {name}"))?;
+        }
         let pods: Vec<Pod> = synthetic::pods(e.pods, &self.ns, e.seed)
             .into_iter()
             .map(|p| self.bench_pod(p))
@@ -218,31 +227,22 @@ impl Made {
         }
     }
 
-    /// Where the API server admits pods only for an existing service
-    /// account, waits for the namespace's `default` one (a controller
-    /// makes it).
-    async fn wait_for_service_account(&self) -> anyhow::Result<()> {
-        let served = self
-            .client
-            .list_core_api_resources("v1")
-            .await?
-            .resources
-            .iter()
-            .any(|r| r.name == "serviceaccounts");
-        if !served {
-            return Ok(());
-        }
-        let accounts: Api<ServiceAccount> = Api::namespaced(self.client.clone(), &self.ns);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while accounts.get_opt("default").await?.is_none() {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the namespace {} has no default service account after 60 s (is a controller manager running?)",
-                self.ns
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        Ok(())
+    /// The run's PriorityClasses: the synthetic ones, named for the run
+    /// (classes are cluster-wide), labelled as all the bench makes.
+    fn priority_classes(&self) -> Vec<PriorityClass> {
+        synthetic::priority_classes()
+            .into_iter()
+            .filter_map(|mut pc| {
+                let synthetic = pc["metadata"]["name"].as_str()?.to_owned();
+                pc["metadata"]["name"] = json!(self.class_name(&synthetic));
+                pc["metadata"]["labels"] = json!({LABEL: self.id});
+                serde_json::from_value(pc).ok()
+            })
+            .collect()
+    }
+
+    fn class_name(&self, synthetic: &str) -> String {
+        format!("{}-{synthetic}", self.ns)
     }
 
     /// A synthetic pod in the run's namespace that selects and tolerates
@@ -252,6 +252,9 @@ impl Made {
         p.metadata.uid = None;
         p.status = None;
         let spec = p.spec.get_or_insert_default();
+        if let Some(class) = spec.priority_class_name.as_mut() {
+            *class = self.class_name(class);
+        }
         spec.node_selector
             .get_or_insert_default()
             .insert(LABEL.into(), self.id.clone());
@@ -282,6 +285,8 @@ impl Made {
         delete_all(&node_leases, lease_names, &now).await?;
         delete_all(&nodes, node_names, &now).await?;
         delete_all(&leases, vec![LEASE.to_owned()], &now).await?;
+        let classes: Api<PriorityClass> = Api::all(self.client.clone());
+        delete_all(&classes, names(classes.list_metadata(&self.selector()).await)?, &now).await?;
         delete_all(&Api::<Namespace>::all(self.client.clone()), vec![self.ns.clone()], &now).await?;
         let left = names(nodes.list_metadata(&self.selector()).await)?.len();
         anyhow::ensure!(left == 0, "{left} of the bench's nodes are still there");
@@ -325,6 +330,27 @@ where
         .try_collect::<Vec<()>>()
         .await
         .map(drop)
+}
+
+/// Creates a pod. Where the API server refuses it because the namespace's
+/// service account does not exist yet (a controller makes it, where one
+/// runs), waits for it: up to 60 s, then says what is missing.
+async fn create_pod(pods: &Api<Pod>, pod: &Pod) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        match pods.create(&PostParams::default(), pod).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 403 && s.message.contains("error looking up service account") => {
+                anyhow::ensure!(
+                    Instant::now() < deadline,
+                    "the API server refuses the bench's pods for 60 s: {} (is a controller manager running?)",
+                    s.message
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot create the pod {}", key(pod)))),
+        }
+    }
 }
 
 /// Now as a `MicroTime`.
@@ -412,10 +438,7 @@ impl Cluster for Remote {
         let pods = self.pods.clone();
         self.creating.spawn(async move {
             let _slot = slot;
-            pods.create(&PostParams::default(), &pod)
-                .await
-                .with_context(|| format!("cannot create the pod {}", key(&pod)))?;
-            Ok(())
+            create_pod(&pods, &pod).await
         });
         Ok(())
     }

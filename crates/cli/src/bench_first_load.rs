@@ -159,6 +159,7 @@ fn daemon_start(
         server.load(&Objects {
             nodes: synthetic::nodes(b.nodes, b.seed),
             pods: vec![pod],
+            priority_classes: synthetic::priority_classes(),
             ..Default::default()
         })?;
         let started = Instant::now();

@@ -77,6 +77,7 @@ fn cluster(s: &Startup) -> anyhow::Result<Objects> {
     Ok(Objects {
         nodes,
         pods,
+        priority_classes: synthetic::priority_classes(),
         ..Default::default()
     })
 }

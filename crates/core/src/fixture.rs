@@ -6,8 +6,10 @@
 //! as the API server returns it. JSON is read by the same path (it is YAML).
 //! Services, ReplicationControllers, ReplicaSets, StatefulSets and
 //! PodDisruptionBudgets are kept for their selectors, PersistentVolumeClaims,
-//! PersistentVolumes, StorageClasses and CSINodes for the volume plugins;
-//! objects of other kinds are reported in
+//! PersistentVolumes, StorageClasses and CSINodes for the volume plugins,
+//! PriorityClasses for the pods that name them (a pod without
+//! `spec.priority` gets its class's, as the API server's Priority admission
+//! gives it); objects of other kinds are reported in
 //! [`Objects::ignored`], never dropped silently.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -29,6 +31,8 @@ pub struct Objects {
     /// Every PersistentVolumeClaim, PersistentVolume, StorageClass and
     /// CSINode found, as JSON (the volume plugins read them).
     pub storage: Vec<Value>,
+    /// Every `scheduling.k8s.io/v1` PriorityClass found, as JSON.
+    pub priority_classes: Vec<Value>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -41,6 +45,7 @@ impl Objects {
         self.namespaces.extend(other.namespaces);
         self.workloads.extend(other.workloads);
         self.storage.extend(other.storage);
+        self.priority_classes.extend(other.priority_classes);
         self.ignored.extend(other.ignored);
     }
 }
@@ -77,6 +82,9 @@ pub struct FixtureError {
 /// ```
 pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
     let mut out = Objects::default();
+    // The document (and list item) each pod came from, for errors found
+    // once every class is known.
+    let mut pod_docs: Vec<(usize, Option<usize>)> = Vec::new();
     for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
         let doc_no = i + 1;
         let value = Value::deserialize(doc).map_err(|e| FixtureError {
@@ -107,6 +115,7 @@ pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
                     item: Some(j),
                     reason,
                 })?;
+                pod_docs.resize(out.pods.len(), (doc_no, Some(j)));
             }
         } else {
             add_object(&mut out, value, "").map_err(|reason| FixtureError {
@@ -114,9 +123,53 @@ pub fn parse_objects(text: &str) -> Result<Objects, FixtureError> {
                 item: None,
                 reason,
             })?;
+            pod_docs.resize(out.pods.len(), (doc_no, None));
         }
     }
+    for (pod, (doc, item)) in out.pods.iter_mut().zip(pod_docs) {
+        admit_priority(pod, &out.priority_classes).map_err(|reason| FixtureError { doc, item, reason })?;
+    }
     Ok(out)
+}
+
+/// What the Priority admission gives a pod that states no priority: its
+/// class's value and preemption policy, or the default class's (the
+/// `globalDefault` one of lowest value). A pod that states one keeps it (an
+/// object read back from a cluster was admitted already).
+fn admit_priority(pod: &mut Pod, classes: &[Value]) -> Result<(), String> {
+    let Some(spec) = pod.spec.as_mut() else { return Ok(()) };
+    if spec.priority.is_some() {
+        return Ok(());
+    }
+    let value = |pc: &Value| pc.get("value").and_then(Value::as_i64).unwrap_or(0);
+    let name_of = |pc: &Value| pc.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned);
+    let class = match spec.priority_class_name.as_deref().filter(|n| !n.is_empty()) {
+        Some(named) => Some(
+            classes
+                .iter()
+                .find(|pc| name_of(pc).as_deref() == Some(named))
+                .ok_or_else(|| {
+                    format!(
+                        "Pod {}: spec.priorityClassName: no PriorityClass with name {named} was found (add it to the input, or set spec.priority)",
+                        pod.metadata.name.as_deref().unwrap_or("")
+                    )
+                })?,
+        ),
+        None => classes
+            .iter()
+            .filter(|pc| pc.get("globalDefault").and_then(Value::as_bool) == Some(true))
+            .min_by_key(|pc| value(pc)),
+    };
+    if let Some(pc) = class {
+        spec.priority_class_name = name_of(pc);
+        spec.priority = Some(i32::try_from(value(pc)).unwrap_or(i32::MAX));
+        let policy = pc
+            .get("preemptionPolicy")
+            .and_then(Value::as_str)
+            .unwrap_or("PreemptLowerPriority");
+        spec.preemption_policy.get_or_insert_with(|| policy.to_owned());
+    }
+    Ok(())
 }
 
 fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result<(), String> {
@@ -136,6 +189,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
     // Items of a typed list carry no apiVersion of their own.
     let default_version = match kind.as_str() {
         "StorageClass" | "CSINode" => "storage.k8s.io/v1",
+        "PriorityClass" => "scheduling.k8s.io/v1",
         _ => "v1",
     };
     let api_version = value
@@ -169,6 +223,17 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
             .upsert(&value)
             .map_err(|e| e.to_string())?;
         out.storage.push(value);
+        return Ok(());
+    }
+    if (api_version, kind.as_str()) == ("scheduling.k8s.io/v1", "PriorityClass") {
+        let value_ok = value
+            .get("value")
+            .and_then(Value::as_i64)
+            .is_some_and(|v| i32::try_from(v).is_ok());
+        if !value_ok {
+            return Err(format!("PriorityClass {name}: `value` must be a 32-bit integer"));
+        }
+        out.priority_classes.push(value);
         return Ok(());
     }
     if kind != "Node" && kind != "Pod" && kind != "Namespace" {
@@ -248,5 +313,32 @@ items:
         assert_eq!(err, "document 1: Pod has no metadata.name");
         let err = parse_objects("a: [").unwrap_err().to_string();
         assert!(err.starts_with("document 1: not valid YAML or JSON"), "{err}");
+    }
+
+    #[test]
+    fn pods_get_the_priority_of_their_class_or_the_default() {
+        let text = "kind: Pod\nmetadata: {name: a}\nspec: {priorityClassName: high, containers: []}\n---\n\
+            kind: Pod\nmetadata: {name: b}\nspec: {containers: []}\n---\n\
+            kind: Pod\nmetadata: {name: c}\nspec: {priority: 7, containers: []}\n---\n\
+            apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\npreemptionPolicy: Never\n---\n\
+            apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: everyday}\nvalue: 10\nglobalDefault: true\n";
+        let objs = parse_objects(text).unwrap();
+        let spec = |i: usize| objs.pods[i].spec.clone().unwrap();
+        assert_eq!(
+            (spec(0).priority, spec(0).preemption_policy.as_deref()),
+            (Some(1000), Some("Never"))
+        );
+        assert_eq!(
+            (spec(1).priority, spec(1).priority_class_name.as_deref()),
+            (Some(10), Some("everyday"))
+        );
+        assert_eq!(spec(2).priority, Some(7));
+        let err = parse_objects("kind: Pod\nmetadata: {name: a}\nspec: {priorityClassName: nope, containers: []}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("document 1: Pod a: spec.priorityClassName: no PriorityClass with name nope"),
+            "{err}"
+        );
     }
 }

@@ -25,6 +25,24 @@ const IMAGES: [(&str, i64); 6] = [
     ("redis:7", 45_000_000),
 ];
 
+/// The PriorityClass of the bench's high-priority pods.
+pub const HIGH_PRIORITY_CLASS: &str = "wasmsched-bench-high";
+/// The PriorityClass of the preemption workload's measured pods.
+pub const PREEMPTOR_CLASS: &str = "wasmsched-bench-preemptor";
+
+/// The PriorityClasses the bench's pods name (each pod states the value
+/// too, which the API server's Priority admission accepts as it equals the
+/// class's). Pods of priority 0 name none.
+pub fn priority_classes() -> Vec<Value> {
+    [(HIGH_PRIORITY_CLASS, 1000), (PREEMPTOR_CLASS, 10)]
+        .into_iter()
+        .map(|(name, value)| {
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value, "description": "wasmsched bench pods"})
+        })
+        .collect()
+}
+
 /// `n` nodes.
 pub fn nodes(n: usize, seed: u64) -> Vec<Node> {
     let mut rng = Rng::new(seed);
@@ -82,13 +100,21 @@ pub fn pod_stream(n: usize, scheduler_name: &str, seed: u64) -> impl Iterator<It
     (0..n).map(move |i| {
             let (img, _) = IMAGES[rng.below(IMAGES.len() as u64) as usize];
             let mut requests = json!({"cpu": cpus[rng.below(5) as usize], "memory": mems[rng.below(5) as usize]});
-            let mut spec = json!({"schedulerName": scheduler_name, "priority": if rng.below(10) == 0 { 1000 } else { 0 }});
+            let mut spec = json!({"schedulerName": scheduler_name});
+            if rng.below(10) == 0 {
+                spec["priorityClassName"] = json!(HIGH_PRIORITY_CLASS);
+                spec["priority"] = json!(1000);
+            }
+            let mut limits = json!({});
             match rng.below(10) {
                 0 | 1 => spec["nodeSelector"] = json!({"topology.kubernetes.io/zone": format!("zone-{}", rng.below(ZONES as u64))}),
                 2 => {
                     spec["tolerations"] = json!([{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]);
                     if rng.below(2) == 0 {
+                        // An extended resource is not overcommitted: its
+                        // limit is required and equals the request.
                         requests["nvidia.com/gpu"] = json!("1");
+                        limits["nvidia.com/gpu"] = json!("1");
                     }
                 }
                 3 => spec["affinity"] = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
@@ -99,7 +125,12 @@ pub fn pod_stream(n: usize, scheduler_name: &str, seed: u64) -> impl Iterator<It
                 ]}}}),
                 _ => {}
             }
-            spec["containers"] = json!([{"name": "main", "image": img, "resources": {"requests": requests}}]);
+            let resources = if limits.as_object().is_some_and(|l| l.is_empty()) {
+                json!({"requests": requests})
+            } else {
+                json!({"requests": requests, "limits": limits})
+            };
+            spec["containers"] = json!([{"name": "main", "image": img, "resources": resources}]);
             serde_json::from_value(json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
@@ -191,14 +222,19 @@ pub fn workload_stream(
     let scheduler_name = scheduler_name.to_owned();
     if workload == Workload::Preemption {
         // The initial batch (from 0) is the low-priority filler.
-        let (priority, cpu) = if first == 0 { (0, "900m") } else { (10, "3") };
+        let (preemptor, cpu) = if first == 0 { (false, "900m") } else { (true, "3") };
         return Box::new((first..first + n).map(move |i| {
+                let mut spec = json!({"schedulerName": scheduler_name, "containers": [{"name": "pause",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}, "limits": {"cpu": cpu, "memory": "500Mi"}}}]});
+                if preemptor {
+                    spec["priorityClassName"] = json!(PREEMPTOR_CLASS);
+                    spec["priority"] = json!(10);
+                }
                 serde_json::from_value(json!({
                     "apiVersion": "v1", "kind": "Pod",
                     "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
-                    "spec": {"schedulerName": scheduler_name, "priority": priority, "containers": [{"name": "pause",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}, "limits": {"cpu": cpu, "memory": "500Mi"}}}]},
+                    "spec": spec,
                     "status": {"phase": "Pending"}
                 }))
                 .expect("synthetic pod is valid")

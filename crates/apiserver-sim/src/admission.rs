@@ -1,0 +1,140 @@
+//! The admission plugins of kube-apiserver's defaults that the double's
+//! clients meet. `ServiceAccount` (`plugin/pkg/admission/serviceaccount`):
+//! a pod runs as its namespace's `default` account unless it names one, and
+//! is refused while that account does not exist. `Priority`
+//! (`plugin/pkg/admission/priority`): a pod gets its
+//! priority and preemption policy from its PriorityClass, or from the
+//! cluster's default class (0 when there is none); a pod that states
+//! another priority, or names no class that exists, is refused. At most one
+//! class is the default.
+
+use serde_json::{Value, json};
+
+use crate::resources::{NAMESPACES, PRIORITY_CLASSES, SERVICE_ACCOUNTS};
+use crate::status::ApiError;
+use crate::store::Store;
+
+/// The default class: the `globalDefault` one of lowest value, as when a
+/// race made two.
+fn default_class(store: &Store) -> Option<Value> {
+    store
+        .all(PRIORITY_CLASSES)
+        .filter(|s| s.value.get("globalDefault").and_then(Value::as_bool) == Some(true))
+        .map(|s| (*s.value).clone())
+        .min_by_key(|pc| pc.get("value").and_then(Value::as_i64).unwrap_or(0))
+}
+
+/// `ServiceAccount` on create: names the account and checks that it
+/// exists. (In a namespace the double does not have, which a cluster's
+/// `NamespaceLifecycle` would refuse, there is no account to look up.)
+pub(crate) fn admit_service_account(store: &Store, ns: &str, pod: &mut Value) -> Result<(), ApiError> {
+    let spec = &mut pod["spec"];
+    let account = spec
+        .get("serviceAccountName")
+        .and_then(Value::as_str)
+        .filter(|a| !a.is_empty())
+        .unwrap_or("default")
+        .to_owned();
+    spec["serviceAccountName"] = json!(account);
+    if store.get(NAMESPACES, "", ns).is_ok() && store.get(SERVICE_ACCOUNTS, ns, &account).is_err() {
+        let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+        return Err(ApiError::forbidden(
+            "",
+            "pods",
+            name,
+            format!("error looking up service account {ns}/{account}: serviceaccount \"{account}\" not found"),
+        ));
+    }
+    Ok(())
+}
+
+/// `admitPod` on create: sets `priorityClassName`, `priority` and
+/// `preemptionPolicy`.
+pub(crate) fn admit_pod(store: &Store, pod: &mut Value) -> Result<(), ApiError> {
+    let name = pod
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let forbidden = |why: String| ApiError::forbidden("", "pods", &name, why);
+    let named = pod
+        .pointer("/spec/priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (class, value, policy) = if named.is_empty() {
+        match default_class(store) {
+            Some(pc) => (
+                pc.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+                pc.get("value").and_then(Value::as_i64).unwrap_or(0),
+                pc.get("preemptionPolicy").cloned(),
+            ),
+            None => (Value::Null, 0, Some(json!("PreemptLowerPriority"))),
+        }
+    } else {
+        let pc = store
+            .get(PRIORITY_CLASSES, "", named)
+            .map_err(|_| forbidden(format!("no PriorityClass with name {named} was found")))?;
+        (
+            json!(named),
+            pc.value.get("value").and_then(Value::as_i64).unwrap_or(0),
+            pc.value.get("preemptionPolicy").cloned(),
+        )
+    };
+    let spec = &mut pod["spec"];
+    if let Some(given) = spec.get("priority").and_then(Value::as_i64)
+        && given != value
+    {
+        return Err(forbidden(format!(
+            "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {value} from the given PriorityClass name"
+        )));
+    }
+    if !class.is_null() {
+        spec["priorityClassName"] = class;
+    }
+    spec["priority"] = json!(value);
+    if let Some(policy) = policy.filter(|p| !p.is_null()) {
+        if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
+            && Some(given) != policy.as_str()
+        {
+            return Err(forbidden(format!(
+                "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {} from the given PriorityClass name",
+                policy.as_str().unwrap_or("")
+            )));
+        }
+        spec["preemptionPolicy"] = policy;
+    }
+    Ok(())
+}
+
+/// `admitPod` on update: a replacement that leaves out the priority or
+/// the policy keeps the ones admitted.
+pub(crate) fn keep_pod_priority(old: &Value, new: &mut Value) {
+    for field in ["priority", "preemptionPolicy"] {
+        if new["spec"].get(field).is_none_or(Value::is_null)
+            && let Some(v) = old["spec"].get(field).filter(|v| !v.is_null())
+        {
+            new["spec"][field] = v.clone();
+        }
+    }
+}
+
+/// `validatePriorityClass`: a second default is refused.
+pub(crate) fn admit_priority_class(store: &Store, pc: &Value, update: bool) -> Result<(), ApiError> {
+    if pc.get("globalDefault").and_then(Value::as_bool) != Some(true) {
+        return Ok(());
+    }
+    let name = pc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let Some(current) = default_class(store) else {
+        return Ok(());
+    };
+    let current = current.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    if !update || current != name {
+        return Err(ApiError::forbidden(
+            "scheduling.k8s.io",
+            "priorityclasses",
+            name,
+            format!("PriorityClass {current} is already marked as default. Only one default can exist"),
+        ));
+    }
+    Ok(())
+}

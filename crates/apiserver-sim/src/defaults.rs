@@ -1,0 +1,149 @@
+//! The defaults kube-apiserver gives an object as it decodes it, for the
+//! kinds whose defaults scheduling reads (`pkg/apis/core/v1/defaults.go`,
+//! `pkg/apis/scheduling/v1/defaults.go`).
+
+use serde_json::{Value, json};
+
+/// Pods: requests from limits where a request is missing (a pod asking only
+/// for limits is scheduled by them), the container and pod-spec defaults.
+pub(crate) fn pod(v: &mut Value) {
+    let spec = &mut v["spec"];
+    for kind in ["initContainers", "containers"] {
+        let Some(Value::Array(cs)) = spec.get_mut(kind) else {
+            continue;
+        };
+        for c in cs.iter_mut().filter(|c| c.is_object()) {
+            container(c);
+        }
+    }
+    // Pod-level resources: only the resources they support get requests.
+    if let Some(r) = spec.get_mut("resources").filter(|r| r.is_object()) {
+        requests_from_limits(r, |name| {
+            matches!(name, "cpu" | "memory") || name.starts_with("hugepages-")
+        });
+    }
+    for (field, value) in [
+        ("restartPolicy", json!("Always")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("securityContext", json!({})),
+        ("schedulerName", json!("default-scheduler")),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        if spec.get(field).is_none_or(Value::is_null) {
+            spec[field] = value;
+        }
+    }
+    if v.pointer("/status/phase").is_none() {
+        v["status"]["phase"] = json!("Pending");
+    }
+}
+
+fn container(c: &mut Value) {
+    if c.get("resources").is_none_or(Value::is_null) {
+        c["resources"] = json!({});
+    }
+    requests_from_limits(&mut c["resources"], |_| true);
+    let image = c.get("image").and_then(Value::as_str).unwrap_or("");
+    // `:latest` or no tag pulls every time; a tag or digest if absent.
+    let last = image.rsplit('/').next().unwrap_or("");
+    let always = !image.contains('@') && last.split_once(':').is_none_or(|(_, tag)| tag == "latest");
+    for (field, value) in [
+        ("terminationMessagePath", json!("/dev/termination-log")),
+        ("terminationMessagePolicy", json!("File")),
+        ("imagePullPolicy", json!(if always { "Always" } else { "IfNotPresent" })),
+    ] {
+        if c.get(field).is_none_or(Value::is_null) {
+            c[field] = value;
+        }
+    }
+}
+
+/// `requests[r] = limits[r]` for each limited resource `which` takes that
+/// has no request.
+fn requests_from_limits(r: &mut Value, which: impl Fn(&str) -> bool) {
+    let Some(limits) = r.get("limits").and_then(Value::as_object).cloned() else {
+        return;
+    };
+    for (name, q) in limits {
+        if !which(&name) {
+            continue;
+        }
+        if !r.get("requests").is_some_and(Value::is_object) {
+            r["requests"] = json!({});
+        }
+        if r["requests"].get(&name).is_none() {
+            r["requests"][&name] = q;
+        }
+    }
+}
+
+/// PriorityClasses preempt lower priorities unless they say not to; their
+/// generation starts at 1.
+pub(crate) fn priority_class(v: &mut Value) {
+    if v.pointer("/metadata/generation").is_none_or(Value::is_null) {
+        v["metadata"]["generation"] = json!(1);
+    }
+    if v.get("preemptionPolicy").is_none_or(Value::is_null) {
+        v["preemptionPolicy"] = json!("PreemptLowerPriority");
+    }
+}
+
+/// `events.k8s.io/v1` events: the deprecated source is an empty object.
+pub(crate) fn event(v: &mut Value) {
+    if v.get("deprecatedSource").is_none_or(Value::is_null) {
+        v["deprecatedSource"] = json!({});
+    }
+}
+
+/// Namespaces: the `kubernetes.io/metadata.name` label (which namespace
+/// selectors match), the `kubernetes` finalizer, phase `Active`.
+pub(crate) fn namespace(v: &mut Value) {
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if !v["metadata"].get("labels").is_some_and(Value::is_object) {
+        v["metadata"]["labels"] = json!({});
+    }
+    v["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name);
+    if v.pointer("/spec/finalizers").is_none() {
+        v["spec"]["finalizers"] = json!(["kubernetes"]);
+    }
+    if v.pointer("/status/phase").is_none() {
+        v["status"]["phase"] = json!("Active");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_without_a_request_becomes_the_request() {
+        let mut p = json!({"spec": {"containers": [{"name": "c", "image": "app:1",
+            "resources": {"limits": {"cpu": "2", "nvidia.com/gpu": "1"}, "requests": {"cpu": "1"}}}]}});
+        pod(&mut p);
+        let c = &p["spec"]["containers"][0];
+        assert_eq!(c["resources"]["requests"], json!({"cpu": "1", "nvidia.com/gpu": "1"}));
+        assert_eq!(c["imagePullPolicy"], "IfNotPresent");
+        assert_eq!(p["spec"]["schedulerName"], "default-scheduler");
+        assert_eq!(p["status"]["phase"], "Pending");
+    }
+
+    #[test]
+    fn untagged_and_latest_images_are_always_pulled() {
+        for (image, policy) in [
+            ("app", "Always"),
+            ("app:latest", "Always"),
+            ("registry:5000/app", "Always"),
+            ("registry:5000/app:1", "IfNotPresent"),
+            ("app@sha256:00", "IfNotPresent"),
+        ] {
+            let mut c = json!({"name": "c", "image": image});
+            container(&mut c);
+            assert_eq!(c["imagePullPolicy"], policy, "{image}");
+        }
+    }
+}
