@@ -631,3 +631,77 @@ fn stored_as(want: &serde_json::Value, have: &serde_json::Value, at: String, out
         w => out.push(format!("{at}: the real server stored {w}, the double {have}")),
     }
 }
+
+/// PriorityClasses as a user makes them with kubectl (`create priorityclass`
+/// sends protobuf), and a pod's priority computed from its class when
+/// `kubectl apply` creates it; what admission refuses reaches kubectl in
+/// kube-apiserver's words.
+#[test]
+fn kubectl_creates_priority_classes_that_pods_take_their_priority_from() {
+    let dir = Dir::new("priority");
+    let s = start(&["--empty"]);
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "create",
+            "priorityclass",
+            "batch",
+            "--value=5",
+            "--preemption-policy=Never",
+            "--global-default",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out.trim(), "priorityclass.scheduling.k8s.io/batch created");
+    let (ok, _, err) = kubectl(
+        &s,
+        &["create", "priorityclass", "other", "--value=6", "--global-default"],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("PriorityClass batch is already marked as default. Only one default can exist"),
+        "{err}"
+    );
+    let (ok, out, err) = kubectl(&s, &["get", "priorityclasses", "-o", "name"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.split_whitespace().collect::<Vec<_>>(),
+        [
+            "priorityclass.scheduling.k8s.io/batch",
+            "priorityclass.scheduling.k8s.io/system-cluster-critical",
+            "priorityclass.scheduling.k8s.io/system-node-critical"
+        ]
+    );
+    let pod = dir.file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: default}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, image: nginx}]}\n",
+    );
+    let (ok, _, err) = kubectl(&s, &["apply", "-f", &pod]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = kubectl(
+        &s,
+        &[
+            "get",
+            "pod",
+            "p",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.priorityClassName} {.spec.priority} {.spec.preemptionPolicy}",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "batch 5 Never");
+    let gpu = dir.file(
+        "gpu.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: g, namespace: default}\nspec: {containers: [{name: c, image: nginx, resources: {requests: {nvidia.com/gpu: 1}}}]}\n",
+    );
+    let (ok, _, err) = kubectl(&s, &["apply", "-f", &gpu]);
+    assert!(!ok);
+    assert!(
+        err.contains(
+            "spec.containers[0].resources.limits: Required value: Limit must be set for non overcommitable resources"
+        ),
+        "{err}"
+    );
+}

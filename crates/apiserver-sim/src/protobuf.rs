@@ -1,7 +1,8 @@
 //! Request bodies in Kubernetes' protobuf encoding, for the kinds that
 //! kubectl's typed clients send that way and only that way (`kubectl create
 //! serviceaccount`, `kubectl create token`, `kubectl create clusterrole`,
-//! `role`, `clusterrolebinding`, `rolebinding`): client-go sends protobuf
+//! `role`, `clusterrolebinding`, `rolebinding`, `kubectl create
+//! priorityclass`): client-go sends protobuf
 //! for built-in types and does not fall back to JSON. Everything else the double
 //! reads is JSON; another protobuf body is `415`.
 
@@ -47,6 +48,7 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "ServiceAccount") => service_account(raw).map_err(bad)?,
         ("rbac.authorization.k8s.io/v1", "ClusterRole" | "Role") => role(raw).map_err(bad)?,
         ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding" | "RoleBinding") => binding(raw).map_err(bad)?,
+        ("scheduling.k8s.io/v1", "PriorityClass") => priority_class(raw).map_err(bad)?,
         _ => return Err(unsupported()),
     };
     obj["apiVersion"] = json!(api_version);
@@ -192,6 +194,23 @@ fn service_account(b: &[u8]) -> Result<Value, &'static str> {
             // Secrets and image pull secrets are references: refuse rather
             // than drop them silently.
             (2 | 3, _) => return Err("secrets and imagePullSecrets are not read from protobuf"),
+            _ => {}
+        }
+    }
+    Ok(obj)
+}
+
+/// `scheduling/v1` `PriorityClass` (`kubectl create priorityclass`).
+fn priority_class(b: &[u8]) -> Result<Value, &'static str> {
+    let mut obj = json!({});
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (1, Wire::Bytes(meta)) => obj["metadata"] = object_meta(meta)?,
+            // An int32 travels as a 64-bit varint, negative ones sign-extended.
+            (2, Wire::Varint(n)) => obj["value"] = json!(n as i64 as i32),
+            (3, Wire::Varint(n)) => obj["globalDefault"] = json!(n != 0),
+            (4, Wire::Bytes(s)) => obj["description"] = json!(text(s)),
+            (5, Wire::Bytes(s)) => obj["preemptionPolicy"] = json!(text(s)),
             _ => {}
         }
     }
