@@ -173,12 +173,20 @@ fn limits_hold(tier: Tier) {
     );
     let bad = load(r#"{"mode": "bad-config"}"#).unwrap_err();
     assert_eq!(bad, LoadError::Configure("mode bad-config: refusing to start".into()));
-    // A declaration of metric sources is read bounded: 64 names of at
-    // most 256 bytes; one that traps refuses the version.
-    let many = load(r#"{"mode": "many-sources"}"#).unwrap();
-    let names = many.metric_sources().unwrap();
-    assert_eq!(names.len(), wasmsched_wasm::MAX_METRIC_SOURCES);
-    assert!(names.iter().all(|n| n.len() <= 256), "{:?}", names[0]);
+    // A declaration of metric sources is bounded: more than 64 names, or
+    // one over 256 bytes, refuses the version (none escapes the check of
+    // the configured sources); one that traps refuses it too.
+    assert_eq!(
+        load(r#"{"mode": "many-sources"}"#).unwrap_err(),
+        LoadError::Configure("metric-sources declares 1000 sources, more than the host reads (64)".into())
+    );
+    match load(r#"{"mode": "long-source"}"#).unwrap_err() {
+        LoadError::Configure(why) => assert!(
+            why.starts_with("metric-sources declares a name of 1000 bytes, longer than a source's name may be (256)"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
     match load(r#"{"mode": "trap-sources"}"#).unwrap_err() {
         LoadError::Instantiate(why) => assert!(why.starts_with("metric-sources: "), "{why}"),
         other => panic!("{other:?}"),
@@ -488,6 +496,24 @@ fn a_shared_cache_directory_gets_a_private_subdirectory() {
     let l = host.load_file(&guest::node_price(), "{}").unwrap();
     assert!(!l.cached, "compiled again, not loaded from the planted directory");
     assert_eq!(l.name, "node-price");
+    // ... nor is what it compiled written there: writes, like reads, go
+    // through the directory as opened, refused when it is not private.
+    assert!(
+        std::fs::read_dir(&private).unwrap().count() == 2,
+        "nothing written into the planted directory"
+    );
+
+    // A `private` planted as a link to another directory of this user's
+    // (where native code must not be written) is not followed: the cache
+    // is refused, naming the directory.
+    let shared = temp_dir("shared-link");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mine = temp_dir("mine");
+    std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::os::unix::fs::symlink(&mine, shared.join("private")).unwrap();
+    let e = WasmEngine::new(Some(shared.clone())).unwrap_err().to_string();
+    assert!(e.contains("others may write it"), "{e}");
+    assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 0);
 }
 
 /// The same component with different bytes (a custom section appended).
@@ -988,11 +1014,15 @@ fn renaming_a_plugin_file_keeps_it_loaded() {
     std::fs::remove_file(dir.join("price-v2.wasm")).unwrap();
     host.scan();
     assert_eq!(slot.current().unwrap().file, "copy.wasm");
-    // The memory budget is divided among plugins, not files.
+    // The memory budget is divided among the plugins enabled (with a
+    // slot), not files, nor plugins loaded that nothing enables.
     assert_eq!(host.budget().plugins(), 1);
     std::fs::copy(guest::label_gate(), dir.join("label-gate.wasm")).unwrap();
     host.scan();
+    assert_eq!(host.budget().plugins(), 1);
+    let _gate = host.slot("label-gate", "{}".into()).unwrap();
     assert_eq!(host.budget().plugins(), 2);
+    drop(slot);
     std::fs::remove_file(dir.join("copy.wasm")).unwrap();
     host.scan();
     assert_eq!(host.budget().plugins(), 1);
@@ -1244,6 +1274,13 @@ fn a_file_that_compiles_too_long_is_refused() {
             "refused: compiling it took longer than wasmPlugins.compileTimeoutSeconds (1s)".to_owned()
         )]
     );
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    // Another file changing does not compile it again: it would take as
+    // long again (only its own change retries it).
+    std::fs::copy(guest::label_gate(), dir.join("label-gate.wasm")).unwrap();
+    let (report, took) = timed(|| host.scan());
+    assert_eq!(report.loaded.len(), 1, "{report:?}");
+    assert!(report.rejected.is_empty(), "{report:?}");
     assert!(took < Duration::from_secs(4), "{took:?}");
     // The abandoned compilation finishes on its own thread: wait for it, so
     // it does not starve the tests that run after this one.
@@ -1895,4 +1932,272 @@ fn spare_instances_are_made_at_lower_priority() {
         assert!(Instant::now() < deadline, "no spare thread seen");
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// A cluster of `n` nodes in 50 zones, with `pods` pods of distinct labels
+/// (each its own shape, as StatefulSet pods are), as one snapshot.
+fn big_snapshot(n: usize, pods: usize) -> (Arc<wasmsched_core::Snapshot>, Vec<Arc<NodeInfo>>) {
+    let mut cache = Cache::new();
+    for i in 0..n {
+        let node: Node = serde_json::from_value(
+            json!({"metadata": {"name": format!("n{i:05}"), "labels": {"zone": format!("z{}", i % 50)}},
+            "status": {"allocatable": {"cpu": "1000", "memory": "1000Gi", "pods": "1000"}}}),
+        )
+        .unwrap();
+        cache.upsert_node(NodeData::from_node(&node).unwrap());
+    }
+    for i in 0..pods {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("sts-{i}"), "namespace": "default", "uid": format!("u-{i}"),
+                "labels": {"app": "db", "statefulset.kubernetes.io/pod-name": format!("sts-{i}")}},
+            "spec": {"nodeName": format!("n{:05}", i % n), "containers": [{"name": "c", "image": "db"}]}
+        }))
+        .unwrap();
+        cache.upsert_pod(Arc::new(PodInfo::from_pod(&p).unwrap()));
+    }
+    let snapshot = Arc::new(cache.snapshot());
+    let batch = snapshot.nodes[..MAX_BATCH_NODES].to_vec();
+    (snapshot, batch)
+}
+
+const MAX_BATCH_NODES: usize = 512;
+
+/// Pod views cost the host bounded memory and time: of the topology keys a
+/// plugin names (200 new ones a call), the snapshot keeps the first 8 (it
+/// kept a table over every node per key until the nodes changed); the rest
+/// are counted for their call alone; and a selector of 64 requirements over 12 000 shapes is
+/// stopped at the call's deadline, not after matching every shape.
+#[test]
+fn pod_views_keep_no_table_per_key_and_stop_at_the_deadline() {
+    let _alone = exclusive();
+    let (snapshot, batch) = big_snapshot(2000, 12_000);
+    let p = pod(json!({}));
+    let load = |mode: &str, timeout: u64| {
+        let host = host_for(None, json!({"plugins": [{"name": "misbehave", "timeoutMs": timeout}]}));
+        let l = host
+            .load_file(&guest::misbehave(), &format!(r#"{{"mode": "{mode}"}}"#))
+            .unwrap();
+        (host, l)
+    };
+    let before = rss_now_mib();
+    let (_host, keys) = load("domain-keys", 10_000);
+    for call in 0..20 {
+        let r = keys.filter(&p, &refs(&batch), Some(&snapshot));
+        assert!(r.is_ok(), "call {call}: {r:?}");
+    }
+    assert_eq!(
+        snapshot.cached_topology_keys(),
+        wasmsched_core::cache::MAX_PLUGIN_TOPOLOGY_KEYS,
+        "4000 keys named, the first 8 kept"
+    );
+    let grew = rss_now_mib().saturating_sub(before);
+    assert!(grew < 64, "RSS grew {grew} MiB over 4000 keys of 2000 nodes");
+
+    let (_host, wide) = load("wide-selector", 10);
+    for _ in 0..3 {
+        let (r, took) = timed(|| wide.filter(&p, &refs(&batch), Some(&snapshot)));
+        match r {
+            Err(CallError::Timeout(_)) | Ok(_) => {}
+            Err(CallError::BackingOff { .. }) => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(
+            took < Duration::from_millis(60),
+            "a call took {took:?} against a 10 ms deadline"
+        );
+    }
+}
+
+/// A Filter call that returns more rejections than its batch has nodes,
+/// or names one node twice, is an error of the plugin before anything is
+/// made of its rejections, and counts toward its back-off.
+#[test]
+fn a_flood_of_rejections_is_an_error_that_backs_off() {
+    let (_host, l) = {
+        // Making 32 768 rejections takes the guest a while.
+        let host = host_for(None, json!({"plugins": [{"name": "misbehave", "timeoutMs": 2000}]}));
+        let l = host
+            .load_file(&guest::misbehave(), r#"{"mode": "many-rejections"}"#)
+            .unwrap();
+        (host, l)
+    };
+    let ns = nodes(&vec![None; 512]);
+    let p = pod(json!({}));
+    for call in 0..5 {
+        let (r, took) = timed(|| l.filter(&p, &refs(&ns), None));
+        let e = r.unwrap_err().to_string();
+        if call < 3 {
+            assert_eq!(
+                e,
+                "filter returned 32768 rejections for a batch of 512 nodes (at most one per node)"
+            );
+        } else {
+            assert!(e.contains("not called: backing off"), "{e}");
+        }
+        assert!(took < Duration::from_secs(2), "{took:?}");
+    }
+    assert_eq!(l.stats().errors.load(Ordering::Relaxed), 3);
+}
+
+/// An instance that ends every call past 3/4 of its memory cap is retired
+/// after each, and each retirement counts toward the back-off: the spare
+/// thread does not rebuild instances after every call.
+#[test]
+fn instances_retired_after_every_call_back_off() {
+    let host = host_for(
+        None,
+        json!({"plugins": [{"name": "misbehave", "memoryMib": 16, "timeoutMs": 1000}]}),
+    );
+    let l = host.load_file(&guest::misbehave(), r#"{"mode": "fill"}"#).unwrap();
+    let ns = nodes(&[None, None]);
+    let p = pod(json!({}));
+    let mut answers = Vec::new();
+    for _ in 0..6 {
+        answers.push(l.score(&p, &refs(&ns), None).map_err(|e| e.to_string()));
+        // The spare thread refills between calls, as between cycles.
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(answers[..3].iter().all(|a| a == &Ok(vec![50, 50])), "{answers:?}");
+    let last = answers[3].as_ref().unwrap_err();
+    assert!(
+        last.contains("not called: backing off") && last.contains("was retired"),
+        "{last}"
+    );
+    let retired = l.stats().retired.load(Ordering::Relaxed);
+    assert_eq!(retired, 3, "instances made and retired");
+}
+
+/// A plugin's name and version reach logs, metrics and what `plugin
+/// check` prints: one that is not a name a profile can hold (escape
+/// sequences, 60 KB) is refused, and the message shows it escaped and cut.
+#[test]
+fn a_plugin_name_or_version_that_is_not_one_is_refused() {
+    let host = host_for(None, json!({}));
+    let evil = guest::build_with(
+        "testdata/misbehave",
+        None,
+        &[("MISBEHAVE_NAME", "evil\u{1b}[31m\nINFO forged")],
+    );
+    let e = host.load_file(&evil, "{}").unwrap_err().to_string();
+    assert!(e.contains(r#"metadata().name "evil\u{1b}[31m\nINFO forged""#), "{e}");
+    assert!(e.contains("is not a plugin name: 1 to 63 letters"), "{e}");
+    let long = "9".repeat(60_000);
+    let big = guest::build_with("testdata/misbehave", None, &[("MISBEHAVE_VERSION", &long)]);
+    let e = host.load_file(&big, "{}").unwrap_err().to_string();
+    assert!(e.len() < 400, "{} bytes", e.len());
+    assert!(e.contains("(60000 bytes) is not a version"), "{e}");
+}
+
+/// A directory is read up to its limits, in name order, one file at a
+/// time: 200 gzip bombs (60 MiB of zeros each in 60 KB) are refused, the
+/// first ones read and found not to be WebAssembly, those past 1 GiB read
+/// (16 times `maxFileMib`) and those past 128 files refused unread, each
+/// naming the limit; the host's memory does not grow with them.
+#[test]
+fn a_directory_is_read_up_to_its_file_and_byte_limits() {
+    use std::io::Write as _;
+    let _alone = exclusive();
+    let dir = temp_dir("many-bombs");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![0u8; 60 << 20]).unwrap();
+    let gz = gz.finish().unwrap();
+    for i in 0..200 {
+        std::fs::write(dir.join(format!("bomb-{i:03}.wasm.gz")), &gz).unwrap();
+    }
+    let before = rss_now_mib();
+    let host = host_for(Some(&dir), json!({}));
+    let report = host.scan();
+    assert_eq!(report.rejected.len(), 200, "{report:?}");
+    let why = |i: usize| {
+        let file = format!("bomb-{i:03}.wasm.gz");
+        report.rejected.iter().find(|(f, _)| *f == file).unwrap().1.clone()
+    };
+    // 18 files reach 1 GiB (60 MiB each); the 19th finds it reached.
+    for i in 0..18 {
+        assert!(why(i).contains("it is not WebAssembly"), "{i}: {}", why(i));
+    }
+    assert!(
+        why(18).contains("already hold 1080 MiB, as much as the host reads from a directory (1024 MiB"),
+        "{}",
+        why(18)
+    );
+    assert!(
+        why(128).contains("the directory holds 200 plugin files, more than the host reads (128)"),
+        "{}",
+        why(128)
+    );
+    let grew = peak_rss_mib().saturating_sub(before);
+    assert!(grew < 300, "peak RSS grew {grew} MiB");
+}
+
+/// The memory budget is shared among the plugins profiles enable: sixty
+/// components no profile enables, beside the one that serves, leave it the
+/// whole budget (it had 1/61 of it).
+#[test]
+fn unused_components_take_no_share_of_the_budget() {
+    let dir = temp_dir("unused");
+    let bytes = std::fs::read(guest::misbehave()).unwrap();
+    std::fs::write(dir.join("misbehave.wasm"), &bytes).unwrap();
+    let name = b"misbehave";
+    for i in 0..60 {
+        // The same component under another name of the same length.
+        let other = format!("misbeh{i:03}");
+        let mut b = bytes.clone();
+        let mut at = 0;
+        while let Some(p) = b[at..].windows(name.len()).position(|w| w == name) {
+            b[at + p..at + p + name.len()].copy_from_slice(other.as_bytes());
+            at += p + name.len();
+        }
+        std::fs::write(dir.join(format!("{other}.wasm")), &b).unwrap();
+    }
+    let host = host_for(Some(&dir), json!({}));
+    host.budget().set_limit(610 << 20);
+    let report = host.scan();
+    assert_eq!(report.loaded.len(), 61, "{:?}", report.rejected);
+    let slot = host.slot("misbehave", r#"{"mode": "ok"}"#.into()).unwrap();
+    assert!(slot.current().is_some());
+    assert_eq!(host.budget().plugins(), 1, "one plugin enabled");
+    assert_eq!(host.budget().share_limit(), 610 << 20);
+}
+
+/// Slots live as long as their users: a shadow rebuilt a hundred times
+/// (each time asking for new slots and dropping the old ones) leaves none
+/// behind, nor their instances.
+#[test]
+fn slots_dropped_are_released() {
+    let dir = temp_dir("released");
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    let host = host_for(Some(&dir), json!({}));
+    host.scan();
+    let kept = host.slot("misbehave", r#"{"mode": "ok"}"#.into()).unwrap();
+    for _ in 0..100 {
+        let s = host.slot("misbehave", r#"{"mode": "ok"}"#.into()).unwrap();
+        drop(s);
+    }
+    assert_eq!(host.slots().len(), 1);
+    assert!(Arc::ptr_eq(&host.slots()[0], &kept));
+    assert_eq!(host.budget().plugins(), 1);
+}
+
+/// A slot's instance is made outside the host's lock: while one starts
+/// (its `configure` spins about 2 s), readers of the host do not wait.
+#[test]
+fn a_slot_starting_does_not_block_readers_of_the_host() {
+    let dir = temp_dir("slow-slot");
+    std::fs::copy(guest::misbehave(), dir.join("misbehave.wasm")).unwrap();
+    let host = host_for(Some(&dir), json!({"plugins": [{"name": "misbehave"}]}));
+    host.scan();
+    let making = {
+        let host = host.clone();
+        std::thread::spawn(move || host.slot("misbehave", r#"{"mode": "slow-start"}"#.into()))
+    };
+    let mut slowest = Duration::ZERO;
+    while !making.is_finished() {
+        let (_, took) = timed(|| host.slots().len());
+        slowest = slowest.max(took);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let slot = making.join().unwrap().unwrap();
+    assert!(slot.current().is_some());
+    assert!(slowest < Duration::from_millis(500), "a reader waited {slowest:?}");
 }

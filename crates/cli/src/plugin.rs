@@ -264,6 +264,8 @@ pub fn shadow(
     }
     let host = PluginHost::new(serving.engine().clone(), config, seed);
     host.set_tiering(tiering);
+    // Nothing waits on a shadow's compiles: they run behind serving's.
+    host.set_low_priority(true);
     Ok(Some(wasmsched_kube::shadow::ShadowOptions {
         host,
         sample_percent: settings.sample_percent(),
@@ -359,6 +361,25 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
             "tables:   {t} elements (cap {} per instance)",
             wasmsched_wasm::limits::MAX_TABLE_ELEMENTS
         );
+    }
+    let shape = l.shape();
+    println!(
+        "instances: {} core instances, {:.0} KiB of host memory before any code runs (caps {} and {} KiB; largest {:.0} KiB, cap {} KiB)",
+        shape.core_instances,
+        shape.bytes as f64 / 1024.0,
+        wasmsched_wasm::shape::MAX_INSTANCES,
+        wasmsched_wasm::shape::MAX_COMPONENT_INSTANCE_BYTES >> 10,
+        shape.largest as f64 / 1024.0,
+        wasmsched_wasm::shape::MAX_CORE_INSTANCE_BYTES >> 10
+    );
+    if let Some(b) = l.memory_bytes() {
+        let retire = l.limits().memory_bytes / 4 * 3;
+        if b > retire {
+            println!(
+                "warning:  its memory after configure is past 3/4 of the cap ({:.0} MiB): every instance is retired after its first call, and the plugin backs off",
+                mib(retire)
+            );
+        }
     }
     let budget = host.budget();
     println!(

@@ -183,7 +183,11 @@ pub struct DomainCounts {
 impl DomainCounts {
     /// Zero in every domain of `key`.
     pub fn new(snapshot: &Snapshot, key: &str) -> Self {
-        let domains = snapshot.domains(key);
+        Self::of(snapshot.domains(key))
+    }
+
+    /// Zero in every domain of `domains`.
+    pub fn of(domains: Arc<Domains>) -> Self {
         DomainCounts {
             counts: vec![0; domains.len()],
             domains,
@@ -218,7 +222,15 @@ impl DomainCounts {
 #[derive(Debug, Default)]
 struct TopologyIndex {
     by_key: Mutex<FxHashMap<String, Arc<Domains>>>,
+    /// Keys kept for plugins' pod views (at most
+    /// [`MAX_PLUGIN_TOPOLOGY_KEYS`]).
+    plugin_keys: std::sync::atomic::AtomicUsize,
 }
+
+/// Topology keys named by plugins' pod views whose tables a snapshot keeps
+/// (a plugin's usual key or two stay cached; a plugin naming a new key on
+/// every call gets tables made for its call alone).
+pub const MAX_PLUGIN_TOPOLOGY_KEYS: usize = 8;
 
 impl Snapshot {
     /// Number of nodes.
@@ -269,12 +281,46 @@ impl Snapshot {
     }
 
     /// The domains of topology key `key` (computed once per key while
-    /// nodes and their labels stay the same).
+    /// nodes and their labels stay the same). For the keys of the cluster's
+    /// own objects (pod specs, configuration); a key a plugin names goes
+    /// through [`Snapshot::domains_uncached`].
     pub fn domains(&self, key: &str) -> Arc<Domains> {
         let mut map = self.topology.by_key.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = map.get(key) {
             return d.clone();
         }
+        let d = Arc::new(self.build_domains(key));
+        map.insert(key.to_owned(), d.clone());
+        d
+    }
+
+    /// The domains of `key` for a plugin: the cached table when there is
+    /// one; else one made and kept while plugins have had fewer than
+    /// [`MAX_PLUGIN_TOPOLOGY_KEYS`] kept for these nodes, or made for the
+    /// caller alone. A plugin may name a new key on every call; kept, each
+    /// would hold a table over every node until the nodes change.
+    pub fn domains_uncached(&self, key: &str) -> Arc<Domains> {
+        if let Some(d) = self.topology.by_key.lock().unwrap_or_else(|p| p.into_inner()).get(key) {
+            return d.clone();
+        }
+        let d = Arc::new(self.build_domains(key));
+        let mut map = self.topology.by_key.lock().unwrap_or_else(|p| p.into_inner());
+        let kept = self.topology.plugin_keys.load(std::sync::atomic::Ordering::Relaxed);
+        if kept < MAX_PLUGIN_TOPOLOGY_KEYS && !map.contains_key(key) {
+            self.topology
+                .plugin_keys
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            map.insert(key.to_owned(), d.clone());
+        }
+        d
+    }
+
+    /// How many topology keys have their domains cached.
+    pub fn cached_topology_keys(&self) -> usize {
+        self.topology.by_key.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn build_domains(&self, key: &str) -> Domains {
         let max_id = self.nodes.iter().map(|n| n.node.id).max().unwrap_or(0) as usize;
         let mut d = Domains {
             ids: FxHashMap::default(),
@@ -292,8 +338,6 @@ impl Snapshot {
             d.of_node.push(id);
             d.of_id[n.node.id as usize] = id;
         }
-        let d = Arc::new(d);
-        map.insert(key.to_owned(), d.clone());
         d
     }
 

@@ -4,7 +4,8 @@
 //! condition, or touches the queue: it gets each sampled cycle's inputs
 //! (the snapshot, the nominations, the tie-breaker and the node sampling
 //! as they were) after the cycle ran, through a bounded queue that drops
-//! (and counts) what it cannot take rather than wait.
+//! (and counts) what it cannot take rather than wait, and what would make
+//! it hold more copies of the snapshot than `PINNED_NODES` allows.
 //!
 //! The shadow versions come from a directory of their own
 //! (`wasmPlugins.shadow.directory`), loaded and watched like the serving
@@ -16,10 +17,11 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use wasmsched_core::Snapshot;
 use wasmsched_core::config::Config;
 use wasmsched_core::framework::{CycleOutcome, CycleRecord, Explanation, Framework, ScheduleError, explanation_of};
 use wasmsched_core::plugins::Registry;
@@ -28,6 +30,13 @@ use wasmsched_wasm::PluginHost;
 
 /// Sampled cycles waiting for the shadow at most; more are dropped.
 const QUEUE: usize = 64;
+/// Node rows the snapshot versions held by the queued cycles may have
+/// together (about 120 bytes each: 12 MB). A cycle sampled on a snapshot
+/// the queue still holds makes the next cycle copy it (copy on write), so
+/// each version the queue holds is a copy the scheduling thread made; a
+/// cycle on one more version past this is dropped. 2 versions at 50 000
+/// nodes, the whole queue under 1 563; one version is always taken.
+const PINNED_NODES: usize = 100_000;
 /// Disagreements kept for `/debug/shadow`.
 const KEPT: usize = 50;
 /// The shadow thread works at most this share of the time: after a cycle
@@ -111,26 +120,12 @@ impl Comparison {
     }
 }
 
-/// One profile's counts.
 /// Distinct unschedulable reasons kept per profile; the rest are counted
 /// under [`OTHER_REASONS`].
 const REASONS_KEPT: usize = 64;
 const OTHER_REASONS: &str = "(other reasons)";
 
-/// Adds `histogram` (reason, nodes) to `reasons`. Reasons are plugins'
-/// text: a plugin that words each one differently fills no more than
-/// [`REASONS_KEPT`] entries.
-fn count_reasons(reasons: &mut BTreeMap<String, u64>, histogram: impl IntoIterator<Item = (String, usize)>) {
-    for (reason, nodes) in histogram {
-        let key = if reasons.len() < REASONS_KEPT || reasons.contains_key(&reason) {
-            reason
-        } else {
-            OTHER_REASONS.to_owned()
-        };
-        *reasons.entry(key).or_default() += nodes as u64;
-    }
-}
-
+/// One profile's counts.
 #[derive(Debug, Default, Clone)]
 struct Tally {
     by: BTreeMap<Comparison, u64>,
@@ -141,6 +136,8 @@ struct Tally {
     /// (that serving placed): reason → nodes, summed over pods, as
     /// kube-scheduler counts them in its message.
     reasons: BTreeMap<String, u64>,
+    /// Reasons counted under [`OTHER_REASONS`], not kept.
+    reasons_folded: u64,
     /// Serving's and the shadow's cycle time, summed over compared cycles.
     serving_seconds: f64,
     shadow_seconds: f64,
@@ -150,11 +147,30 @@ struct Tally {
     versions: BTreeSet<String>,
 }
 
-/// What the shadow found so far.
-#[derive(Default)]
+impl Tally {
+    /// Adds `histogram` (reason, nodes) to the reasons. Reasons are
+    /// plugins' text: a plugin that words each one differently (one per
+    /// node) fills no more than [`REASONS_KEPT`] entries.
+    fn count_reasons(&mut self, histogram: impl IntoIterator<Item = (String, usize)>) {
+        for (reason, nodes) in histogram {
+            let key = if self.reasons.len() < REASONS_KEPT || self.reasons.contains_key(&reason) {
+                reason
+            } else {
+                self.reasons_folded += 1;
+                OTHER_REASONS.to_owned()
+            };
+            *self.reasons.entry(key).or_default() += nodes as u64;
+        }
+    }
+}
+
+/// What the shadow found so far: a tally per profile, [`KEPT`]
+/// disagreements. Cloned whole for `/debug/shadow` and `/metrics`.
+#[derive(Default, Clone)]
 struct Report {
     by_profile: BTreeMap<String, Tally>,
-    recent: VecDeque<Value>,
+    /// Shared, so that a copy of the report costs no copy of them.
+    recent: VecDeque<Arc<Value>>,
     /// Why a shadowed profile has no shadow framework, if it failed to build.
     build_errors: Vec<String>,
 }
@@ -178,8 +194,64 @@ pub struct Shadow {
 
 /// Hands sampled cycles to the shadow thread.
 struct Tap {
-    tx: SyncSender<ShadowCase>,
+    tx: SyncSender<Queued>,
     shared: Arc<Shadow>,
+    pins: Pins,
+}
+
+/// A sampled cycle on its way to the shadow, with the pin of its snapshot
+/// version (dropped after the case: fields drop in order).
+struct Queued {
+    case: ShadowCase,
+    pin: Pin,
+}
+
+/// One in each queued cycle of a snapshot version and one in [`Pins`]:
+/// the version is held for the shadow while any other remains.
+type Pin = Arc<()>;
+
+/// The snapshot versions the queued cycles hold, each a copy of the
+/// snapshot the scheduling thread made because the shadow held the last,
+/// bounded by [`PINNED_NODES`]. Only the scheduling thread (the tap)
+/// uses it.
+#[derive(Default)]
+struct Pins {
+    versions: Vec<Pinned>,
+}
+
+struct Pinned {
+    /// Which version: the allocation stays while this is held, so its
+    /// address names no other snapshot meanwhile.
+    snapshot: Weak<Snapshot>,
+    nodes: usize,
+    held: Pin,
+}
+
+impl Pins {
+    /// A pin for a cycle on `snapshot`; none when holding one more version
+    /// would pass [`PINNED_NODES`].
+    fn pin(&mut self, snapshot: &Arc<Snapshot>) -> Option<Pin> {
+        self.versions.retain(|v| Arc::strong_count(&v.held) > 1);
+        if let Some(v) = self
+            .versions
+            .iter()
+            .find(|v| v.snapshot.as_ptr() == Arc::as_ptr(snapshot))
+        {
+            return Some(v.held.clone());
+        }
+        let nodes = snapshot.nodes.len();
+        let held: usize = self.versions.iter().map(|v| v.nodes).sum();
+        if !self.versions.is_empty() && held + nodes > PINNED_NODES {
+            return None;
+        }
+        let held = Pin::default();
+        self.versions.push(Pinned {
+            snapshot: Arc::downgrade(snapshot),
+            nodes,
+            held: held.clone(),
+        });
+        Some(held)
+    }
 }
 
 impl ShadowTap for Tap {
@@ -192,7 +264,13 @@ impl ShadowTap for Tap {
 
     fn take(&mut self, case: ShadowCase) {
         self.shared.sampled.fetch_add(1, Ordering::Relaxed);
-        if self.tx.try_send(case).is_err() {
+        // Dropped when the queue is full, or when it would hold one more
+        // snapshot version than it may.
+        let sent = self
+            .pins
+            .pin(&case.snapshot)
+            .is_some_and(|pin| self.tx.try_send(Queued { case, pin }).is_ok());
+        if !sent {
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
@@ -256,6 +334,7 @@ impl Shadow {
             Box::new(Tap {
                 tx,
                 shared: shared.clone(),
+                pins: Pins::default(),
             }),
             opts.sample_percent,
         );
@@ -301,7 +380,14 @@ impl Shadow {
     /// `/debug/shadow`: the versions compared, the counts per profile, and
     /// the last disagreements, newest first.
     pub fn json(&self) -> Value {
-        let r = self.lock();
+        // Formatted from a copy (bounded, its disagreements shared), not
+        // under the lock the shadow thread records each cycle under.
+        let report = self.lock().clone();
+        self.render(&report)
+    }
+
+    /// [`Shadow::json`] of `r`.
+    fn render(&self, r: &Report) -> Value {
         let profiles: serde_json::Map<String, Value> = r
             .by_profile
             .iter()
@@ -325,6 +411,7 @@ impl Shadow {
                         "results": counts,
                         "rankCorrelation": (t.ranked > 0).then(|| t.rank_sum / t.ranked as f64),
                         "unschedulableReasons": t.reasons,
+                        "unschedulableReasonsFolded": t.reasons_folded,
                         "versionsCompared": t.versions,
                         "servingMeanMs": mean(t.serving_seconds),
                         "shadowMeanMs": mean(t.shadow_seconds),
@@ -347,7 +434,7 @@ impl Shadow {
             "dropped": self.dropped(),
             "profiles": profiles,
             "buildErrors": r.build_errors,
-            "disagreements": r.recent.iter().rev().collect::<Vec<_>>(),
+            "disagreements": r.recent.iter().rev().map(|d| &**d).collect::<Vec<_>>(),
         })
     }
 
@@ -387,7 +474,8 @@ impl Shadow {
         let mut reg = prometheus_client::registry::Registry::default();
         let cycles = Family::<ProfileResult, Counter>::default();
         let rank = Family::<ProfileLabel, prometheus_client::metrics::gauge::Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-        for (profile, t) in &self.lock().by_profile {
+        let by_profile = self.lock().by_profile.clone();
+        for (profile, t) in &by_profile {
             for c in Comparison::ALL {
                 cycles
                     .get_or_create(&ProfileResult {
@@ -449,13 +537,15 @@ struct Runner {
 }
 
 impl Runner {
-    fn run(&mut self, rx: Receiver<ShadowCase>) {
+    fn run(&mut self, rx: Receiver<Queued>) {
         loop {
             self.refresh();
             match rx.recv_timeout(Duration::from_millis(500)) {
-                Ok(case) => {
+                Ok(Queued { case, pin }) => {
                     let t0 = Instant::now();
                     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.compare(case)));
+                    // Done with its snapshot: not held while resting.
+                    drop(pin);
                     if let Err(p) = result {
                         tracing::error!(
                             error = %wasmsched_core::scheduler::panic_message(&*p),
@@ -551,14 +641,14 @@ impl Runner {
             t.timed += 1;
         }
         if let (Comparison::Unschedulable, Err(ScheduleError::Unschedulable(fit))) = (verdict, &result) {
-            count_reasons(&mut t.reasons, fit.histogram());
+            t.count_reasons(fit.histogram());
         }
         if let Some(mut entry) = entry {
             entry["shadowVersions"] = json!(versions);
             if report.recent.len() == KEPT {
                 report.recent.pop_front();
             }
-            report.recent.push_back(entry);
+            report.recent.push_back(Arc::new(entry));
         }
     }
 
@@ -718,17 +808,84 @@ mod tests {
 
     #[test]
     fn the_reasons_table_is_bounded() {
-        let mut reasons = BTreeMap::new();
-        count_reasons(&mut reasons, (0..1000).map(|i| (format!("node {i} is too slow"), 1)));
-        count_reasons(&mut reasons, [("node 0 is too slow".to_owned(), 2)]);
-        assert_eq!(reasons.len(), REASONS_KEPT + 1);
-        assert_eq!(reasons["node 0 is too slow"], 3);
-        assert_eq!(reasons[OTHER_REASONS], 1000 - REASONS_KEPT as u64);
+        let mut t = Tally::default();
+        t.count_reasons((0..1000).map(|i| (format!("node {i} is too slow"), 1)));
+        t.count_reasons([("node 0 is too slow".to_owned(), 2)]);
+        assert_eq!(t.reasons.len(), REASONS_KEPT + 1);
+        assert_eq!(t.reasons["node 0 is too slow"], 3);
+        assert_eq!(t.reasons[OTHER_REASONS], 1000 - REASONS_KEPT as u64);
+        assert_eq!(t.reasons_folded, 1000 - REASONS_KEPT as u64);
+    }
+
+    /// Many compared cycles of a large cluster, each with a reason per
+    /// node (a plugin naming the node in its reason): the table keeps its
+    /// size, and says how many reasons it folded.
+    #[test]
+    fn the_reasons_table_stays_bounded_over_many_cycles_of_many_nodes() {
+        let (cycles, nodes) = (200, 5000);
+        let mut t = Tally::default();
+        for c in 0..cycles {
+            t.count_reasons((0..nodes).map(|n| (format!("node-{n:05} is too slow in cycle {c}"), 1)));
+            assert!(t.reasons.len() <= REASONS_KEPT + 1);
+        }
+        let bytes: usize = t.reasons.keys().map(String::len).sum();
+        assert!(bytes < 4096, "{bytes} bytes of reasons");
+        assert_eq!(t.reasons.values().sum::<u64>(), (cycles * nodes) as u64);
+        assert_eq!(t.reasons_folded, (cycles * nodes - REASONS_KEPT) as u64);
+    }
+
+    /// A shadow with no thread and an empty host, for what the tap and the
+    /// report do.
+    fn idle_shadow() -> Arc<Shadow> {
+        let engine = wasmsched_wasm::WasmEngine::new(None).unwrap();
+        let host = PluginHost::new(engine, wasmsched_wasm::WasmConfig::default(), 1);
+        Arc::new(Shadow {
+            host,
+            percent: 100,
+            shadowed: vec![AtomicBool::new(true)],
+            profiles: vec!["p".into()],
+            sampled: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            report: Mutex::default(),
+            durations: prometheus_client::metrics::histogram::Histogram::new([1.0]),
+        })
     }
 
     #[test]
-    fn a_tie_broken_otherwise_is_agreement() {
-        use wasmsched_core::pod::PodInfo;
+    fn debug_shadow_is_formatted_outside_the_lock_the_shadow_records_under() {
+        let shadow = idle_shadow();
+        {
+            let mut r = shadow.lock();
+            for i in 0..KEPT {
+                r.recent.push_back(Arc::new(json!({ "pod": format!("d/p{i}") })));
+            }
+            let t = r.by_profile.entry("p".into()).or_default();
+            t.count_reasons((0..5000).map(|n| (format!("node-{n} is too slow"), 1)));
+            *t.by.entry(Comparison::Unschedulable).or_default() += 1;
+        }
+        // The copy taken under the lock shares the disagreements.
+        let copy = shadow.lock().clone();
+        assert!(Arc::ptr_eq(&copy.recent[0], &shadow.lock().recent[0]));
+        // Formatting while the shadow thread holds the lock does not wait.
+        let recording = shadow.lock();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let s = shadow.clone();
+        std::thread::spawn(move || tx.send(s.render(&copy)).unwrap());
+        let v = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("formatting waited for the shadow's lock");
+        drop(recording);
+        assert_eq!(v["disagreements"].as_array().unwrap().len(), KEPT);
+        assert_eq!(v["disagreements"][0]["pod"], format!("d/p{}", KEPT - 1));
+        let p = &v["profiles"]["p"];
+        assert_eq!(p["unschedulableReasons"].as_object().unwrap().len(), REASONS_KEPT + 1);
+        assert_eq!(p["unschedulableReasonsFolded"], 5000 - REASONS_KEPT);
+        assert_eq!(shadow.json(), v);
+    }
+
+    /// A snapshot of the nodes `a`, `b` and `c`.
+    fn three_nodes() -> Snapshot {
         let mut cache = wasmsched_core::Cache::new();
         for n in ["a", "b", "c"] {
             let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
@@ -738,26 +895,91 @@ mod tests {
             .unwrap();
             cache.upsert_node(wasmsched_core::NodeData::from_node(&node).unwrap());
         }
-        let mut snapshot = wasmsched_core::Snapshot::default();
+        let mut snapshot = Snapshot::default();
         cache.update_snapshot(&mut snapshot);
-        let pos = |n: &str| snapshot.position(n).unwrap();
-        let shadow_record = CycleRecord {
-            feasible: vec![(pos("a"), Some(100)), (pos("b"), Some(100)), (pos("c"), Some(50))],
-            rejected: Vec::new(),
-        };
+        snapshot
+    }
+
+    /// A sampled cycle of a pod on `snapshot`.
+    fn case_on(snapshot: Arc<Snapshot>, serving: CycleOutcome) -> ShadowCase {
         let pod: k8s_openapi::api::core::v1::Pod =
             serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "d"}})).unwrap();
-        let case = |serving: CycleOutcome| ShadowCase {
+        ShadowCase {
             profile: 0,
-            pod: Arc::new(PodInfo::from_pod(&pod).unwrap()),
-            snapshot: Arc::new(snapshot.clone()),
+            pod: Arc::new(wasmsched_core::pod::PodInfo::from_pod(&pod).unwrap()),
+            snapshot,
             nominator: Arc::default(),
             next_start: 0,
             rng: wasmsched_core::rng::Rng::new(0),
             serving,
             record: CycleRecord::default(),
             took: Duration::ZERO,
+        }
+    }
+
+    /// A shadow that takes nothing off its queue, fed 65 sampled cycles
+    /// each on a snapshot version of its own (as the scheduling thread
+    /// copies the snapshot the queue holds): at 50 000 nodes it holds two
+    /// versions, drops the rest, and takes a new one once done with one.
+    #[test]
+    fn a_slow_shadow_pins_a_bounded_number_of_snapshot_versions() {
+        let small = three_nodes();
+        let mut big = Snapshot::default();
+        big.nodes = vec![small.nodes[0].clone(); 50_000];
+        let shadow = idle_shadow();
+        let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+        let mut tap = Tap {
+            tx,
+            shared: shadow.clone(),
+            pins: Pins::default(),
         };
+        let placed = || CycleOutcome::Placed("a".into());
+        for _ in 0..=QUEUE {
+            tap.take(case_on(Arc::new(big.clone()), placed()));
+        }
+        assert_eq!(shadow.sampled.load(Ordering::Relaxed), QUEUE as u64 + 1);
+        assert_eq!(shadow.dropped(), QUEUE as u64 - 1);
+        let queued: Vec<Queued> = rx.try_iter().collect();
+        assert_eq!(queued.len(), 2);
+        // More cycles on a version the queue holds pin nothing more.
+        tap.take(case_on(queued[1].case.snapshot.clone(), placed()));
+        assert_eq!(shadow.dropped(), QUEUE as u64 - 1);
+        tap.take(case_on(Arc::new(big.clone()), placed()));
+        assert_eq!(shadow.dropped(), QUEUE as u64);
+        // The shadow is done with the first version: one more fits.
+        let mut queued = queued.into_iter();
+        drop(queued.next());
+        tap.take(case_on(Arc::new(big.clone()), placed()));
+        tap.take(case_on(Arc::new(big.clone()), placed()));
+        assert_eq!(shadow.dropped(), QUEUE as u64 + 1);
+        assert_eq!(rx.try_iter().count(), 2, "the second version's cycle, and the third's");
+        // A small cluster's versions fill the queue, and one version larger
+        // than the bound is taken alone.
+        let mut pins = Pins::default();
+        let mut versions: Vec<(Arc<Snapshot>, Pin)> = Vec::new();
+        for _ in 0..QUEUE {
+            let v = Arc::new(small.clone());
+            versions.push((v.clone(), pins.pin(&v).unwrap()));
+        }
+        let mut huge = Snapshot::default();
+        huge.nodes = vec![small.nodes[0].clone(); PINNED_NODES + 1];
+        let huge = Arc::new(huge);
+        assert!(pins.pin(&huge).is_none());
+        versions.clear();
+        let pin = pins.pin(&huge).unwrap();
+        assert!(pins.pin(&Arc::new(small.clone())).is_none());
+        drop(pin);
+    }
+
+    #[test]
+    fn a_tie_broken_otherwise_is_agreement() {
+        let snapshot = three_nodes();
+        let pos = |n: &str| snapshot.position(n).unwrap();
+        let shadow_record = CycleRecord {
+            feasible: vec![(pos("a"), Some(100)), (pos("b"), Some(100)), (pos("c"), Some(50))],
+            rejected: Vec::new(),
+        };
+        let case = |serving: CycleOutcome| case_on(Arc::new(snapshot.clone()), serving);
         let placed = |n: &str| CycleOutcome::Placed(n.into());
         let unsched = CycleOutcome::Unschedulable("0/3 nodes are available".into());
         let cmp = |serving: CycleOutcome, shadow: &CycleOutcome| classify(&case(serving), shadow, &shadow_record);

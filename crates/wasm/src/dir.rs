@@ -225,6 +225,19 @@ struct FileEntry {
     rejected: Option<String>,
 }
 
+/// Most plugin files a directory may hold; those past it (in name order)
+/// are refused unread.
+pub const MAX_DIRECTORY_FILES: usize = 128;
+
+/// Most bytes (as decompressed) the files of a directory may hold
+/// together, in files of the largest size (`wasmPlugins.maxFileMib`): 1
+/// GiB by default. Files past it (in name order) are refused unread.
+pub const MAX_DIRECTORY_FILES_OF_MAX_SIZE: u64 = 16;
+
+/// How a file refused for its compile time is refused (such a file is
+/// compiled again only when it changes).
+const COMPILE_TOO_LONG: &str = "compiling it took longer than wasmPlugins.compileTimeoutSeconds";
+
 /// Default of `wasmPlugins.compileTimeoutSeconds`.
 pub const DEFAULT_COMPILE_TIMEOUT_SECONDS: u64 = 60;
 
@@ -258,8 +271,18 @@ pub const DEFAULT_BASELINE_MIN_MIB: u64 = 8;
 #[derive(Default)]
 struct Inner {
     files: BTreeMap<PathBuf, FileEntry>,
-    slots: Vec<Arc<PluginSlot>>,
+    /// The slots made, held weakly: a slot lives as long as a registry
+    /// uses it (a shadow rebuilt drops its old ones, and with them their
+    /// instances and their claim on the budget).
+    slots: Vec<std::sync::Weak<PluginSlot>>,
     stats: BTreeMap<String, Arc<PluginStats>>,
+}
+
+impl Inner {
+    /// The slots still in use.
+    fn live_slots(&self) -> Vec<Arc<PluginSlot>> {
+        self.slots.iter().filter_map(std::sync::Weak::upgrade).collect()
+    }
 }
 
 /// What a scan did.
@@ -271,6 +294,9 @@ pub struct ScanReport {
     pub rejected: Vec<(String, String)>,
     /// Plugins whose file disappeared.
     pub removed: Vec<String>,
+    /// Files not compiled by this scan, whose compiles had run out of their
+    /// time (the next scan takes them).
+    pub deferred: Vec<String>,
 }
 
 /// Which compilers a [`PluginHost`] loads files with.
@@ -300,7 +326,7 @@ pub struct PluginHost {
     scan_lock: Mutex<()>,
     /// Each file's metadata and digest when it was last read: a file whose
     /// metadata is unchanged is not read again to be hashed.
-    seen: Mutex<BTreeMap<PathBuf, (FileStamp, String)>>,
+    seen: Mutex<BTreeMap<PathBuf, (FileStamp, String, u64)>>,
     scans: AtomicU64,
     compiling: Arc<std::sync::atomic::AtomicUsize>,
     /// Bumped whenever a plugin's serving version changes (loaded,
@@ -320,6 +346,11 @@ pub struct PluginHost {
     tiering: Mutex<Tiering>,
     /// Files rejected (any plugin).
     pub load_errors: AtomicU64,
+    /// Files waiting for Cranelift's code (content digest by path), and
+    /// whether the one thread that compiles them runs.
+    optimizing: Mutex<(BTreeMap<PathBuf, String>, bool)>,
+    /// Every compile at a lower priority ([`PluginHost::set_low_priority`]).
+    low_priority: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for PluginHost {
@@ -352,7 +383,15 @@ impl PluginHost {
             tiering: Mutex::new(Tiering::Off),
             on_change: Mutex::new(None),
             load_errors: AtomicU64::new(0),
+            optimizing: Mutex::default(),
+            low_priority: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Compiles every file at a lower priority (nice 10), the first scan's
+    /// too: for a directory nothing waits on, as a shadow's.
+    pub fn set_low_priority(&self, low: bool) {
+        self.low_priority.store(low, Ordering::Relaxed);
     }
 
     /// Which compilers load the directory's files (by default
@@ -436,7 +475,12 @@ impl PluginHost {
     /// compiled: they can be registered (and their slots made, waiting)
     /// at once, and scheduling need not wait for compilation.
     pub fn expect(&self, names: impl IntoIterator<Item = String>) {
-        self.expected.lock().unwrap_or_else(|p| p.into_inner()).extend(names);
+        let mut expected = self.expected.lock().unwrap_or_else(|p| p.into_inner());
+        for n in names {
+            if !expected.contains(&n) {
+                expected.push(n);
+            }
+        }
     }
 
     /// Whether the directory has been scanned at least once.
@@ -475,7 +519,7 @@ impl PluginHost {
 
     /// The slots created so far (one per profile that enables a plugin).
     pub fn slots(&self) -> Vec<Arc<PluginSlot>> {
-        self.lock().slots.clone()
+        self.lock().live_slots()
     }
 
     /// Registers a factory for every plugin name, so profiles can enable
@@ -513,62 +557,95 @@ impl PluginHost {
     }
 
     /// A slot for `name` configured with `args`, serving the current file's
-    /// version if there is one.
+    /// version if there is one. Its instance is made outside the host's lock
+    /// (instantiating and `configure` run the guest, up to the load
+    /// deadline), so `/readyz`, `/metrics` and the web view do not wait.
     pub fn slot(&self, name: &str, args: String) -> Result<Arc<PluginSlot>, String> {
         let missing = self.missing_reason(name);
         let limits = self.config.limits(name);
-        let mut inner = self.lock();
-        let stats = Self::stats_for(&mut inner, name);
-        let source = inner.files.iter().find_map(|(path, f)| {
-            f.plugin
-                .as_ref()
-                .filter(|(_, m)| m.name == name)
-                .map(|(c, m)| (path.clone(), c.clone(), m.clone()))
-        });
-        let initial = match source {
-            Some((path, compiled, meta)) => {
-                match Loaded::new(
-                    compiled,
-                    &meta,
-                    file_name(&path),
-                    args.clone(),
-                    limits,
-                    self.seed,
-                    stats.clone(),
-                    self.config.metric_sources.as_ref(),
-                ) {
-                    // The scan counted this version's load; a slot (one
-                    // per profile or extender verb) only instantiates it.
-                    Ok(loaded) => Some(Arc::new(loaded)),
-                    Err(e) => {
-                        // Not loaded, not fatal: the failure policy decides
-                        // what the profile's pods get (see `not_loaded`).
-                        stats.load_errors.fetch_add(1, Ordering::Relaxed);
-                        let why = format!("{} was refused: {e}", file_name(&path));
-                        tracing::error!(plugin = name, reason = %why, policy = ?limits.failure_policy, "plugin not loaded");
-                        let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, None, stats));
-                        slot.set_missing(why);
-                        inner.slots.push(slot.clone());
-                        return Ok(slot);
+        loop {
+            let (stats, source) = {
+                let mut inner = self.lock();
+                // Counted among the enabled plugins before its first
+                // instance draws from its share.
+                self.share_budget_with(&inner, std::iter::empty(), Some(name));
+                let stats = Self::stats_for(&mut inner, name);
+                let source = inner.files.iter().find_map(|(path, f)| {
+                    f.plugin
+                        .as_ref()
+                        .filter(|(_, m)| m.name == name)
+                        .map(|(c, m)| (path.clone(), c.clone(), m.clone()))
+                });
+                (stats, source)
+            };
+            let initial = match &source {
+                Some((path, compiled, meta)) => {
+                    match Loaded::new(
+                        compiled.clone(),
+                        meta,
+                        file_name(path),
+                        args.clone(),
+                        limits,
+                        self.seed,
+                        stats.clone(),
+                        self.config.metric_sources.as_ref(),
+                    ) {
+                        // The scan counted this version's load; a slot (one
+                        // per profile or extender verb) only instantiates it.
+                        Ok(loaded) => Ok(Some(Arc::new(loaded))),
+                        Err(e) => Err(format!("{} was refused: {e}", file_name(path))),
                     }
                 }
+                // Before the first scan every plugin is missing: not worth a
+                // warning (the scan's end says which are still missing).
+                None if !self.scanned() => Ok(None),
+                None => {
+                    tracing::warn!(
+                        plugin = name,
+                        policy = ?limits.failure_policy,
+                        "no file provides this plugin yet; until one does, failurePolicy fail makes every pod of the profile unschedulable, ignore skips the plugin"
+                    );
+                    Ok(None)
+                }
+            };
+            let mut inner = self.lock();
+            // A scan that replaced the file meanwhile swapped its version
+            // into the slots it saw, not this one: start again.
+            let now = inner.files.iter().find_map(|(_, f)| {
+                f.plugin
+                    .as_ref()
+                    .filter(|(_, m)| m.name == name)
+                    .map(|(c, _)| c.clone())
+            });
+            let same = match (&source, &now) {
+                (Some((_, a, _)), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
+                continue;
             }
-            // Before the first scan every plugin is missing: not worth a
-            // warning (the scan's end says which are still missing).
-            None if !self.scanned() => None,
-            None => {
-                tracing::warn!(
-                    plugin = name,
-                    policy = ?limits.failure_policy,
-                    "no file provides this plugin yet; until one does, failurePolicy fail makes every pod of the profile unschedulable, ignore skips the plugin"
-                );
-                None
-            }
-        };
-        let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, initial, stats));
-        slot.set_missing(missing);
-        inner.slots.push(slot.clone());
-        Ok(slot)
+            let slot = match initial {
+                Ok(initial) => {
+                    let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, initial, stats));
+                    slot.set_missing(missing);
+                    slot
+                }
+                Err(why) => {
+                    // Not loaded, not fatal: the failure policy decides
+                    // what the profile's pods get (see `not_loaded`).
+                    stats.load_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(plugin = name, reason = %why, policy = ?limits.failure_policy, "plugin not loaded");
+                    let slot = Arc::new(PluginSlot::new(name.to_owned(), args, limits, None, stats));
+                    slot.set_missing(why);
+                    slot
+                }
+            };
+            inner.slots.retain(|w| w.strong_count() > 0);
+            inner.slots.push(Arc::downgrade(&slot));
+            self.share_budget(&inner, std::iter::empty());
+            return Ok(slot);
+        }
     }
 
     /// Why no version of `name` is loaded, in the words of the directory.
@@ -606,6 +683,10 @@ impl PluginHost {
         tier: Tier,
     ) -> Result<(Arc<Compiled>, PluginMetadata), LoadError> {
         let limit = self.config.compile_timeout();
+        // The first scan's compiles are what the scheduler waits for to
+        // start; a later scan's (a hot reload) and a shadow directory's run
+        // behind the scheduling threads, at nice 10.
+        let background = self.low_priority.load(Ordering::Relaxed) || self.first_scan_done.load(Ordering::Acquire);
         let (tx, rx) = std::sync::mpsc::channel();
         let engine = self.engine.clone();
         let limits = self.config.default_limits();
@@ -615,10 +696,10 @@ impl PluginHost {
         let spawned = std::thread::Builder::new()
             .name(format!("wasm-compile-{file}"))
             .spawn(move || {
-                let outcome = match engine.compile(&bytes, limit, tier, false) {
+                let outcome = match engine.compile(&bytes, limit, tier, background) {
                     Err(LoadError::Invalid(why)) if tier == Tier::Baseline => {
                         tracing::info!(%file, reason = %why, "the baseline compiler cannot compile it; compiling with Cranelift");
-                        engine.compile(&bytes, limit, Tier::Optimized, false)
+                        engine.compile(&bytes, limit, Tier::Optimized, background)
                     }
                     other => other,
                 };
@@ -640,43 +721,70 @@ impl PluginHost {
         let attempts = if tier == Tier::Baseline { 2 } else { 1 };
         match rx.recv_timeout(limit * attempts + slack) {
             Ok(outcome) => outcome,
-            Err(_) => Err(LoadError::Refused(format!(
-                "compiling it took longer than wasmPlugins.compileTimeoutSeconds ({}s)",
-                limit.as_secs()
-            ))),
+            Err(_) => Err(LoadError::Refused(format!("{COMPILE_TOO_LONG} ({}s)", limit.as_secs()))),
         }
     }
 
-    /// Compiles the file `path` (content `sha`) with Cranelift in the
-    /// background, at a lower priority, and swaps the optimised code into
-    /// every slot its baseline version serves, unless the file changed
-    /// meanwhile. A failure leaves the baseline version serving.
-    fn optimize_later(self: &Arc<Self>, path: PathBuf, sha: String, bytes: Arc<Vec<u8>>) {
+    /// Queues the file `path` (content `sha`) for Cranelift's code, compiled
+    /// in the background, one file at a time, at a lower priority (the
+    /// thread and its compiler process run at nice 10), and swapped into
+    /// every slot its baseline version serves unless the file changed
+    /// meanwhile. A failure leaves the baseline version serving. The file is
+    /// read again when its turn comes: a scan holds no file's bytes.
+    fn optimize_later(self: &Arc<Self>, path: PathBuf, sha: String) {
+        let mut q = self.optimizing.lock().unwrap_or_else(|p| p.into_inner());
+        q.0.insert(path, sha);
+        if q.1 {
+            return;
+        }
+        q.1 = true;
+        drop(q);
         let host = Arc::downgrade(self);
-        let engine = self.engine.clone();
-        let limit = self.config.compile_timeout();
-        let compiling = self.compiling.clone();
-        let file = file_name(&path);
-        compiling.fetch_add(1, Ordering::Relaxed);
-        let spawned = std::thread::Builder::new()
-            .name(format!("wasm-optimize-{file}"))
-            .spawn(move || {
-                let started = std::time::Instant::now();
-                let outcome = engine.compile(&bytes, limit, Tier::Optimized, true);
-                compiling.fetch_sub(1, Ordering::Relaxed);
+        let spawned = std::thread::Builder::new().name("wasm-optimize".into()).spawn(move || {
+            let _ = crate::engine::lower_priority();
+            loop {
                 let Some(host) = host.upgrade() else { return };
-                match outcome {
-                    Ok(c) => host.install_optimized(&path, &sha, Arc::new(c), started.elapsed()),
-                    Err(e) => tracing::warn!(
-                        file = %file_name(&path),
-                        error = %e,
-                        "cannot compile the optimised code; the baseline code keeps serving"
-                    ),
-                }
-            });
+                let next = {
+                    let mut q = host.optimizing.lock().unwrap_or_else(|p| p.into_inner());
+                    let next = q.0.pop_first();
+                    if next.is_none() {
+                        q.1 = false;
+                    }
+                    next
+                };
+                let Some((path, sha)) = next else { return };
+                host.optimize(&path, &sha);
+            }
+        });
         if let Err(e) = spawned {
-            self.compiling.fetch_sub(1, Ordering::Relaxed);
-            tracing::warn!(%file, error = %e, "cannot start the optimising compile; the baseline code keeps serving");
+            self.optimizing.lock().unwrap_or_else(|p| p.into_inner()).1 = false;
+            tracing::warn!(error = %e, "cannot start the optimising compiles; the baseline code keeps serving");
+        }
+    }
+
+    /// Compiles `path` with Cranelift if it still holds `sha`, and installs
+    /// the code.
+    fn optimize(&self, path: &Path, sha: &str) {
+        let Some(dir) = &self.config.directory else { return };
+        let bytes = match read_in(dir, path, self.max_file_bytes()) {
+            Ok(b) if crate::sha256_hex(&b) == sha => b,
+            // Changed or gone: the scan that saw it deals with it.
+            _ => return,
+        };
+        self.compiling.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let outcome = self
+            .engine
+            .compile(&bytes, self.config.compile_timeout(), Tier::Optimized, true);
+        drop(bytes);
+        self.compiling.fetch_sub(1, Ordering::Relaxed);
+        match outcome {
+            Ok(c) => self.install_optimized(path, sha, Arc::new(c), started.elapsed()),
+            Err(e) => tracing::warn!(
+                file = %file_name(path),
+                error = %e,
+                "cannot compile the optimised code; the baseline code keeps serving"
+            ),
         }
     }
 
@@ -696,12 +804,19 @@ impl PluginHost {
         };
         let stats = Self::stats_for(&mut inner, &meta.name);
         let slots: Vec<Arc<PluginSlot>> = inner
-            .slots
-            .iter()
+            .live_slots()
+            .into_iter()
             .filter(|s| s.current().is_some_and(|l| Arc::ptr_eq(l.compiled(), &baseline)))
-            .cloned()
             .collect();
-        let versions = match self.versions_for(&slots, &compiled, &meta, path, &stats) {
+        // Instantiating runs the guest: not under the host's lock.
+        drop(inner);
+        let versions = self.versions_for(&slots, &compiled, &meta, path, &stats);
+        let mut inner = self.lock();
+        // The file changed meanwhile: its scan deals with it.
+        if inner.files.get(path).is_none_or(|f| f.sha256 != sha) {
+            return;
+        }
+        let versions = match versions {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(file = %file_name(path), plugin = %meta.name, error = %e, "the optimised code does not load; the baseline code keeps serving");
@@ -818,6 +933,7 @@ impl PluginHost {
         // Each file's digest, one file in memory at a time: a directory of
         // gzip bombs is never decompressed all at once.
         let mut present: BTreeMap<PathBuf, Result<String, LoadError>> = BTreeMap::new();
+        let mut files = Vec::new();
         match std::fs::read_dir(dir) {
             Ok(entries) => {
                 for e in entries.flatten() {
@@ -829,13 +945,46 @@ impl PluginHost {
                     if std::fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
                         continue;
                     }
-                    present.insert(path.clone(), self.digest(dir, &path));
+                    files.push(path);
                 }
             }
             Err(e) => {
                 tracing::error!(directory = %dir.display(), error = %e, "cannot read the plugin directory");
                 return report;
             }
+        }
+        // In name order, up to the directory's limits: what passes them is
+        // refused, named, and not read.
+        files.sort();
+        let count = files.len();
+        let max_bytes = MAX_DIRECTORY_FILES_OF_MAX_SIZE * self.max_file_bytes();
+        let mut total: u64 = 0;
+        for (i, path) in files.into_iter().enumerate() {
+            if i >= MAX_DIRECTORY_FILES {
+                present.insert(
+                    path,
+                    Err(LoadError::Refused(format!(
+                        "the directory holds {count} plugin files, more than the host reads ({MAX_DIRECTORY_FILES}); files are read in name order"
+                    ))),
+                );
+                continue;
+            }
+            if total >= max_bytes {
+                present.insert(
+                    path,
+                    Err(LoadError::Refused(format!(
+                        "the files before it in name order already hold {} MiB, as much as the host reads from a directory ({} MiB: {MAX_DIRECTORY_FILES_OF_MAX_SIZE} times wasmPlugins.maxFileMib)",
+                        total >> 20,
+                        max_bytes >> 20
+                    ))),
+                );
+                continue;
+            }
+            let digest = self.digest(dir, &path).map(|(sha, len)| {
+                total += len;
+                sha
+            });
+            present.insert(path, digest);
         }
         // Removals first: a renamed file (or ConfigMap key) must not clash
         // with its own old entry.
@@ -853,7 +1002,7 @@ impl PluginHost {
                     continue;
                 };
                 let Some((_, meta)) = entry.plugin else { continue };
-                for slot in inner.slots.iter().filter(|s| s.name() == meta.name) {
+                for slot in inner.live_slots().iter().filter(|s| s.name() == meta.name) {
                     slot.swap(None);
                     slot.set_missing(format!("its file {} was removed", file_name(path)));
                 }
@@ -864,11 +1013,18 @@ impl PluginHost {
         }
         // Changed or new files: compile outside the lock. A refused file is
         // tried again when anything in the directory changed.
+        // Per file: its digest, and whether it was refused for a reason a
+        // change elsewhere may lift (a name clash may be gone; a file that
+        // took too long to compile takes as long again: only its own change
+        // retries it).
         let known: BTreeMap<PathBuf, (String, bool)> = self
             .lock()
             .files
             .iter()
-            .map(|(p, f)| (p.clone(), (f.sha256.clone(), f.rejected.is_some())))
+            .map(|(p, f)| {
+                let retry = f.rejected.as_ref().is_some_and(|why| !why.contains(COMPILE_TOO_LONG));
+                (p.clone(), (f.sha256.clone(), retry))
+            })
             .collect();
         self.seen
             .lock()
@@ -881,6 +1037,14 @@ impl PluginHost {
         let dir_changed =
             !removed_files.is_empty() || hashes.iter().any(|(p, sha)| known.get(p).is_none_or(|(k, _)| k != sha));
         let mut changed = Vec::new();
+        // A new version of a file already served is compiled before new
+        // files; once the scan has compiled for twice the compile time
+        // limit, the files left wait for the next scan (a directory of slow
+        // files does not hold back the fix of another plugin for hours).
+        let mut present: Vec<(PathBuf, Result<String, LoadError>)> = present.into_iter().collect();
+        present.sort_by_key(|(p, _)| !known.contains_key(p));
+        let budget = self.config.compile_timeout() * 2;
+        let started = std::time::Instant::now();
         for (path, sha) in present {
             let unreadable = |this: &Self, report: &mut ScanReport, path: PathBuf, e: LoadError| {
                 if known.get(&path).is_none_or(|(_, rejected)| !rejected) {
@@ -901,6 +1065,10 @@ impl PluginHost {
             {
                 continue;
             }
+            if started.elapsed() > budget {
+                report.deferred.push(file_name(&path));
+                continue;
+            }
             // Read again to compile (it may have changed since it was
             // hashed: its digest is the one compiled).
             let bytes = match read_in(dir, &path, self.max_file_bytes()) {
@@ -912,12 +1080,10 @@ impl PluginHost {
             };
             let sha = crate::sha256_hex(&bytes);
             let tier = self.first_tier(&bytes, &sha);
-            let bytes = Arc::new(bytes);
-            let outcome = self.compile_within(&path, bytes.clone(), tier);
-            // Only code served on baseline keeps its bytes, for Cranelift
-            // to compile later.
-            let keep = (tier == Tier::Baseline).then_some(bytes);
-            changed.push((path, sha, keep, outcome));
+            let outcome = self.compile_within(&path, Arc::new(bytes), tier);
+            // No file's bytes outlive its compile: Cranelift's later
+            // compile of code served on baseline reads the file again.
+            changed.push((path, sha, tier, outcome));
         }
         let mut inner = self.lock();
         // The budget is shared among the plugins about to serve before any
@@ -927,7 +1093,7 @@ impl PluginHost {
             .filter_map(|(_, _, _, o)| o.as_ref().ok().map(|(_, m)| m.name.clone()));
         self.share_budget(&inner, coming);
         let mut to_optimize = Vec::new();
-        for (path, sha, bytes, outcome) in changed {
+        for (path, sha, tier, outcome) in changed {
             match outcome {
                 Err(e) => {
                     self.reject(&mut report, &path, &e.to_string());
@@ -958,8 +1124,11 @@ impl PluginHost {
                         );
                         continue;
                     }
-                    let mut slots: Vec<Arc<PluginSlot>> =
-                        inner.slots.iter().filter(|s| s.name() == meta.name).cloned().collect();
+                    let mut slots: Vec<Arc<PluginSlot>> = inner
+                        .live_slots()
+                        .into_iter()
+                        .filter(|s| s.name() == meta.name)
+                        .collect();
                     let stats = Self::stats_for(&mut inner, &meta.name);
                     // Instantiating runs the guest (up to its load
                     // deadline): not under the lock `/readyz`, `/metrics`
@@ -969,10 +1138,9 @@ impl PluginHost {
                     inner = self.lock();
                     // A slot made meanwhile gets the new version too.
                     let late: Vec<Arc<PluginSlot>> = inner
-                        .slots
-                        .iter()
+                        .live_slots()
+                        .into_iter()
                         .filter(|s| s.name() == meta.name && !slots.iter().any(|o| Arc::ptr_eq(o, s)))
-                        .cloned()
                         .collect();
                     if !late.is_empty()
                         && let Ok(v) = &mut versions
@@ -1008,10 +1176,10 @@ impl PluginHost {
                         .loaded
                         .push((file_name(&path), meta.name.clone(), meta.version.clone()));
                     if compiled.tier == Tier::Baseline
+                        && tier == Tier::Baseline
                         && self.tiering() == Tiering::BaselineFirst
-                        && let Some(bytes) = bytes
                     {
-                        to_optimize.push((path.clone(), sha.clone(), bytes));
+                        to_optimize.push((path.clone(), sha.clone()));
                     }
                     inner.files.insert(
                         path,
@@ -1026,21 +1194,40 @@ impl PluginHost {
         }
         self.share_budget(&inner, std::iter::empty());
         drop(inner);
-        for (path, sha, bytes) in to_optimize {
-            self.optimize_later(path, sha, bytes);
+        for (path, sha) in to_optimize {
+            self.optimize_later(path, sha);
         }
         report
     }
 
-    /// Divides the memory budget among the plugins loaded and `coming`.
+    /// Divides the memory budget among the plugins profiles enable (those
+    /// with a slot, or expected by [`PluginHost::expect`]): a file no
+    /// profile enables makes no instance and takes no share, so unused
+    /// files cannot shrink the serving plugins' shares. With none enabled
+    /// yet, among the plugins loaded and `coming`.
     fn share_budget(&self, inner: &Inner, coming: impl Iterator<Item = String>) {
-        let mut names: std::collections::BTreeSet<String> = inner
-            .files
-            .values()
-            .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
-            .collect();
-        names.extend(coming);
-        self.budget().set_plugins_of(self.id, names.len());
+        self.share_budget_with(inner, coming, None);
+    }
+
+    /// [`PluginHost::share_budget`], counting `slot_for` as enabled too (a
+    /// slot about to be made).
+    fn share_budget_with(&self, inner: &Inner, coming: impl Iterator<Item = String>, slot_for: Option<&str>) {
+        let mut enabled: std::collections::BTreeSet<String> =
+            inner.live_slots().iter().map(|s| s.name().to_owned()).collect();
+        enabled.extend(slot_for.map(str::to_owned));
+        enabled.extend(self.expected.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned());
+        let n = if enabled.is_empty() {
+            let mut names: std::collections::BTreeSet<String> = inner
+                .files
+                .values()
+                .filter_map(|f| f.plugin.as_ref().map(|(_, m)| m.name.clone()))
+                .collect();
+            names.extend(coming);
+            names.len()
+        } else {
+            enabled.len()
+        };
+        self.budget().set_plugins_of(self.id, n);
     }
 
     /// Records that the content `sha` of `path` was refused, keeping the
@@ -1048,22 +1235,23 @@ impl PluginHost {
     /// there was one.
     /// The digest of a file of the directory: read (and dropped) unless its
     /// metadata is what it was when last read.
-    fn digest(&self, dir: &Path, path: &Path) -> Result<String, LoadError> {
+    fn digest(&self, dir: &Path, path: &Path) -> Result<(String, u64), LoadError> {
         let stamp = FileStamp::of(path);
         if let Some(stamp) = &stamp
-            && let Some((seen, sha)) = self.seen.lock().unwrap_or_else(|p| p.into_inner()).get(path)
+            && let Some((seen, sha, len)) = self.seen.lock().unwrap_or_else(|p| p.into_inner()).get(path)
             && seen == stamp
         {
-            return Ok(sha.clone());
+            return Ok((sha.clone(), *len));
         }
-        let sha = crate::sha256_hex(&read_in(dir, path, self.max_file_bytes())?);
+        let bytes = read_in(dir, path, self.max_file_bytes())?;
+        let (sha, len) = (crate::sha256_hex(&bytes), bytes.len() as u64);
         if let Some(stamp) = stamp {
             self.seen
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(path.to_owned(), (stamp, sha.clone()));
+                .insert(path.to_owned(), (stamp, sha.clone(), len));
         }
-        Ok(sha)
+        Ok((sha, len))
     }
 
     fn refused(inner: &mut Inner, path: PathBuf, sha: String, why: String) -> bool {
@@ -1137,7 +1325,13 @@ impl PluginHost {
                     // Debounce: wait until no event for `debounce`.
                     while rx.recv_timeout(debounce).is_ok() {}
                     let Some(host) = host.upgrade() else { return };
-                    host.scan();
+                    // Files deferred for time are taken by the next scan,
+                    // at once.
+                    while !host.scan().deferred.is_empty() {
+                        if stop_rx.try_recv().is_ok() {
+                            return;
+                        }
+                    }
                 }
             })
             .map_err(|e| format!("cannot start the watch thread: {e}"))?;
@@ -1232,21 +1426,72 @@ fn read(path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
 fn read_in(dir: &Path, path: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
     let io = |e: std::io::Error| LoadError::Io(e.to_string());
     let link = std::fs::symlink_metadata(path).map_err(io)?;
-    // The file opened is the link's target (checked to be inside), opened
-    // without following links: a name swapped for a link out between the
-    // check and the open is refused, not followed.
-    let mut target = path.to_owned();
-    if link.file_type().is_symlink() {
-        target = std::fs::canonicalize(path).map_err(io)?;
-        let root = std::fs::canonicalize(dir).map_err(io)?;
+    let root = std::fs::canonicalize(dir).map_err(io)?;
+    // The file opened is the link's target (checked to be inside), reached
+    // from the directory one component at a time without following links:
+    // a name, or a directory on the way (a ConfigMap's `..data`), swapped
+    // for a link out between the check and the open is refused, not
+    // followed.
+    let target = if link.file_type().is_symlink() {
+        let target = std::fs::canonicalize(path).map_err(io)?;
         if !target.starts_with(&root) {
             return Err(LoadError::Refused(format!(
                 "it is a link to {}, outside the plugin directory",
                 target.display()
             )));
         }
+        target
+    } else {
+        root.join(path.file_name().unwrap_or_default())
+    };
+    let rel = target
+        .strip_prefix(&root)
+        .map_err(|_| LoadError::Refused(format!("{} is not inside the plugin directory", target.display())))?;
+    read_opened(path, open_beneath(&root, rel), max)
+}
+
+/// Opens `rel` (plain components) beneath the directory `root`, one
+/// component at a time, following no link on the way: each is opened
+/// inside the directory opened before it (through `/proc/self/fd`, so the
+/// directory is the one already open whatever its name leads to now).
+#[cfg(target_os = "linux")]
+pub(crate) fn open_beneath(root: &Path, rel: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    use std::os::unix::io::AsRawFd as _;
+    let mut dir = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(root)
+        .map_err(OpenError::Io)?;
+    let parts: Vec<&std::ffi::OsStr> = rel
+        .components()
+        .map(|c| match c {
+            std::path::Component::Normal(n) => Ok(n),
+            _ => Err(OpenError::Io(std::io::Error::other("not a plain relative path"))),
+        })
+        .collect::<Result<_, _>>()?;
+    let Some((last, on_the_way)) = parts.split_last() else {
+        return Err(OpenError::NotRegular);
+    };
+    let inside = |dir: &std::fs::File, name: &std::ffi::OsStr| {
+        Path::new("/proc/self/fd").join(dir.as_raw_fd().to_string()).join(name)
+    };
+    for name in on_the_way {
+        dir = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+            .open(inside(&dir, name))
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP | libc::ENOTDIR) => OpenError::Link,
+                _ => OpenError::Io(e),
+            })?;
     }
-    read_regular(path, &target, max)
+    open_regular(&inside(&dir, last))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_beneath(root: &Path, rel: &Path) -> Result<(std::fs::File, std::fs::Metadata), OpenError> {
+    open_regular(&root.join(rel))
 }
 
 /// Why a file could not be opened as a regular file ([`open_regular`]).
@@ -1287,8 +1532,18 @@ pub(crate) fn open_regular(target: &Path) -> Result<(std::fs::File, std::fs::Met
 /// Reads the regular file `target` (`path` names it: a `.wasm.gz` name is
 /// decompressed).
 fn read_regular(path: &Path, target: &Path, max: u64) -> Result<Vec<u8>, LoadError> {
+    read_opened(path, open_regular(target), max)
+}
+
+/// Reads the regular file `opened` (`path` names it: a `.wasm.gz` name is
+/// decompressed).
+fn read_opened(
+    path: &Path,
+    opened: Result<(std::fs::File, std::fs::Metadata), OpenError>,
+    max: u64,
+) -> Result<Vec<u8>, LoadError> {
     use std::io::Read as _;
-    let (file, meta) = open_regular(target).map_err(|e| match e {
+    let (file, meta) = opened.map_err(|e| match e {
         OpenError::Io(e) => LoadError::Io(e.to_string()),
         refused => LoadError::Refused(refused.to_string()),
     })?;
@@ -1366,5 +1621,34 @@ mod tests {
             let e = read(v.clone()).unwrap_err();
             assert!(e.starts_with(field), "{v}: {e}");
         }
+    }
+
+    fn scratch(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("wasmsched-dir-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A directory on the way to a plugin file that is (or became) a link
+    /// is not followed, even to a file inside: a swapped `..data` ends the
+    /// open instead of leading elsewhere.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_link_on_the_way_to_a_file_is_not_followed() {
+        let d = scratch("beneath");
+        std::fs::create_dir_all(d.join("v1")).unwrap();
+        std::fs::write(d.join("v1/a.wasm"), b"x").unwrap();
+        std::os::unix::fs::symlink(d.join("v1"), d.join("data")).unwrap();
+        assert!(open_beneath(&d, Path::new("v1/a.wasm")).is_ok());
+        assert!(matches!(
+            open_beneath(&d, Path::new("data/a.wasm")),
+            Err(OpenError::Link)
+        ));
+        std::os::unix::fs::symlink(d.join("v1/a.wasm"), d.join("b.wasm")).unwrap();
+        assert!(matches!(open_beneath(&d, Path::new("b.wasm")), Err(OpenError::Link)));
+        // Through its link name the file is read (ConfigMap volumes): the
+        // link resolved once, inside, then opened link by link.
+        assert_eq!(read_in(&d, &d.join("b.wasm"), 1 << 20).unwrap(), b"x");
     }
 }

@@ -634,17 +634,33 @@ fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, LoadError> {
     {
         use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
         let private = |d: &Path| -> Result<bool, LoadError> {
-            if !d.exists() {
+            if std::fs::symlink_metadata(d).is_err() {
                 std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
                     .create(d)
                     .map_err(|e| err(d, e))?;
             }
-            let m = std::fs::metadata(d).map_err(|e| err(d, e))?;
+            // The directory itself, not what a link there leads to: a
+            // `private` planted as a link to another of this user's
+            // directories would have native code written there.
+            let m = std::fs::symlink_metadata(d).map_err(|e| err(d, e))?;
+            if !m.is_dir() {
+                return Ok(false);
+            }
             let mine = own_uid().is_none_or(|uid| m.uid() == uid);
             Ok(m.permissions().mode() & 0o022 == 0 && mine)
         };
+        // The configured path is resolved once, here (the operator's
+        // choice); every later open refuses a link in its place.
+        if std::fs::symlink_metadata(dir).is_err() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| err(dir, e))?;
+        }
+        let dir = &std::fs::canonicalize(dir).map_err(|e| err(dir, e))?;
         if private(dir)? {
             return Ok(dir.to_owned());
         }
@@ -684,6 +700,69 @@ fn digest_path(path: &Path) -> PathBuf {
     path.with_extension("cwasm.sha256")
 }
 
+/// The compiled cache's directory, opened without following a link and
+/// checked to be this user's and writable by no one else: reads, writes
+/// and removals go through it, never through its name again.
+struct CacheDir {
+    #[cfg(target_os = "linux")]
+    file: std::fs::File,
+    #[cfg(not(target_os = "linux"))]
+    path: PathBuf,
+}
+
+impl CacheDir {
+    /// The directory holding `path`.
+    fn open(path: &Path) -> std::io::Result<Self> {
+        let refuse = |why: &str| std::io::Error::other(format!("the cache directory {why}"));
+        let dir = path.parent().ok_or_else(|| refuse("has no parent"))?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
+                .open(dir)?;
+            let m = file.metadata()?;
+            if m.mode() & 0o022 != 0 || own_uid().is_some_and(|uid| m.uid() != uid) {
+                return Err(refuse("is no longer private to this user"));
+            }
+            Ok(Self { file })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Ok(Self { path: dir.to_owned() })
+        }
+    }
+
+    /// `name` inside the open directory.
+    fn inside(&self, name: &std::ffi::OsStr) -> PathBuf {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::io::AsRawFd as _;
+            Path::new("/proc/self/fd")
+                .join(self.file.as_raw_fd().to_string())
+                .join(name)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.path.join(name)
+        }
+    }
+}
+
+/// Creates `path` for writing, readable by this user only, failing if
+/// anything (a link) is already there.
+fn new_private_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        o.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    o.open(path)
+}
+
 /// Reads an artifact and its digest through the directory as it is now:
 /// the directory is opened without following a link and checked to be
 /// this user's and writable by no one else, and both files are opened
@@ -694,23 +773,14 @@ fn read_cached(path: &Path) -> std::io::Result<(Vec<u8>, String)> {
     {
         use crate::dir::{OpenError, open_regular};
         use std::io::Read as _;
-        use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
-        use std::os::unix::io::AsRawFd as _;
         let refuse = |why: &str| std::io::Error::other(format!("the cache directory {why}"));
-        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        let Some(name) = path.file_name() else {
             return Err(refuse("has no parent"));
         };
-        let d = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(dir)?;
-        let m = d.metadata()?;
-        if m.mode() & 0o022 != 0 || own_uid().is_some_and(|uid| m.uid() != uid) {
-            return Err(refuse("is no longer private to this user"));
-        }
+        let d = CacheDir::open(path)?;
         // The open directory itself, whatever its name now leads to.
         let inside = |n: &std::ffi::OsStr| -> std::io::Result<Vec<u8>> {
-            let p = Path::new("/proc/self/fd").join(d.as_raw_fd().to_string()).join(n);
+            let p = d.inside(n);
             let (mut f, _) = open_regular(&p).map_err(|e| match e {
                 OpenError::Io(e) => e,
                 OpenError::NotRegular => refuse("holds something that is not a file"),
@@ -764,12 +834,16 @@ fn store_cached(c: &Component, path: &Path) {
                 .unwrap_or_default()
                 .as_nanos()
         );
+        // Inside the directory as opened now (a link in its place refused),
+        // never through its name again.
+        let d = CacheDir::open(path).map_err(|e| e.to_string())?;
         let write = |target: &Path, data: &[u8]| -> std::io::Result<()> {
-            let tmp = target.with_extension(&unique);
-            let mut f = std::fs::File::create(&tmp)?;
+            let name = target.file_name().unwrap_or_default();
+            let tmp = d.inside(Path::new(name).with_extension(&unique).as_os_str());
+            let mut f = new_private_file(&tmp)?;
             f.write_all(data)?;
             f.sync_all()?;
-            std::fs::rename(&tmp, target)
+            std::fs::rename(&tmp, d.inside(name))
         };
         write(&digest_path(path), digest.as_bytes())
             .and_then(|()| write(path, &bytes))
@@ -782,6 +856,9 @@ fn store_cached(c: &Component, path: &Path) {
 
 /// Removes the least recently used artifacts past `cap` bytes.
 fn prune_cache(dir: &Path, cap: u64) {
+    // Listed and removed inside the directory as opened now.
+    let Ok(d) = CacheDir::open(&dir.join("x")) else { return };
+    let dir = &d.inside(std::ffi::OsStr::new(""));
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
         .flatten()

@@ -764,20 +764,12 @@ impl PodView<'_> {
             .map(|(_, c)| *c)
             .fold(0u32, u32::saturating_add)
     }
-
-    /// Selected pods per domain of `key`, over every node of the snapshot.
-    fn per_domain(&self, key: &str) -> wasmsched_core::cache::DomainCounts {
-        let mut counts = wasmsched_core::cache::DomainCounts::new(self.snapshot, key);
-        for (id, shape) in self.snapshot.shapes() {
-            if self.selected[id as usize] {
-                for (pos, c) in self.snapshot.positions(shape) {
-                    counts.add(pos, c);
-                }
-            }
-        }
-        counts
-    }
 }
+
+/// Shapes a pod view goes through between two reads of the call's
+/// deadline (a selector of 64 requirements over 256 shapes is well under
+/// a millisecond).
+const SHAPES_PER_CHECK: usize = 256;
 
 /// A count as the contract's `u32`.
 fn saturate(c: i64) -> u32 {
@@ -1253,7 +1245,27 @@ mod serve_v0_2 {
             selector: &PodSelector,
         ) -> wasmtime::Result<Result<wasmsched_core::cache::DomainCounts, String>> {
             self::key("a topology key", key)?;
-            Ok(self.pod_view(selector)?.map(|view| view.per_domain(key)))
+            let view = match self.pod_view(selector)? {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            // A key no built-in plugin uses gets a table for this call only
+            // (the snapshot's cache would keep one per key a plugin names),
+            // made within the call's deadline like the rest of the view.
+            self.check_now()?;
+            let mut counts = wasmsched_core::cache::DomainCounts::of(view.snapshot.domains_uncached(key));
+            self.check_now()?;
+            for (i, (id, shape)) in view.snapshot.shapes().enumerate() {
+                if i % SHAPES_PER_CHECK == SHAPES_PER_CHECK - 1 {
+                    self.check_now()?;
+                }
+                if view.selected[id as usize] {
+                    for (pos, c) in view.snapshot.positions(shape) {
+                        counts.add(pos, c);
+                    }
+                }
+            }
+            Ok(Ok(counts))
         }
 
         /// The shapes `selector` selects, or why it is invalid. The call's
@@ -1277,7 +1289,12 @@ mod serve_v0_2 {
                 Some(selector.namespaces.iter().map(String::as_str).collect())
             };
             let mut selected = vec![false; snapshot.shape_ids()];
-            for (id, shape) in snapshot.shapes() {
+            for (i, (id, shape)) in snapshot.shapes().enumerate() {
+                // StatefulSet and indexed Job pods each form a shape: the
+                // matching is bounded by the deadline, not by one check.
+                if i % SHAPES_PER_CHECK == SHAPES_PER_CHECK - 1 {
+                    self.check_now()?;
+                }
                 let rep = &shape.rep;
                 selected[id as usize] = !rep.deleting
                     && namespaces

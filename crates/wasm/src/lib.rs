@@ -39,8 +39,8 @@ pub use host::exports::wasmsched::plugin::plugin::{
 };
 pub use host::unix_ms;
 pub use plugin::{
-    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, PluginSlot, PluginStats, off_the_record,
-    warm_instances,
+    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, MAX_NAME_BYTES, MAX_SOURCE_NAME_BYTES,
+    MAX_VERSION_BYTES, PluginSlot, PluginStats, off_the_record, warm_instances,
 };
 
 /// Why a plugin file was rejected.

@@ -147,6 +147,34 @@ pub enum CallError {
     },
 }
 
+/// A Filter call's rejections, checked against its own batch before they
+/// are shifted to the whole list (where a wrong index could name another
+/// call's node): at most one per node, each index in the batch and named
+/// once. Checked before anything is made of them, so a flood costs the host
+/// one pass over what the guest returned.
+fn check_rejections(rs: Vec<guest::Rejection>, batch: usize) -> Result<Vec<guest::Rejection>, String> {
+    if rs.len() > batch {
+        return Err(format!(
+            "filter returned {} rejections for a batch of {batch} nodes (at most one per node)",
+            rs.len()
+        ));
+    }
+    let mut seen = vec![false; batch];
+    for r in &rs {
+        let i = r.index as usize;
+        match seen.get_mut(i) {
+            None => {
+                return Err(format!(
+                    "filter returned a rejection for node index {i} of a batch of {batch}"
+                ));
+            }
+            Some(true) => return Err(format!("filter rejected node index {i} twice")),
+            Some(s) => *s = true,
+        }
+    }
+    Ok(rs)
+}
+
 /// A verdict's reason as it may reach a pod's condition ([`crate::text`]).
 fn truncate_reason(r: String) -> String {
     guest_text(&r, MAX_REASON_BYTES)
@@ -161,8 +189,11 @@ fn plugin_error(m: String) -> CallError {
 /// of one batch, so a large cluster does not turn into one long call.
 pub const MAX_BATCH: usize = 512;
 
-/// Most metric sources a plugin's declaration is read for.
+/// Most metric sources a plugin may declare (more refuses the version).
 pub const MAX_METRIC_SOURCES: usize = 64;
+
+/// Longest name of a metric source a plugin may declare.
+pub const MAX_SOURCE_NAME_BYTES: usize = 256;
 
 struct Instance {
     store: Store<HostState>,
@@ -308,6 +339,42 @@ fn cluster_event(e: &guest::ClusterEvent) -> ClusterEvent {
     ClusterEvent { resource, action }
 }
 
+/// Longest plugin name: one a profile's configuration can name.
+pub const MAX_NAME_BYTES: usize = 63;
+
+/// Longest plugin version.
+pub const MAX_VERSION_BYTES: usize = 64;
+
+/// A plugin's name and version reach logs, metrics, the web view and what
+/// `plugin check` and `plugin diff` print: a name is what a profile can
+/// name (letters, digits, `-`, `_`, `.`), a version what a release is
+/// called (also `+`); anything else refuses the component, shown escaped
+/// and cut.
+fn check_metadata(meta: &guest::PluginMetadata) -> Result<(), LoadError> {
+    let ok = |s: &str, max: usize, extra: &[u8]| {
+        !s.is_empty()
+            && s.len() <= max
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') || extra.contains(&b))
+    };
+    if !ok(&meta.name, MAX_NAME_BYTES, &[]) {
+        return Err(LoadError::Invalid(format!(
+            "metadata().name \"{}\" ({} bytes) is not a plugin name: 1 to {MAX_NAME_BYTES} letters, digits, '-', '_' or '.'",
+            guest_text(&meta.name, 64),
+            meta.name.len()
+        )));
+    }
+    if !ok(&meta.version, MAX_VERSION_BYTES, b"+") {
+        return Err(LoadError::Invalid(format!(
+            "plugin {}: metadata().version \"{}\" ({} bytes) is not a version: 1 to {MAX_VERSION_BYTES} letters, digits, '.', '-', '_' or '+'",
+            meta.name,
+            guest_text(&meta.version, 64),
+            meta.version.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The metadata a component reports, read without configuring it.
 pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::PluginMetadata, LoadError> {
     let within = limits.load_deadline();
@@ -318,6 +385,7 @@ pub(crate) fn probe(compiled: &Compiled, limits: &Limits) -> Result<guest::Plugi
         .bindings
         .metadata(&mut inst.store)
         .map_err(|e| LoadError::Instantiate(classify(e, limits, within).to_string()))?;
+    check_metadata(&meta)?;
     // A plugin that implements nothing would run as a silent no-op (a
     // misspelt method in an SDK that finds points by name does that).
     if meta.points == guest::Points::empty() {
@@ -458,17 +526,30 @@ impl Loaded {
         })?;
         // What it reads, checked against what is configured (0.4 on).
         set_deadline(&mut inst.store, loaded.limits.timeout);
-        loaded.metric_sources = inst
+        let declared = inst
             .bindings
             .metric_sources(&mut inst.store)
-            .map_err(|e| LoadError::Instantiate(format!("metric-sources: {}", classify(e, &loaded.limits, within))))?
-            .map(|names| {
-                names
-                    .into_iter()
-                    .take(MAX_METRIC_SOURCES)
-                    .map(|n| guest_text(&n, crate::text::MAX_REASON_BYTES))
-                    .collect()
-            });
+            .map_err(|e| LoadError::Instantiate(format!("metric-sources: {}", classify(e, &loaded.limits, within))))?;
+        // Every name it declares is checked below: more than the host reads,
+        // or one too long to be a source's name, refuses the version rather
+        // than leaving names out of the check.
+        if let Some(names) = &declared {
+            if names.len() > MAX_METRIC_SOURCES {
+                return Err(LoadError::Configure(format!(
+                    "metric-sources declares {} sources, more than the host reads ({MAX_METRIC_SOURCES})",
+                    names.len()
+                )));
+            }
+            if let Some(long) = names.iter().find(|n| n.len() > MAX_SOURCE_NAME_BYTES) {
+                return Err(LoadError::Configure(format!(
+                    "metric-sources declares a name of {} bytes, longer than a source's name may be ({MAX_SOURCE_NAME_BYTES}): {}",
+                    long.len(),
+                    guest_text(long, 64)
+                )));
+            }
+        }
+        loaded.metric_sources =
+            declared.map(|names| names.iter().map(|n| guest_text(n, MAX_SOURCE_NAME_BYTES)).collect());
         if let (Some(declared), Some(known)) = (&loaded.metric_sources, sources)
             && let Some(missing) = declared.iter().find(|n| !known.contains(*n))
         {
@@ -488,6 +569,11 @@ impl Loaded {
     /// The compiled component it instantiates.
     pub(crate) fn compiled(&self) -> &Arc<Compiled> {
         &self.compiled
+    }
+
+    /// What instantiating it costs the host before its code runs.
+    pub fn shape(&self) -> crate::shape::Shape {
+        self.compiled.shape
     }
 
     /// The metric sources it declares reading (none before contract 0.4).
@@ -685,7 +771,9 @@ impl Loaded {
                 // Garbage-collected guests (JavaScript, Python) and leaky
                 // allocators only ever grow their memory; an instance near
                 // the cap would fail a later call, so retire it now.
-                if inst.store.data().limits.memory_bytes > self.limits.memory_bytes / 4 * 3 {
+                let used = inst.store.data().limits.memory_bytes;
+                let retired = used > self.limits.memory_bytes / 4 * 3;
+                if retired {
                     self.stats.retired.fetch_add(1, Ordering::Relaxed);
                     self.needs_spare.store(true, Ordering::Release);
                 } else {
@@ -697,6 +785,19 @@ impl Loaded {
                 // An error is a failure like a trap: a plugin whose every
                 // call returns one backs off too.
                 match r {
+                    // Its answer stands, but a retirement costs a new
+                    // instance (up to the load deadline on the spare
+                    // thread): it counts toward the back-off, so a plugin
+                    // that fills its memory on every call is not rebuilt
+                    // after every call.
+                    Ok(v) if retired => {
+                        self.failed(&CallError::Limit(format!(
+                            "an instance was retired after a call left {} MiB of linear memory, more than 3/4 of the cap ({} MiB)",
+                            used >> 20,
+                            self.limits.memory_bytes >> 20
+                        )));
+                        Ok(v)
+                    }
                     Ok(v) => {
                         self.succeeded();
                         Ok(v)
@@ -741,18 +842,12 @@ impl Loaded {
     ) -> Result<Vec<guest::Rejection>, CallError> {
         let mut out = Vec::new();
         for (c, chunk) in nodes.chunks(MAX_BATCH).enumerate() {
-            let rs = self.call(pod, chunk, snapshot, |g, s| g.filter(s))?;
-            // Indexes are checked against their own call's batch, before
-            // they are shifted to the whole list (where a wrong one could
-            // name another call's node).
+            // Checked inside the call, so a bad answer is an error of the
+            // plugin that counts toward its back-off.
+            let rs = self.call(pod, chunk, snapshot, |g, s| {
+                Ok(g.filter(s)?.and_then(|rs| check_rejections(rs, chunk.len())))
+            })?;
             for mut r in rs {
-                if r.index as usize >= chunk.len() {
-                    return Err(CallError::Plugin(format!(
-                        "filter returned a rejection for node index {} of a batch of {}",
-                        r.index,
-                        chunk.len()
-                    )));
-                }
                 r.index += (c * MAX_BATCH) as u32;
                 r.reason = truncate_reason(r.reason);
                 out.push(r);

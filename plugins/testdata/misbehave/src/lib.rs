@@ -32,6 +32,13 @@
 //! - `deep-host-error`: Filter recurses 40 calls deep and hands the host a
 //!   string that is not UTF-8 there (an error of the host, not a trap;
 //!   wasmtime's backtrace of it names the guest's functions).
+//! - `many-sources`, `long-source`: declares 1000 metric sources, or one
+//!   of 1000 bytes;
+//! - `domain-keys`: Filter asks `domain-counts` for 200 topology keys no
+//!   node has, new on every call;
+//! - `wide-selector`: Filter asks `pod-counts` with 64 requirements;
+//! - `many-rejections`: Filter rejects node 0 64 times per node;
+//! - `fill`: Filter and Score leave their memory at 7/8 of a 16 MiB cap.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -44,6 +51,18 @@ use wasmsched::plugin::cluster::{LabelRequirement, Nodes, Pod, PodSelector};
 use wasmsched::plugin::host::{Level, log};
 
 static MODE: Mutex<(String, u64)> = Mutex::new((String::new(), 0));
+static CALLS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+static FILLED: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Every pod of every namespace.
+fn everything() -> PodSelector {
+    PodSelector {
+        namespaces: Vec::new(),
+        all_namespaces: true,
+        match_labels: Vec::new(),
+        match_expressions: Vec::new(),
+    }
+}
 
 struct Misbehave;
 
@@ -98,6 +117,13 @@ fn act(nodes: usize) -> Result<(), String> {
             let line = "\n2026-01-01T00:00:00Z INFO forged \u{1b}[31mred\u{202e}desrever";
             Err(format!("call {n}:{}", line.repeat((1 << 20) / line.len())))
         }
+        "fill" => {
+            // 14 MiB, kept: the instance ends its call past 3/4 of 16 MiB.
+            if !FILLED.swap(true, core::sync::atomic::Ordering::Relaxed) {
+                std::mem::forget(core::hint::black_box(vec![1u8; 14 << 20]));
+            }
+            Ok(())
+        }
         "leak" => {
             std::mem::forget(core::hint::black_box(vec![1u8; 1 << 20]));
             Ok(())
@@ -108,9 +134,10 @@ fn act(nodes: usize) -> Result<(), String> {
 
 impl Guest for Misbehave {
     fn metadata() -> PluginMetadata {
+        // Another name or version, for the tests of what the host takes.
         PluginMetadata {
-            name: "misbehave".into(),
-            version: "0.1.0".into(),
+            name: option_env!("MISBEHAVE_NAME").unwrap_or("misbehave").into(),
+            version: option_env!("MISBEHAVE_VERSION").unwrap_or("0.1.0").into(),
             points: Points::FILTER | Points::SCORE,
             events: None,
         }
@@ -139,7 +166,8 @@ impl Guest for Misbehave {
     fn metric_sources() -> Vec<String> {
         match MODE.lock().unwrap().0.as_str() {
             // More names, and longer, than the host reads.
-            "many-sources" => (0..1000).map(|i| format!("{i}-{}", "x".repeat(1000))).collect(),
+            "many-sources" => (0..1000).map(|i| format!("source-{i}")).collect(),
+            "long-source" => vec!["x".repeat(1000)],
             "trap-sources" => panic!("metric-sources traps"),
             _ => Vec::new(),
         }
@@ -204,6 +232,34 @@ impl Guest for Misbehave {
             "deep-host-error" => {
                 deep_host_error_frame(40);
                 return Ok(Vec::new());
+            }
+            "domain-keys" => {
+                let call = CALLS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                for k in 0..200 {
+                    nodes.domain_counts(&format!("key-{call}-{k}"), &everything())?;
+                }
+                return Ok(Vec::new());
+            }
+            "wide-selector" => {
+                let mut selector = everything();
+                selector.match_expressions = (0..64)
+                    .map(|i| LabelRequirement {
+                        key: format!("label-{i}"),
+                        operator: "DoesNotExist".into(),
+                        values: Vec::new(),
+                    })
+                    .collect();
+                nodes.pod_counts(&selector)?;
+                return Ok(Vec::new());
+            }
+            "many-rejections" => {
+                return Ok((0..nodes.len() * 64)
+                    .map(|_| Rejection {
+                        index: 0,
+                        code: exports::wasmsched::plugin::plugin::Code::Unschedulable,
+                        reason: String::new(),
+                    })
+                    .collect());
             }
             "bad-index" => {
                 return Ok(vec![Rejection {
