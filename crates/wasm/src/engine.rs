@@ -633,7 +633,7 @@ fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, LoadError> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
-        let private = |d: &Path| -> Result<bool, LoadError> {
+        let create = |d: &Path| -> Result<(), LoadError> {
             if std::fs::symlink_metadata(d).is_err() {
                 std::fs::DirBuilder::new()
                     .recursive(true)
@@ -641,6 +641,10 @@ fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, LoadError> {
                     .create(d)
                     .map_err(|e| err(d, e))?;
             }
+            Ok(())
+        };
+        let private = |d: &Path| -> Result<bool, LoadError> {
+            create(d)?;
             // The directory itself, not what a link there leads to: a
             // `private` planted as a link to another of this user's
             // directories would have native code written there.
@@ -653,13 +657,7 @@ fn prepare_cache_dir(dir: &Path) -> Result<PathBuf, LoadError> {
         };
         // The configured path is resolved once, here (the operator's
         // choice); every later open refuses a link in its place.
-        if std::fs::symlink_metadata(dir).is_err() {
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|e| err(dir, e))?;
-        }
+        create(dir)?;
         let dir = &std::fs::canonicalize(dir).map_err(|e| err(dir, e))?;
         if private(dir)? {
             return Ok(dir.to_owned());
