@@ -91,7 +91,8 @@ async fn discovery() {
             "authentication.k8s.io",
             "authorization.k8s.io",
             "rbac.authorization.k8s.io",
-            "scheduling.k8s.io"
+            "scheduling.k8s.io",
+            "resource.k8s.io"
         ]
     );
     for (gv, name) in [

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use k8s_openapi::api::{
-    apps, authentication, authorization, coordination, core, events, policy, rbac, scheduling, storage,
+    apps, authentication, authorization, coordination, core, events, policy, rbac, resource, scheduling, storage,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::schemars::{JsonSchema, SchemaGenerator, generate::SchemaSettings};
@@ -140,6 +140,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ]
         ),
         kinds!("scheduling.k8s.io", "v1", [scheduling::v1::PriorityClass]),
+        kinds!(
+            "resource.k8s.io",
+            "v1",
+            [
+                resource::v1::DeviceClass,
+                resource::v1::ResourceSlice,
+                resource::v1::ResourceClaim,
+                resource::v1::ResourceClaimTemplate,
+            ]
+        ),
     ];
     // serviceaccounts/token's body, in core/v1's document as kube-apiserver has it.
     {

@@ -81,11 +81,83 @@ fn requests_from_limits(r: &mut Value, which: impl Fn(&str) -> bool) {
 /// PriorityClasses preempt lower priorities unless they say not to; their
 /// generation starts at 1.
 pub(crate) fn priority_class(v: &mut Value) {
+    generation(v);
+    if v.get("preemptionPolicy").is_none_or(Value::is_null) {
+        v["preemptionPolicy"] = json!("PreemptLowerPriority");
+    }
+}
+
+/// Cluster-scoped objects whose strategy starts their generation at 1
+/// (PriorityClass, DeviceClass, ResourceSlice).
+pub(crate) fn generation(v: &mut Value) {
     if v.pointer("/metadata/generation").is_none_or(Value::is_null) {
         v["metadata"]["generation"] = json!(1);
     }
-    if v.get("preemptionPolicy").is_none_or(Value::is_null) {
-        v["preemptionPolicy"] = json!("PreemptLowerPriority");
+}
+
+/// `resource.k8s.io/v1` (`pkg/apis/resource/v1/defaults.go`): a request,
+/// or a subrequest, asks for `ExactCount` of 1 device unless it says
+/// otherwise; a claim starts with an empty status; a template's object
+/// metadata is an object; a taint gets the time it was added.
+pub(crate) fn resource(kind: &str, v: &mut Value) {
+    let exact = |r: &mut Value| {
+        if !r.is_object() {
+            return;
+        }
+        if r.get("allocationMode")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            r["allocationMode"] = json!("ExactCount");
+        }
+        if r["allocationMode"] == "ExactCount" && r.get("count").and_then(Value::as_i64).unwrap_or(0) == 0 {
+            r["count"] = json!(1);
+        }
+    };
+    let claim_spec = |spec: &mut Value| {
+        let Some(Value::Array(requests)) = spec.pointer_mut("/devices/requests") else {
+            return;
+        };
+        for r in requests {
+            if let Some(e) = r.get_mut("exactly") {
+                exact(e);
+            }
+            if let Some(Value::Array(subs)) = r.get_mut("firstAvailable") {
+                subs.iter_mut().for_each(exact);
+            }
+        }
+    };
+    match kind {
+        "ResourceClaim" => {
+            claim_spec(&mut v["spec"]);
+            if v.get("status").is_none_or(Value::is_null) {
+                v["status"] = json!({});
+            }
+        }
+        "ResourceClaimTemplate" => {
+            claim_spec(&mut v["spec"]["spec"]);
+            if v["spec"].get("metadata").is_none_or(Value::is_null) {
+                v["spec"]["metadata"] = json!({});
+            }
+        }
+        "DeviceClass" => generation(v),
+        "ResourceSlice" => {
+            generation(v);
+            let now = crate::store::now();
+            if let Some(Value::Array(devices)) = v.pointer_mut("/spec/devices") {
+                for d in devices {
+                    if let Some(Value::Array(taints)) = d.get_mut("taints") {
+                        for t in taints
+                            .iter_mut()
+                            .filter(|t| t.get("timeAdded").is_none_or(Value::is_null))
+                        {
+                            t["timeAdded"] = json!(now);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -8,7 +8,11 @@
 //! and statefulsets, `policy/v1` poddisruptionbudgets, `storage.k8s.io/v1`
 //! storageclasses and csinodes, `events.k8s.io/v1` events,
 //! `coordination.k8s.io/v1` leases, `rbac.authorization.k8s.io/v1`
-//! clusterroles, clusterrolebindings, roles and rolebindings, and the
+//! clusterroles, clusterrolebindings, roles and rolebindings,
+//! `scheduling.k8s.io/v1` priorityclasses, `resource.k8s.io/v1`
+//! deviceclasses, resourceslices, resourceclaims (with `status`) and
+//! resourceclaimtemplates, each validated, defaulted and admitted as
+//! kube-apiserver does for what scheduling reads, and the
 //! create-only `authentication.k8s.io/v1` tokenreviews and
 //! `authorization.k8s.io/v1` subjectaccessreviews (answered from the issued
 //! and [static](ApiServer::add_token) tokens and by RBAC over the stored

@@ -72,6 +72,11 @@ const STORED: &[(&str, &str, &[u8])] = &[
         "v1",
         include_bytes!("../openapi/apis__scheduling.k8s.io__v1_schemas.json.gz"),
     ),
+    (
+        "resource.k8s.io",
+        "v1",
+        include_bytes!("../openapi/apis__resource.k8s.io__v1_schemas.json.gz"),
+    ),
 ];
 
 /// One group-version's document.
@@ -780,6 +785,7 @@ mod tests {
                 "apis/events.k8s.io/v1",
                 "apis/policy/v1",
                 "apis/rbac.authorization.k8s.io/v1",
+                "apis/resource.k8s.io/v1",
                 "apis/scheduling.k8s.io/v1",
                 "apis/storage.k8s.io/v1"
             ]

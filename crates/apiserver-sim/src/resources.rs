@@ -318,6 +318,50 @@ pub static RESOURCES: &[ResourceDef] = &[
         subresources: &[],
         stored: true,
     },
+    ResourceDef {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "deviceclasses",
+        singular: "deviceclass",
+        kind: "DeviceClass",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceslices",
+        singular: "resourceslice",
+        kind: "ResourceSlice",
+        namespaced: false,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
+    ResourceDef {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaims",
+        singular: "resourceclaim",
+        kind: "ResourceClaim",
+        namespaced: true,
+        short_names: &[],
+        subresources: &["status"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "resource.k8s.io",
+        version: "v1",
+        plural: "resourceclaimtemplates",
+        singular: "resourceclaimtemplate",
+        kind: "ResourceClaimTemplate",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
 ];
 
 /// Index of `pods` in [`RESOURCES`].
@@ -344,6 +388,14 @@ pub const ROLES: usize = 22;
 pub const ROLE_BINDINGS: usize = 23;
 /// Index of `priorityclasses` in [`RESOURCES`].
 pub const PRIORITY_CLASSES: usize = 24;
+/// Index of `deviceclasses` in [`RESOURCES`].
+pub const DEVICE_CLASSES: usize = 25;
+/// Index of `resourceslices` in [`RESOURCES`].
+pub const RESOURCE_SLICES: usize = 26;
+/// Index of `resourceclaims` in [`RESOURCES`].
+pub const RESOURCE_CLAIMS: usize = 27;
+/// Index of `resourceclaimtemplates` in [`RESOURCES`].
+pub const RESOURCE_CLAIM_TEMPLATES: usize = 28;
 
 /// The resource at `group/version/plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -482,6 +534,10 @@ mod tests {
             (ROLES, "rbac.authorization.k8s.io", "roles"),
             (ROLE_BINDINGS, "rbac.authorization.k8s.io", "rolebindings"),
             (PRIORITY_CLASSES, "scheduling.k8s.io", "priorityclasses"),
+            (DEVICE_CLASSES, "resource.k8s.io", "deviceclasses"),
+            (RESOURCE_SLICES, "resource.k8s.io", "resourceslices"),
+            (RESOURCE_CLAIMS, "resource.k8s.io", "resourceclaims"),
+            (RESOURCE_CLAIM_TEMPLATES, "resource.k8s.io", "resourceclaimtemplates"),
         ] {
             assert_eq!(find(group, "v1", plural), Some(index), "{plural}");
         }

@@ -10,6 +10,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1 as rbac;
+use k8s_openapi::api::resource::v1 as dra;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use wasmsched_core::rng::Rng;
@@ -346,6 +347,10 @@ impl Store {
             ("scheduling.k8s.io", "PriorityClass") => {
                 round_trip::<k8s_openapi::api::scheduling::v1::PriorityClass>(def, value)?
             }
+            ("resource.k8s.io", "DeviceClass") => round_trip::<dra::DeviceClass>(def, value)?,
+            ("resource.k8s.io", "ResourceSlice") => round_trip::<dra::ResourceSlice>(def, value)?,
+            ("resource.k8s.io", "ResourceClaim") => round_trip::<dra::ResourceClaim>(def, value)?,
+            ("resource.k8s.io", "ResourceClaimTemplate") => round_trip::<dra::ResourceClaimTemplate>(def, value)?,
             _ => value,
         };
         match res {
@@ -359,6 +364,7 @@ impl Store {
             PRIORITY_CLASSES => defaults::priority_class(&mut v),
             NAMESPACES => defaults::namespace(&mut v),
             _ if (def.group, def.kind) == ("events.k8s.io", "Event") => defaults::event(&mut v),
+            _ if def.group == "resource.k8s.io" => defaults::resource(def.kind, &mut v),
             _ => {}
         }
         Ok(v)
@@ -366,10 +372,11 @@ impl Store {
 
     /// kube-apiserver's validation of the kinds it has rules for here
     /// (`old`: the object an update replaces).
-    fn validate(res: usize, value: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    fn validate(&self, res: usize, value: &Value, old: Option<&Value>) -> Result<(), ApiError> {
         match (RESOURCES[res].group, RESOURCES[res].kind) {
             ("", "Pod") => validation::pod::validate(value),
             ("scheduling.k8s.io", "PriorityClass") => validation::priority_class::validate(value, old),
+            ("resource.k8s.io", kind) => validation::resource::validate(self, kind, value),
             (group, "Event") => match old {
                 None => validation::event::validate_create(value, !group.is_empty()),
                 Some(_) => validation::event::validate_update(value, !group.is_empty()),
@@ -445,7 +452,7 @@ impl Store {
             admission::admit_service_account(self, &ns, &mut value)?;
             admission::admit_pod(self, &mut value)?;
         }
-        Self::validate(res, &value, None)?;
+        self.validate(res, &value, None)?;
         if res == PRIORITY_CLASSES {
             admission::admit_priority_class(self, &value, false)?;
         }
@@ -609,7 +616,7 @@ impl Store {
             admission::keep_pod_priority(&old.value, &mut new);
             check_pod_update(name, &old.value, &new)?;
         }
-        Self::validate(res, &new, Some(&old.value))?;
+        self.validate(res, &new, Some(&old.value))?;
         if res == PRIORITY_CLASSES {
             admission::admit_priority_class(self, &new, true)?;
         }

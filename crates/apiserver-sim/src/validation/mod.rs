@@ -7,6 +7,7 @@
 pub(crate) mod event;
 pub(crate) mod pod;
 pub(crate) mod priority_class;
+pub(crate) mod resource;
 
 use crate::status::ApiError;
 
