@@ -10,18 +10,15 @@
 
 use serde_json::{Value, json};
 
+use wasmsched_core::priority;
+
 use crate::resources::{NAMESPACES, PRIORITY_CLASSES, SERVICE_ACCOUNTS};
 use crate::status::ApiError;
 use crate::store::Store;
 
-/// The default class: the `globalDefault` one of lowest value, as when a
-/// race made two.
-fn default_class(store: &Store) -> Option<Value> {
-    store
-        .all(PRIORITY_CLASSES)
-        .filter(|s| s.value.get("globalDefault").and_then(Value::as_bool) == Some(true))
-        .map(|s| (*s.value).clone())
-        .min_by_key(|pc| pc.get("value").and_then(Value::as_i64).unwrap_or(0))
+/// The PriorityClasses stored.
+fn classes(store: &Store) -> impl Iterator<Item = &Value> {
+    store.all(PRIORITY_CLASSES).map(|s| &*s.value)
 }
 
 /// `ServiceAccount` on create: names the account and checks that it
@@ -57,28 +54,15 @@ pub(crate) fn admit_pod(store: &Store, pod: &mut Value) -> Result<(), ApiError> 
         .unwrap_or("")
         .to_owned();
     let forbidden = |why: String| ApiError::forbidden("", "pods", &name, why);
-    let named = pod
-        .pointer("/spec/priorityClassName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let (class, value, policy) = if named.is_empty() {
-        match default_class(store) {
-            Some(pc) => (
-                pc.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
-                pc.get("value").and_then(Value::as_i64).unwrap_or(0),
-                pc.get("preemptionPolicy").cloned(),
-            ),
-            None => (Value::Null, 0, Some(json!("PreemptLowerPriority"))),
-        }
-    } else {
-        let pc = store
-            .get(PRIORITY_CLASSES, "", named)
-            .map_err(|_| forbidden(format!("no PriorityClass with name {named} was found")))?;
-        (
-            json!(named),
-            pc.value.get("value").and_then(Value::as_i64).unwrap_or(0),
-            pc.value.get("preemptionPolicy").cloned(),
-        )
+    let named = pod.pointer("/spec/priorityClassName").and_then(Value::as_str);
+    let class = priority::class_for(named, classes(store)).map_err(|e| forbidden(e.to_string()))?;
+    let (class, value, policy) = match class {
+        Some(pc) => (
+            json!(priority::name(pc)),
+            priority::value(pc),
+            json!(priority::preemption_policy(pc)),
+        ),
+        None => (Value::Null, 0, json!("PreemptLowerPriority")),
     };
     let spec = &mut pod["spec"];
     if let Some(given) = spec.get("priority").and_then(Value::as_i64)
@@ -92,17 +76,15 @@ pub(crate) fn admit_pod(store: &Store, pod: &mut Value) -> Result<(), ApiError> 
         spec["priorityClassName"] = class;
     }
     spec["priority"] = json!(value);
-    if let Some(policy) = policy.filter(|p| !p.is_null()) {
-        if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
-            && Some(given) != policy.as_str()
-        {
-            return Err(forbidden(format!(
-                "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {} from the given PriorityClass name",
-                policy.as_str().unwrap_or("")
-            )));
-        }
-        spec["preemptionPolicy"] = policy;
+    if let Some(given) = spec.get("preemptionPolicy").and_then(Value::as_str)
+        && Some(given) != policy.as_str()
+    {
+        return Err(forbidden(format!(
+            "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {} from the given PriorityClass name",
+            policy.as_str().unwrap_or("")
+        )));
     }
+    spec["preemptionPolicy"] = policy;
     Ok(())
 }
 
@@ -123,11 +105,11 @@ pub(crate) fn admit_priority_class(store: &Store, pc: &Value, update: bool) -> R
     if pc.get("globalDefault").and_then(Value::as_bool) != Some(true) {
         return Ok(());
     }
-    let name = pc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    let Some(current) = default_class(store) else {
+    let name = priority::name(pc);
+    let Ok(Some(current)) = priority::class_for(None, classes(store)) else {
         return Ok(());
     };
-    let current = current.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let current = priority::name(current);
     if !update || current != name {
         return Err(ApiError::forbidden(
             "scheduling.k8s.io",

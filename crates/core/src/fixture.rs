@@ -141,33 +141,18 @@ fn admit_priority(pod: &mut Pod, classes: &[Value]) -> Result<(), String> {
     if spec.priority.is_some() {
         return Ok(());
     }
-    let value = |pc: &Value| pc.get("value").and_then(Value::as_i64).unwrap_or(0);
-    let name_of = |pc: &Value| pc.pointer("/metadata/name").and_then(Value::as_str).map(str::to_owned);
-    let class = match spec.priority_class_name.as_deref().filter(|n| !n.is_empty()) {
-        Some(named) => Some(
-            classes
-                .iter()
-                .find(|pc| name_of(pc).as_deref() == Some(named))
-                .ok_or_else(|| {
-                    format!(
-                        "Pod {}: spec.priorityClassName: no PriorityClass with name {named} was found (add it to the input, or set spec.priority)",
-                        pod.metadata.name.as_deref().unwrap_or("")
-                    )
-                })?,
-        ),
-        None => classes
-            .iter()
-            .filter(|pc| pc.get("globalDefault").and_then(Value::as_bool) == Some(true))
-            .min_by_key(|pc| value(pc)),
-    };
+    let named = spec.priority_class_name.as_deref();
+    let class = crate::priority::class_for(named, classes).map_err(|e| {
+        format!(
+            "Pod {}: spec.priorityClassName: {e} (add it to the input, or set spec.priority)",
+            pod.metadata.name.as_deref().unwrap_or("")
+        )
+    })?;
     if let Some(pc) = class {
-        spec.priority_class_name = name_of(pc);
-        spec.priority = Some(i32::try_from(value(pc)).unwrap_or(i32::MAX));
-        let policy = pc
-            .get("preemptionPolicy")
-            .and_then(Value::as_str)
-            .unwrap_or("PreemptLowerPriority");
-        spec.preemption_policy.get_or_insert_with(|| policy.to_owned());
+        spec.priority_class_name = Some(crate::priority::name(pc).to_owned());
+        spec.priority = Some(i32::try_from(crate::priority::value(pc)).unwrap_or(i32::MAX));
+        spec.preemption_policy
+            .get_or_insert_with(|| crate::priority::preemption_policy(pc).to_owned());
     }
     Ok(())
 }

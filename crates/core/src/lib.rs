@@ -21,6 +21,7 @@ pub mod node;
 pub mod nominator;
 pub mod plugins;
 pub mod pod;
+pub mod priority;
 pub mod quantity;
 pub mod queue;
 pub mod resources;
