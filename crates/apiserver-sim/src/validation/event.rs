@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Errors, is_qualified_name, quoted};
+use super::{Errors, is_qualified_name, name, quoted};
 use crate::status::ApiError;
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
@@ -109,10 +109,6 @@ pub(crate) fn validate_create(ev: &Value, events_v1: bool) -> Result<(), ApiErro
 pub(crate) fn validate_update(ev: &Value, events_v1: bool) -> Result<(), ApiError> {
     let f = Fields::read(ev, events_v1);
     legacy(&f, events_v1).into_result("", "Event", name(ev))
-}
-
-fn name(ev: &Value) -> &str {
-    ev.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
 }
 
 /// `legacyValidateEvent`.

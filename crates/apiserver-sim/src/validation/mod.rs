@@ -9,6 +9,8 @@ pub(crate) mod pod;
 pub(crate) mod priority_class;
 pub(crate) mod resource;
 
+use serde_json::Value;
+
 use crate::status::ApiError;
 
 /// Field errors in the order kube finds them; refused together as one 422.
@@ -71,6 +73,21 @@ fn with_detail(head: &str, detail: &str) -> String {
     } else {
         format!("{head}: {detail}")
     }
+}
+
+/// The array at `field` of `v` (empty when absent or not an array).
+pub(crate) fn list<'a>(v: &'a Value, field: &str) -> &'a [Value] {
+    v.get(field).and_then(Value::as_array).map_or(&[], Vec::as_slice)
+}
+
+/// An object's `metadata.name` (empty when absent).
+pub(crate) fn name(v: &Value) -> &str {
+    v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The string at `field` of `v` (empty when absent).
+pub(crate) fn text<'a>(v: &'a Value, field: &str) -> &'a str {
+    v.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A string as Go's `%q` prints it (which is what `field.Invalid` does with

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 use wasmsched_core::quantity::{QuantityError, parse_milli, parse_value};
 
-use super::{Errors, quoted};
+use super::{Errors, list, name as name_of, quoted, text};
 use crate::status::ApiError;
 
 /// `resource.ParseQuantity`'s grammar, as the decoder's error quotes it.
@@ -15,7 +15,7 @@ const QUANTITY_GRAMMAR: &str = "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 /// quantity that does not parse is refused before validation (400), as
 /// kube's decoder refuses it.
 pub(crate) fn validate(pod: &Value) -> Result<(), ApiError> {
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = name_of(pod);
     let spec = &pod["spec"];
     check_quantities(spec)?;
     let mut errs = Errors::default();
@@ -65,10 +65,6 @@ pub(crate) fn validate(pod: &Value) -> Result<(), ApiError> {
         );
     }
     errs.into_result("", "Pod", name)
-}
-
-fn list<'a>(v: &'a Value, field: &str) -> &'a [Value] {
-    v.get(field).and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 fn map<'a>(v: &'a Value, field: &str) -> Option<&'a Map<String, Value>> {
@@ -191,13 +187,13 @@ fn integer_resource(res: &str) -> bool {
 fn claims(errs: &mut Errors, r: &Value, path: &str, claim_names: &[&str]) {
     let mut seen: Vec<String> = Vec::new();
     for (i, claim) in list(r, "claims").iter().enumerate() {
-        let name = claim.get("name").and_then(Value::as_str).unwrap_or("");
+        let name = text(claim, "name");
         let at = format!("{path}[{i}]");
         if name.is_empty() {
             errs.required(at, "");
             continue;
         }
-        let request = claim.get("request").and_then(Value::as_str).unwrap_or("");
+        let request = text(claim, "request");
         let key = if request.is_empty() {
             name.to_owned()
         } else {

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Errors, quoted};
+use super::{Errors, name as name_of, quoted};
 use crate::status::ApiError;
 
 /// `HighestUserDefinablePriority`.
@@ -29,7 +29,7 @@ const GROUP: &str = "scheduling.k8s.io";
 
 /// Checks a PriorityClass being created or replaced (`old`).
 pub(crate) fn validate(pc: &Value, old: Option<&Value>) -> Result<(), ApiError> {
-    let name = pc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = name_of(pc);
     let value = pc.get("value").and_then(Value::as_i64).unwrap_or(0);
     let global_default = pc.get("globalDefault").and_then(Value::as_bool).unwrap_or(false);
     let mut errs = Errors::default();

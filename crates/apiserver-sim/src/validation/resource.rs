@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::{Errors, is_dns_subdomain, quoted};
+use super::{Errors, is_dns_subdomain, list, name as name_of, quoted, text};
 use crate::resources::NAMESPACES;
 use crate::status::ApiError;
 use crate::store::Store;
@@ -20,7 +20,7 @@ const ADMIN_ACCESS_LABEL: &str = "resource.kubernetes.io/admin-access";
 
 /// Checks an object of `kind` being created or replaced.
 pub(crate) fn validate(store: &Store, kind: &str, v: &Value) -> Result<(), ApiError> {
-    let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = name_of(v);
     let mut errs = Errors::default();
     match kind {
         "DeviceClass" => class(&mut errs, &v["spec"]),
@@ -30,14 +30,6 @@ pub(crate) fn validate(store: &Store, kind: &str, v: &Value) -> Result<(), ApiEr
         _ => {}
     }
     errs.into_result(GROUP, kind, name)
-}
-
-fn list<'a>(v: &'a Value, field: &str) -> &'a [Value] {
-    v.get(field).and_then(Value::as_array).map_or(&[], Vec::as_slice)
-}
-
-fn text<'a>(v: &'a Value, field: &str) -> &'a str {
-    v.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// A selector's expression is required (compiling it is not done here).
