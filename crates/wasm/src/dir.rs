@@ -279,6 +279,16 @@ struct Inner {
 }
 
 impl Inner {
+    /// The file providing plugin `name` now, with its code and metadata.
+    fn provider(&self, name: &str) -> Option<(&PathBuf, &Arc<Compiled>, &PluginMetadata)> {
+        self.files.iter().find_map(|(path, f)| {
+            f.plugin
+                .as_ref()
+                .filter(|(_, m)| m.name == name)
+                .map(|(c, m)| (path, c, m))
+        })
+    }
+
     /// The slots still in use.
     fn live_slots(&self) -> Vec<Arc<PluginSlot>> {
         self.slots.iter().filter_map(std::sync::Weak::upgrade).collect()
@@ -570,12 +580,9 @@ impl PluginHost {
                 // instance draws from its share.
                 self.share_budget_with(&inner, std::iter::empty(), Some(name));
                 let stats = Self::stats_for(&mut inner, name);
-                let source = inner.files.iter().find_map(|(path, f)| {
-                    f.plugin
-                        .as_ref()
-                        .filter(|(_, m)| m.name == name)
-                        .map(|(c, m)| (path.clone(), c.clone(), m.clone()))
-                });
+                let source = inner
+                    .provider(name)
+                    .map(|(path, c, m)| (path.clone(), c.clone(), m.clone()));
                 (stats, source)
             };
             let initial = match &source {
@@ -611,14 +618,8 @@ impl PluginHost {
             let mut inner = self.lock();
             // A scan that replaced the file meanwhile swapped its version
             // into the slots it saw, not this one: start again.
-            let now = inner.files.iter().find_map(|(_, f)| {
-                f.plugin
-                    .as_ref()
-                    .filter(|(_, m)| m.name == name)
-                    .map(|(c, _)| c.clone())
-            });
-            let same = match (&source, &now) {
-                (Some((_, a, _)), Some(b)) => Arc::ptr_eq(a, b),
+            let same = match (&source, inner.provider(name)) {
+                (Some((_, a, _)), Some((_, b, _))) => Arc::ptr_eq(a, b),
                 (None, None) => true,
                 _ => false,
             };
