@@ -1339,6 +1339,26 @@ async fn a_plugin_serves_on_baseline_code_until_cranelifts_is_ready() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A pending 10 GiB ReadWriteOnce claim of storage class `class`.
+fn add_pending_claim(s: &ApiServer, name: &str, class: &str) {
+    s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"storageClassName": class, "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "10Gi"}}},
+        "status": {"phase": "Pending"}}))
+        .unwrap();
+}
+
+/// A pending pod of `image` asking for `cpu`, mounting the claim `claim`.
+fn add_pod_with_claim(s: &ApiServer, name: &str, claim: &str, image: &str, cpu: &str) {
+    s.create(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler",
+            "containers": [{"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}}))
+        .unwrap();
+}
+
 /// A bound pod of priority 0 (no class names another) asking for `cpu` on
 /// `node`, with `labels`.
 fn add_bound_pod(s: &ApiServer, name: &str, node: &str, cpu: &str, labels: serde_json::Value) {
@@ -1529,18 +1549,8 @@ async fn volume_waits_read_the_caches_not_the_api() {
     let _d = run_daemon(&s, "replica-a", &free_port(), &config_file(), &[], Some(&log));
     let n = 20;
     for i in 0..n {
-        s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": format!("data-{i}"), "namespace": "default"},
-            "spec": {"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "10Gi"}}},
-            "status": {"phase": "Pending"}}))
-            .unwrap();
-        s.create(json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("db-{i}"), "namespace": "default"},
-            "spec": {"schedulerName": "wasm-scheduler",
-                "containers": [{"name": "c", "image": "postgres", "resources": {"requests": {"cpu": "1"}}}],
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": format!("data-{i}")}}]}}))
-            .unwrap();
+        add_pending_claim(&s, &format!("data-{i}"), "zonal");
+        add_pod_with_claim(&s, &format!("db-{i}"), &format!("data-{i}"), "postgres", "1");
     }
     let mut nodes = Vec::new();
     for i in 0..n {
@@ -1602,18 +1612,8 @@ async fn a_claim_waiting_for_its_first_consumer_is_provisioned_on_the_node_chose
     .unwrap();
     let _d = daemon(&s, "replica-a", &free_port());
     for i in 0..2 {
-        s.create(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": format!("data-web-{i}"), "namespace": "default"},
-            "spec": {"storageClassName": "zonal", "accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "10Gi"}}},
-            "status": {"phase": "Pending"}}))
-            .unwrap();
-        s.create(json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("web-{i}"), "namespace": "default"},
-            "spec": {"schedulerName": "wasm-scheduler",
-                "containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "3"}}}],
-                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": format!("data-web-{i}")}}]}}))
-            .unwrap();
+        add_pending_claim(&s, &format!("data-web-{i}"), "zonal");
+        add_pod_with_claim(&s, &format!("web-{i}"), &format!("data-web-{i}"), "nginx", "3");
         let node = provision_when_selected(&s, &format!("data-web-{i}"), Duration::from_secs(30)).await;
         assert!(node.starts_with('a'), "provisioned in the allowed zone, not on {node}");
         wait_all_bound(&s, i + 1, Duration::from_secs(30)).await;
@@ -1639,12 +1639,7 @@ async fn a_pod_waits_for_its_missing_claim_and_follows_its_volume() {
     add_node(&s, "n1", "4", "16Gi");
     add_node(&s, "n2", "4", "16Gi");
     let _d = daemon(&s, "replica-a", &free_port());
-    s.create(json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "db-0", "namespace": "default"},
-        "spec": {"schedulerName": "wasm-scheduler",
-            "containers": [{"name": "c", "image": "postgres", "resources": {"requests": {"cpu": "1"}}}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}}))
-        .unwrap();
+    add_pod_with_claim(&s, "db-0", "data", "postgres", "1");
     let deadline = Instant::now() + Duration::from_secs(30);
     let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
     while scheduled_message(&s, "db-0").as_deref() != Some(want) {
@@ -1713,12 +1708,7 @@ async fn a_claim_is_bound_to_the_smallest_local_volume_that_fits() {
                  "resources": {"requests": {"storage": "10Gi"}}}}))
         .unwrap();
     let _d = daemon(&s, "replica-a", &free_port());
-    s.create(json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "cache-0", "namespace": "default"},
-        "spec": {"schedulerName": "wasm-scheduler",
-            "containers": [{"name": "c", "image": "redis", "resources": {"requests": {"cpu": "1"}}}],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "cache"}}]}}))
-        .unwrap();
+    add_pod_with_claim(&s, "cache-0", "cache", "redis", "1");
     let deadline = Instant::now() + Duration::from_secs(30);
     let chosen = loop {
         let claimed: Vec<PersistentVolume> = s
