@@ -25,6 +25,13 @@
 //! kinds (with `fieldValidation` checked against them), enough for kube-rs
 //! and `kubectl`.
 //!
+//! It also does what kube-controller-manager does for these objects: each
+//! new namespace gets its `default` ServiceAccount
+//! ([`Config::default_service_accounts`]), and the resourceclaim controller
+//! is played ([`Config::resourceclaim_controller`]): pods get their
+//! ResourceClaims from their templates, and claims are released,
+//! deallocated and deleted as their pods go.
+//!
 //! Faults are scriptable from Rust ([`ApiServer::faults`],
 //! [`ApiServer::drop_watches`], [`ApiServer::compact`]) and over HTTP
 //! (`POST /_sim/faults`, see [`FaultRequest`]).
@@ -51,6 +58,7 @@ mod http;
 mod openapi;
 mod patch;
 mod protobuf;
+mod resourceclaim;
 pub mod resources;
 mod selector;
 mod status;
@@ -90,6 +98,12 @@ pub struct Config {
     /// kube-controller-manager does. Without it (a server with no
     /// controller manager), pods are refused until someone creates it.
     pub default_service_accounts: bool,
+    /// Play kube-controller-manager's resourceclaim controller: a pod's
+    /// claims are created from its ResourceClaimTemplates, and claims are
+    /// released (deallocated, or deleted when generated for the pod) when
+    /// their pods are deleted or done. Without it (a server with no
+    /// controller manager), such pods wait for claims nobody makes.
+    pub resourceclaim_controller: bool,
 }
 
 impl Default for Config {
@@ -100,6 +114,7 @@ impl Default for Config {
             max_watch_timeout: Duration::from_secs(1800),
             seed: 1,
             default_service_accounts: true,
+            resourceclaim_controller: true,
         }
     }
 }
@@ -204,6 +219,7 @@ impl ApiServer {
             store: Mutex::new({
                 let mut store = Store::new(config.history_window, config.seed);
                 store.default_service_accounts = config.default_service_accounts;
+                store.resourceclaim_controller = config.resourceclaim_controller;
                 store
             }),
             tokens: Mutex::new(auth::Tokens::new(config.seed)),

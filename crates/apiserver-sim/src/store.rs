@@ -18,7 +18,7 @@ use wasmsched_core::rng::Rng;
 use crate::resources::{NAMESPACES, NODES, PODS, PRIORITY_CLASSES, RESOURCES, ResourceDef, SERVICE_ACCOUNTS};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
-use crate::{admission, defaults, patch, validation};
+use crate::{admission, defaults, patch, resourceclaim, validation};
 
 /// `(namespace, name)`; the namespace is `""` for cluster-scoped objects.
 pub type Key = (String, String);
@@ -218,6 +218,11 @@ pub struct Store {
     /// Whether a new namespace gets its `default` ServiceAccount (see
     /// [`Config::default_service_accounts`](crate::Config)).
     pub default_service_accounts: bool,
+    /// Whether the store plays kube-controller-manager's resourceclaim
+    /// controller (see [`Config::resourceclaim_controller`](crate::Config)).
+    pub resourceclaim_controller: bool,
+    /// That controller's queue and indexes.
+    pub(crate) claims: resourceclaim::Controller,
 }
 
 impl Store {
@@ -235,6 +240,8 @@ impl Store {
             counters: Counters::default(),
             bind_log: Vec::new(),
             default_service_accounts: true,
+            resourceclaim_controller: true,
+            claims: resourceclaim::Controller::default(),
         };
         // kube-apiserver creates the system classes at start.
         for (name, value, description) in validation::priority_class::SYSTEM_CLASSES {
@@ -312,6 +319,11 @@ impl Store {
             }
             ok
         });
+        // kube-controller-manager's resourceclaim controller reacts to the
+        // change; its own writes come back here and queue more work, which
+        // the outermost call runs.
+        resourceclaim::observe(self, &change);
+        resourceclaim::run(self);
         stored
     }
 

@@ -35,6 +35,11 @@ pub struct Args {
     /// `default` ServiceAccount, so their pods are refused until one is made.
     #[arg(long)]
     no_default_service_accounts: bool,
+    /// Behave as a server with no controller manager's resourceclaim
+    /// controller: pods' ResourceClaimTemplates make no claims, and claims
+    /// are not released when their pods go.
+    #[arg(long)]
+    no_resourceclaim_controller: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -51,6 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .context("--bookmark-interval must be a positive number of seconds")?,
         seed: args.seed,
         default_service_accounts: !args.no_default_service_accounts,
+        resourceclaim_controller: !args.no_resourceclaim_controller,
         ..Config::default()
     };
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
