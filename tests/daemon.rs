@@ -1071,6 +1071,16 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
     .unwrap();
     s.create(json!({
         "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "grouped", "namespace": "default"},
+        "spec": {"schedulerName": "wasm-scheduler",
+                 "schedulingGroup": {"podGroupName": "training"},
+                 "containers": [{"name": "c", "image": "nginx"}]}
+    }))
+    .unwrap();
+    // A claim that does not exist keeps its pod out of the queue, as a
+    // gate does (DynamicResources' PreEnqueue).
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "claims", "namespace": "default"},
         "spec": {"schedulerName": "wasm-scheduler",
                  "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-0"}],
@@ -1083,7 +1093,7 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
     // The refused pod gets its condition; the gated one nothing at all.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let p: Pod = s.get("default", "claims").unwrap();
+        let p: Pod = s.get("default", "grouped").unwrap();
         let cond = p
             .status
             .and_then(|st| st.conditions)
@@ -1092,22 +1102,24 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
             assert_eq!(c.reason.as_deref(), Some("Unschedulable"));
             assert_eq!(
                 c.message.as_deref(),
-                Some("0/3 nodes are available: pod uses spec.resourceClaims, which wasm-scheduler does not support.")
+                Some("0/3 nodes are available: pod uses spec.schedulingGroup, which wasm-scheduler does not support.")
             );
             break;
         }
         assert!(Instant::now() < deadline, "no condition on the refused pod");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let gated: Pod = s.get("default", "gated").unwrap();
-    assert!(!bound(&gated));
-    assert!(gated.status.and_then(|st| st.conditions).is_none());
-    let about_gated = s
-        .list::<Event>()
-        .into_iter()
-        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("gated"))
-        .count();
-    assert_eq!(about_gated, 0, "a gated pod gets no event");
+    for name in ["gated", "claims"] {
+        let gated: Pod = s.get("default", name).unwrap();
+        assert!(!bound(&gated));
+        assert!(gated.status.and_then(|st| st.conditions).is_none(), "{name}");
+        let about_gated = s
+            .list::<Event>()
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .count();
+        assert_eq!(about_gated, 0, "a gated pod gets no event");
+    }
     // Removing one gate leaves it waiting; removing the last binds it.
     let ungate = |gates: serde_json::Value| {
         s.store()
@@ -1127,6 +1139,7 @@ async fn gated_pods_wait_and_unsupported_fields_are_refused_by_name() {
     ungate(json!(null));
     wait_all_bound(&s, 2, Duration::from_secs(10)).await;
     assert!(bound(&s.get::<Pod>("default", "gated").unwrap()));
+    assert!(!bound(&s.get::<Pod>("default", "grouped").unwrap()));
     assert!(!bound(&s.get::<Pod>("default", "claims").unwrap()));
 }
 
@@ -2488,4 +2501,265 @@ profiles:
         let _ = std::fs::remove_dir_all(dir);
     }
     let _ = std::fs::remove_file(cluster_file);
+}
+
+/// A ResourceSlice of `driver` for `node`: its devices (name, attributes,
+/// capacity) as JSON.
+fn add_slice(s: &ApiServer, driver: &str, node: &str, devices: serde_json::Value) {
+    s.create(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": format!("{node}-{driver}")},
+        "spec": {"driver": driver, "nodeName": node,
+                 "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                 "devices": devices}
+    }))
+    .unwrap();
+}
+
+fn add_device_class(s: &ApiServer, name: &str, cel: &str) {
+    s.create(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": name},
+        "spec": {"selectors": [{"cel": {"expression": cel}}]}
+    }))
+    .unwrap();
+}
+
+fn add_resource_claim(s: &ApiServer, name: &str, spec: serde_json::Value) {
+    s.create(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "default"}, "spec": spec
+    }))
+    .unwrap();
+}
+
+/// A pending pod of ours with `claims` (its `spec.resourceClaims`) and
+/// `extra` merged into its spec.
+fn add_pod_with_devices(s: &ApiServer, name: &str, claims: serde_json::Value, extra: serde_json::Value) {
+    let mut spec = json!({"schedulerName": "wasm-scheduler", "resourceClaims": claims,
+        "containers": [{"name": "c", "image": "trainer", "resources": {"requests": {"cpu": "1"}}}]});
+    if let (Some(spec), serde_json::Value::Object(more)) = (spec.as_object_mut(), extra) {
+        spec.extend(more);
+    }
+    s.create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}),
+    )
+    .unwrap();
+}
+
+/// The devices a claim was allocated, as `request=driver/pool/device`,
+/// and the names of the pods it is reserved for.
+fn claim_state(s: &ApiServer, name: &str) -> (Vec<String>, Vec<String>) {
+    use k8s_openapi::api::resource::v1::ResourceClaim;
+    let Some(c) = s.get::<ResourceClaim>("default", name) else {
+        return (Vec::new(), Vec::new());
+    };
+    let status = c.status.unwrap_or_default();
+    let devices = status
+        .allocation
+        .and_then(|a| a.devices)
+        .map(|d| d.results.unwrap_or_default())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| format!("{}={}/{}/{}", r.request, r.driver, r.pool, r.device))
+        .collect();
+    let pods = status
+        .reserved_for
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    (devices, pods)
+}
+
+fn node_of(s: &ApiServer, pod: &str) -> Option<String> {
+    s.get::<Pod>("default", pod)
+        .and_then(|p| p.spec)
+        .and_then(|s| s.node_name)
+}
+
+async fn wait_bound(s: &ApiServer, pod: &str, within: Duration) -> String {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(n) = node_of(s, pod) {
+            return n;
+        }
+        assert!(Instant::now() < deadline, "{pod} not bound within {within:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The daemon with six nodes of GPUs and NICs (published in
+/// ResourceSlices, as drivers do): a claim from a template asking for a GPU
+/// and a NIC on the same PCIe root (matchAttribute across drivers), a
+/// firstAvailable claim that prefers two 80 GiB GPUs, a claim shared by two
+/// pods, and one no node can satisfy. Claims get their allocation and
+/// reservations before their pods are bound; devices come back when a pod
+/// goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_get_devices_through_resource_claims() {
+    let s = server(6).await;
+    for i in 0..6 {
+        let node = format!("node-{i:03}");
+        let memory = if i >= 4 { "80Gi" } else { "40Gi" };
+        let gpu = |d: usize| {
+            json!({"name": format!("gpu-{d}"),
+                   "attributes": {"model": {"string": "a100"},
+                                  "resource.kubernetes.io/pcieRoot": {"string": format!("pci-{i}-{d}")}},
+                   "capacity": {"memory": {"value": memory}}})
+        };
+        add_slice(&s, "gpu.example.com", &node, json!([gpu(0), gpu(1)]));
+        add_slice(
+            &s,
+            "nic.example.com",
+            &node,
+            json!([{"name": "nic-0", "attributes": {"resource.kubernetes.io/pcieRoot": {"string": format!("pci-{i}-1")}}}]),
+        );
+    }
+    add_device_class(&s, "gpu", r#"device.driver == "gpu.example.com""#);
+    add_device_class(
+        &s,
+        "big-gpu",
+        r#"device.driver == "gpu.example.com" && device.capacity["gpu.example.com"].memory.compareTo(quantity("80Gi")) >= 0"#,
+    );
+    add_device_class(&s, "nic", r#"device.driver == "nic.example.com""#);
+    s.create(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu-and-nic", "namespace": "default"},
+        "spec": {"spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}},
+                         {"name": "nic", "exactly": {"deviceClassName": "nic"}}],
+            "constraints": [{"requests": ["gpu", "nic"], "matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}
+    }))
+    .unwrap();
+    add_resource_claim(
+        &s,
+        "flexible",
+        json!({"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+            {"name": "big", "deviceClassName": "big-gpu", "count": 2},
+            {"name": "small", "deviceClassName": "gpu"}]}]}}),
+    );
+    add_resource_claim(
+        &s,
+        "shared",
+        json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}),
+    );
+    add_resource_claim(
+        &s,
+        "huge",
+        json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "big-gpu", "count": 3}}]}}),
+    );
+    let _d = daemon(&s, "replica-a", &free_port());
+
+    add_pod_with_devices(
+        &s,
+        "trainer",
+        json!([{"name": "dev", "resourceClaimTemplateName": "gpu-and-nic"}]),
+        json!({}),
+    );
+    let trainer_node = wait_bound(&s, "trainer", Duration::from_secs(30)).await;
+    let trainer: Pod = s.get("default", "trainer").unwrap();
+    let generated = trainer
+        .status
+        .and_then(|st| st.resource_claim_statuses)
+        .and_then(|l| l.into_iter().next())
+        .and_then(|c| c.resource_claim_name)
+        .expect("the controller named the generated claim");
+    let (devices, pods) = claim_state(&s, &generated);
+    let i: usize = trainer_node.trim_start_matches("node-").parse().unwrap();
+    assert_eq!(
+        devices,
+        [
+            format!("gpu=gpu.example.com/{trainer_node}/gpu-1"),
+            format!("nic=nic.example.com/{trainer_node}/nic-0")
+        ],
+        "the GPU on the NIC's PCIe root (pci-{i}-1)"
+    );
+    assert_eq!(pods, ["trainer"]);
+
+    add_pod_with_devices(
+        &s,
+        "flex",
+        json!([{"name": "gpus", "resourceClaimName": "flexible"}]),
+        json!({}),
+    );
+    let flex_node = wait_bound(&s, "flex", Duration::from_secs(30)).await;
+    assert!(flex_node == "node-004" || flex_node == "node-005", "{flex_node}");
+    let (devices, _) = claim_state(&s, "flexible");
+    assert_eq!(
+        devices,
+        [
+            format!("gpu/big=gpu.example.com/{flex_node}/gpu-0"),
+            format!("gpu/big=gpu.example.com/{flex_node}/gpu-1")
+        ],
+        "the first choice of the list, where a node has it"
+    );
+
+    add_pod_with_devices(
+        &s,
+        "reader-a",
+        json!([{"name": "gpu", "resourceClaimName": "shared"}]),
+        json!({}),
+    );
+    let a = wait_bound(&s, "reader-a", Duration::from_secs(30)).await;
+    add_pod_with_devices(
+        &s,
+        "reader-b",
+        json!([{"name": "gpu", "resourceClaimName": "shared"}]),
+        json!({}),
+    );
+    let b = wait_bound(&s, "reader-b", Duration::from_secs(30)).await;
+    assert_eq!(a, b, "a shared claim's pods run where its device is");
+    let (devices, mut pods) = claim_state(&s, "shared");
+    pods.sort();
+    assert_eq!(devices.len(), 1);
+    assert_eq!(pods, ["reader-a", "reader-b"]);
+
+    add_pod_with_devices(
+        &s,
+        "greedy",
+        json!([{"name": "gpus", "resourceClaimName": "huge"}]),
+        json!({}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let message = loop {
+        if let Some(m) = scheduled_message(&s, "greedy") {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "no condition on the pod no node can take");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        message,
+        "0/6 nodes are available: 6 cannot allocate all claims. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+    );
+    assert_eq!(claim_state(&s, "huge"), (Vec::new(), Vec::new()));
+    let failed = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("greedy"))
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .count();
+    assert_eq!(failed, 1, "one FailedScheduling event");
+
+    // The trainer's node has one GPU on the NIC's root: a second trainer
+    // pinned there waits until the first one's devices come back.
+    add_pod_with_devices(
+        &s,
+        "trainer-2",
+        json!([{"name": "dev", "resourceClaimTemplateName": "gpu-and-nic"}]),
+        json!({"nodeSelector": {"kubernetes.io/hostname": trainer_node}}),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(node_of(&s, "trainer-2"), None, "its devices are taken");
+    s.store()
+        .delete(wasmsched_apiserver_sim::resources::PODS, "default", "trainer", None)
+        .unwrap();
+    assert_eq!(wait_bound(&s, "trainer-2", Duration::from_secs(30)).await, trainer_node);
+    let scheduled = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("Scheduled"))
+        .count();
+    assert!(scheduled >= 5, "{scheduled} Scheduled events");
 }

@@ -188,12 +188,12 @@ fn bundled_example_places_pods_respecting_every_filter() {
     let giant = placements.iter().find(|p| p["pod"] == "batch/giant-0").unwrap();
     assert!(giant["node"].is_null());
     let reason = giant["reason"].as_str().unwrap();
-    assert!(reason.starts_with("0/29 nodes are available: "), "{reason}");
+    assert!(reason.starts_with("0/31 nodes are available: "), "{reason}");
     assert!(
         reason.contains("Insufficient cpu") && reason.contains("node(s) were unschedulable"),
         "{reason}"
     );
-    assert!(reason.contains("3 node(s) had untolerated taint(s)"), "{reason}");
+    assert!(reason.contains("5 node(s) had untolerated taint(s)"), "{reason}");
     // GPU jobs land on GPU nodes only, edge pods on the Raspberry Pis.
     for p in placements {
         let (pod, node) = (p["pod"].as_str().unwrap(), p["node"].as_str().unwrap_or("-"));
@@ -218,8 +218,8 @@ fn table_and_explain() {
     let out = wasmsched(&["simulate", "--explain", "infra/ingress-3"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("pods on 29 nodes"), "{text}");
-    assert!(text.contains("infra/ingress-3: 29 nodes evaluated"), "{text}");
+    assert!(text.contains("pods on 31 nodes"), "{text}");
+    assert!(text.contains("infra/ingress-3: 31 nodes evaluated"), "{text}");
     assert!(
         text.contains("NodePorts: node(s) didn't have free ports for the requested pod ports"),
         "{text}"
@@ -639,7 +639,7 @@ fn plugin_weights_are_shown_and_settable() {
     assert!(out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("score weights of wasm-scheduler (total 13): "),
+        stderr.contains("score weights of wasm-scheduler (total 15): "),
         "{stderr}"
     );
     assert!(stderr.contains(", node-price 1\n"), "{stderr}");

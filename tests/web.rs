@@ -209,11 +209,11 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     let tiles = wait_for(
         &page,
         "document.querySelectorAll('.tile').length",
-        |v| v.as_u64() == Some(30),
-        "a tile per node (29 of the example cluster and evil-1)",
+        |v| v.as_u64() == Some(32),
+        "a tile per node (31 of the example cluster and evil-1)",
     )
     .await;
-    assert_eq!(tiles, 30);
+    assert_eq!(tiles, 32);
     // The hostile taint is text on its tile, and ran nowhere.
     let evil = eval(
         &page,
@@ -348,7 +348,7 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     let reason = wait_for(
         &page,
         "(document.querySelector('tr[data-pod=\"batch/giant-0\"] .reason') || {}).textContent || null",
-        |v| v.as_str().is_some_and(|t| t.starts_with("0/30 nodes are available:")),
+        |v| v.as_str().is_some_and(|t| t.starts_with("0/32 nodes are available:")),
         "batch/giant-0's reason",
     )
     .await;

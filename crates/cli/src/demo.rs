@@ -130,7 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
         let took = t0.elapsed();
         let events = server.list::<Event>();
-        println!("{:<26} {:<10} RESULT", "POD", "NODE");
+        println!("{:<26} {:<11} RESULT", "POD", "NODE");
         let mut bound_n = 0;
         for p in &pending {
             let ns = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -141,7 +141,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 format!("left alone (schedulerName {})", now.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler"))
             } else if node.is_some() {
                 bound_n += 1;
-                "bound".to_owned()
+                let devices = allocated_devices(&server, &now);
+                if devices.is_empty() { "bound".to_owned() } else { format!("bound with devices {}", devices.join(", ")) }
             } else if !gates(&now).is_empty() {
                 format!("gated: waiting for scheduling gates: [{}]", gates(&now).join(" "))
             } else {
@@ -152,7 +153,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     .and_then(|c| c.message.clone())
                     .map_or("still pending".into(), |m| format!("unschedulable: {m}"))
             };
-            println!("{:<26} {:<10} {result}", format!("{ns}/{name}"), node.as_deref().unwrap_or("-"));
+            println!("{:<26} {:<11} {result}", format!("{ns}/{name}"), node.as_deref().unwrap_or("-"));
         }
         // Groups that state spreading or anti-affinity: where they went, per node and zone.
         let mut groups: std::collections::BTreeMap<String, Vec<String>> = Default::default();
@@ -203,4 +204,40 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         server.shutdown().await;
         Ok(())
     })
+}
+
+/// The devices allocated to a pod's claims, as the API shows them:
+/// `claim: request=driver/pool/device`.
+fn allocated_devices(server: &ApiServer, pod: &Pod) -> Vec<String> {
+    use k8s_openapi::api::resource::v1::ResourceClaim;
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let generated = pod.status.as_ref().and_then(|s| s.resource_claim_statuses.as_ref());
+    let names = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.resource_claims.iter().flatten())
+        .filter_map(|c| {
+            c.resource_claim_name.clone().or_else(|| {
+                generated?
+                    .iter()
+                    .find(|g| g.name == c.name)?
+                    .resource_claim_name
+                    .clone()
+            })
+        });
+    names
+        .filter_map(|n| server.get::<ResourceClaim>(ns, &n))
+        .flat_map(|c| {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let results = c
+                .status
+                .and_then(|s| s.allocation)
+                .and_then(|a| a.devices)
+                .and_then(|d| d.results);
+            results
+                .into_iter()
+                .flatten()
+                .map(move |r| format!("{name}: {}={}/{}/{}", r.request, r.driver, r.pool, r.device))
+        })
+        .collect()
 }

@@ -130,6 +130,9 @@ pub(crate) struct Row {
     search: Vec<PreemptionTry>,
     /// Evicted by this preemptor's preemption.
     preempted_by: Option<String>,
+    /// The devices its claims were allocated, as
+    /// `claim: request=driver/pool/device`.
+    pub(crate) devices: Vec<String>,
 }
 
 impl Row {
@@ -147,6 +150,7 @@ impl Row {
             preempted: None,
             search: Vec::new(),
             preempted_by: None,
+            devices: Vec::new(),
         }
     }
 }
@@ -491,6 +495,7 @@ pub(crate) fn simulate(
                     .and_then(|x| x.nodes.iter().find(|n| n.selected))
                     .and_then(|n| n.total);
                 Row {
+                    devices: r.devices.as_ref().map(devices_of).unwrap_or_default(),
                     node: Some(r.node),
                     score,
                     feasible: r.feasible_nodes,
@@ -569,6 +574,16 @@ pub(crate) fn simulate(
             )
         });
     }
+    // Pods whose claims do not exist wait outside the queue too
+    // (DynamicResources' PreEnqueue).
+    for (p, _) in sched.gated() {
+        if p.scheduling_gates.is_empty() {
+            rows.push(Row {
+                gated: true,
+                ..Row::new(p.key.clone(), format!("waiting: {}", sched.gated_reason(p)))
+            });
+        }
+    }
     let over = sched.cache.overcommitted_nodes();
     if !over.is_empty() {
         bail!("internal error: nodes overcommitted: {over:?}");
@@ -593,10 +608,13 @@ fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Resu
                     "{:w$}  {n:nw$}  scheduled ({} of {} evaluated nodes feasible)",
                     r.pod, r.feasible, r.evaluated
                 )?;
-                match &r.preempted {
-                    Some((_, victims)) => writeln!(out, " after preempting {}", victims.join(", "))?,
-                    None => writeln!(out)?,
+                if let Some((_, victims)) = &r.preempted {
+                    write!(out, " after preempting {}", victims.join(", "))?;
                 }
+                if !r.devices.is_empty() {
+                    write!(out, " with devices {}", r.devices.join(", "))?;
+                }
+                writeln!(out)?;
             }
             None => writeln!(out, "{:w$}  {:nw$}  {}", r.pod, "-", r.reason)?,
         }
@@ -751,6 +769,20 @@ fn explanation_json(x: &Explanation) -> Value {
     })
 }
 
+/// A plan's allocations as `claim: request=driver/pool/device` (a claim
+/// allocated before, only reserved, is not listed).
+pub(crate) fn devices_of(plan: &wasmsched_core::dra::DraPlan) -> Vec<String> {
+    plan.claims
+        .iter()
+        .flat_map(|c| {
+            c.allocation
+                .iter()
+                .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
+                .map(move |r| format!("{}: {}={}/{}/{}", c.name, r.request, r.driver, r.pool, r.device))
+        })
+        .collect()
+}
+
 fn to_json(rows: &[Row]) -> Value {
     let c = Counts::of(rows);
     json!({
@@ -765,6 +797,7 @@ fn to_json(rows: &[Row]) -> Value {
             if let Some(s) = r.score { v["score"] = json!(s); }
             if let Some(x) = &r.explanation { v["explain"] = explanation_json(x); }
             if let Some((node, victims)) = &r.preempted { v["preemption"] = json!({"node": node, "victims": victims}); }
+            if !r.devices.is_empty() { v["devices"] = json!(r.devices); }
             if !r.search.is_empty() {
                 v["preemptionSearch"] = json!(r.search.iter().map(|t| match &t.outcome {
                     Ok((victims, violations)) => json!({"node": t.node,

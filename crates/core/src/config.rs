@@ -753,7 +753,8 @@ mod tests {
                 "VolumeBinding:1",
                 "VolumeZone:1",
                 "PodTopologySpread:2",
-                "InterPodAffinity:2"
+                "InterPodAffinity:2",
+                "DynamicResources:2"
             ]
         );
         assert_eq!(
@@ -764,6 +765,7 @@ mod tests {
                 "NodeResourcesFit:1",
                 "PodTopologySpread:2",
                 "InterPodAffinity:2",
+                "DynamicResources:2",
                 "NodeResourcesBalancedAllocation:1",
                 "ImageLocality:1"
             ]
@@ -778,7 +780,8 @@ mod tests {
                 "VolumeBinding:1",
                 "VolumeZone:1",
                 "PodTopologySpread:2",
-                "InterPodAffinity:2"
+                "InterPodAffinity:2",
+                "DynamicResources:2"
             ]
         );
         assert_eq!(fw.percentage_of_nodes_to_score, 0);
@@ -814,7 +817,8 @@ profiles:
                 "TaintToleration:3",
                 "NodeAffinity:2",
                 "PodTopologySpread:2",
-                "InterPodAffinity:2"
+                "InterPodAffinity:2",
+                "DynamicResources:2"
             ]
         );
         assert_eq!(names(&fws[0].filter), ["NodeResourcesFit:1", "TaintToleration:3"]);
@@ -848,8 +852,12 @@ profiles:
                 "profiles[0].plugins.score.enabled[0].name: plugin \"NodeName\" does not extend score",
             ),
             (
-                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: DynamicResources}]}}}]",
-                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"DynamicResources\" is a kube-scheduler plugin that wasmsched does not implement",
+                "profiles: [{schedulerName: a, plugins: {multiPoint: {enabled: [{name: DefaultBinder}]}}}]",
+                "profiles[0].plugins.multiPoint.enabled[0].name: plugin \"DefaultBinder\" is a kube-scheduler plugin that wasmsched does not implement",
+            ),
+            (
+                "profiles: [{schedulerName: a, pluginConfig: [{name: DynamicResources, args: {filterTimeout: soon}}]}]",
+                "profiles[0].pluginConfig[0].args: DynamicResources: filterTimeout: \"soon\"",
             ),
             (
                 "profiles: [{schedulerName: a, pluginConfig: [{name: NodeResourcesFit, args: {scoringStrategy: {type: Fastest}}}]}]",
@@ -878,6 +886,6 @@ profiles:
             assert!(e.starts_with(want), "{yaml}\n got: {e}\nwant: {want}");
         }
         // disabling kube-scheduler plugins we do not implement is fine
-        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: DynamicResources}]}}}]").unwrap();
+        build("profiles: [{schedulerName: a, plugins: {multiPoint: {disabled: [{name: DefaultBinder}]}}}]").unwrap();
     }
 }

@@ -31,6 +31,12 @@ pub enum Resource {
     StorageClass,
     /// A CSINode.
     CsiNode,
+    /// A DeviceClass.
+    DeviceClass,
+    /// A ResourceSlice.
+    ResourceSlice,
+    /// A ResourceClaim.
+    ResourceClaim,
     /// A metric source's values (`metrics.sources`), refreshed: not a
     /// Kubernetes object, a wasmsched event for plugins that read live
     /// metrics.
@@ -46,6 +52,9 @@ impl Resource {
             K::Volume => Resource::PersistentVolume,
             K::Class => Resource::StorageClass,
             K::CsiNode => Resource::CsiNode,
+            K::DeviceClass => Resource::DeviceClass,
+            K::ResourceSlice => Resource::ResourceSlice,
+            K::ResourceClaim => Resource::ResourceClaim,
         }
     }
 }
@@ -160,6 +169,9 @@ impl std::fmt::Display for ClusterEvent {
             Resource::PersistentVolume => "PersistentVolume",
             Resource::StorageClass => "StorageClass",
             Resource::CsiNode => "CSINode",
+            Resource::DeviceClass => "DeviceClass",
+            Resource::ResourceSlice => "ResourceSlice",
+            Resource::ResourceClaim => "ResourceClaim",
             Resource::Metric => "Metric",
         };
         let mut names: Vec<&str> = Vec::new();

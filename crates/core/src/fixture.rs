@@ -174,6 +174,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
     // Items of a typed list carry no apiVersion of their own.
     let default_version = match kind.as_str() {
         "StorageClass" | "CSINode" => "storage.k8s.io/v1",
+        "DeviceClass" | "ResourceSlice" | "ResourceClaim" => "resource.k8s.io/v1",
         "PriorityClass" => "scheduling.k8s.io/v1",
         _ => "v1",
     };
@@ -196,7 +197,7 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
         if let Value::Object(map) = &mut value {
             map.entry("kind").or_insert_with(|| Value::from(kind.clone()));
             map.entry("apiVersion").or_insert_with(|| Value::from(api_version));
-            if kind == "PersistentVolumeClaim" {
+            if kind == "PersistentVolumeClaim" || kind == "ResourceClaim" {
                 let meta = map.entry("metadata").or_insert_with(|| serde_json::json!({}));
                 if let Value::Object(m) = meta {
                     m.entry("namespace").or_insert_with(|| Value::from("default"));

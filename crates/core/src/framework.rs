@@ -478,6 +478,11 @@ impl Framework {
         self.pool.as_ref()
     }
 
+    /// Whether the profile enables the plugin at its Filter point.
+    pub fn has_plugin(&self, name: &str) -> bool {
+        self.filter.iter().any(|e| e.plugin.name() == name)
+    }
+
     /// Every distinct plugin of this profile.
     pub fn plugins(&self) -> Vec<Arc<dyn Plugin>> {
         let mut seen: Vec<Arc<dyn Plugin>> = Vec::new();

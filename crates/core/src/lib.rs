@@ -12,6 +12,7 @@
 pub mod cache;
 pub mod config;
 pub mod constraints;
+pub mod dra;
 pub mod events;
 pub mod extender;
 pub mod fixture;

@@ -160,12 +160,15 @@ pub struct PodInfo {
     /// scheduled.
     pub scheduling_gates: Vec<String>,
     /// The first field of the spec that constrains placement in a way the
-    /// engine does not implement (`spec.resourceClaims`, a volume source
+    /// engine does not implement (`spec.schedulingGroup`, a volume source
     /// this version does not know): such a pod is refused, never placed as
     /// if the field were absent.
     pub unsupported: Option<String>,
     /// Its volumes, as the volume plugins read them.
     pub volumes: crate::storage::PodVolumes,
+    /// `spec.resourceClaims`, each with the ResourceClaim it names
+    /// (DynamicResources).
+    pub resource_claims: Vec<PodResourceClaim>,
     /// The object as received, packed (see [`PodObject`]).
     pub object: PodObject,
 }
@@ -441,23 +444,79 @@ impl PodInfo {
                 .map(|o| Box::new((o.api_version.clone(), o.kind.clone(), o.name.clone()))),
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
             unsupported: unsupported_field(spec, &volumes),
+            resource_claims: spec
+                .resource_claims
+                .iter()
+                .flatten()
+                .map(|c| PodResourceClaim::parse(c, pod.status.as_ref()))
+                .collect(),
             volumes: volumes.unwrap_or_default(),
             object: PodObject::empty(),
         })
     }
 }
 
+/// One entry of a pod's `spec.resourceClaims`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodResourceClaim {
+    /// `name`, as containers refer to it.
+    pub name: String,
+    /// The ResourceClaim it names.
+    pub claim: ClaimName,
+}
+
+/// The ResourceClaim a pod's claim names (`resourceclaim.Name`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimName {
+    /// `resourceClaimName`: an existing claim, shared or not.
+    Named(String),
+    /// Generated from `resourceClaimTemplateName`, named in
+    /// `status.resourceClaimStatuses`: it must be owned by the pod.
+    Generated(String),
+    /// From a template, with a status entry that names no claim (none was
+    /// needed): nothing to allocate.
+    NotNeeded,
+    /// From a template, not created yet (no status entry).
+    NotCreated,
+    /// Neither field set.
+    Unsupported,
+}
+
+impl PodResourceClaim {
+    fn parse(
+        c: &k8s_openapi::api::core::v1::PodResourceClaim,
+        status: Option<&k8s_openapi::api::core::v1::PodStatus>,
+    ) -> Self {
+        let claim = match (&c.resource_claim_name, &c.resource_claim_template_name) {
+            (Some(n), _) => ClaimName::Named(n.clone()),
+            (None, Some(_)) => match status
+                .and_then(|s| s.resource_claim_statuses.as_ref())
+                .and_then(|l| l.iter().find(|s| s.name == c.name))
+            {
+                Some(s) => match &s.resource_claim_name {
+                    Some(n) => ClaimName::Generated(n.clone()),
+                    None => ClaimName::NotNeeded,
+                },
+                None => ClaimName::NotCreated,
+            },
+            (None, None) => ClaimName::Unsupported,
+        };
+        Self {
+            name: c.name.clone(),
+            claim,
+        }
+    }
+}
+
 /// The first field of `spec` that kube-scheduler would act on and this
-/// engine does not implement: dynamic resource claims, gang scheduling
-/// groups, and a volume source this version does not know (`volumes`
-/// holds that error).
+/// engine does not implement: gang scheduling groups, and a volume source
+/// this version does not know (`volumes` holds that error). Resource
+/// claims are DynamicResources', which a profile may disable: the
+/// framework refuses them then.
 fn unsupported_field(
     spec: &k8s_openapi::api::core::v1::PodSpec,
     volumes: &Result<crate::storage::PodVolumes, String>,
 ) -> Option<String> {
-    if spec.resource_claims.as_ref().is_some_and(|c| !c.is_empty()) {
-        return Some("spec.resourceClaims".into());
-    }
     if spec.scheduling_group.is_some() {
         return Some("spec.schedulingGroup".into());
     }

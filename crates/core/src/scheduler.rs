@@ -218,6 +218,7 @@ fn null_place(
         feasible_nodes: 1,
         explanation: None,
         volumes: None,
+        devices: None,
     })
 }
 
@@ -383,6 +384,44 @@ impl Scheduler {
         profile_index(&self.frameworks, self.responsibility, scheduler_name)
     }
 
+    /// Whether the pod's profile runs DynamicResources and a claim of the
+    /// pod keeps it out of the queue (its PreEnqueue).
+    fn waits_for_claims(&self, info: &PodInfo) -> bool {
+        if info.resource_claims.is_empty() {
+            return false;
+        }
+        let Some(fi) = self.framework_index(&info.scheduler_name) else {
+            return false;
+        };
+        self.frameworks[fi].has_plugin(crate::plugins::dynamic_resources::NAME)
+            && crate::plugins::dynamic_resources::pre_enqueue(info, self.cache.storage().devices()).is_some()
+    }
+
+    /// Why a pod waits outside the queue: its scheduling gates, or
+    /// (DynamicResources' PreEnqueue) a claim that does not exist yet.
+    pub fn gated_reason(&self, info: &PodInfo) -> String {
+        if !info.scheduling_gates.is_empty() {
+            return format!("scheduling gates: {}", info.scheduling_gates.join(", "));
+        }
+        crate::plugins::dynamic_resources::pre_enqueue(info, self.cache.storage().devices()).unwrap_or_default()
+    }
+
+    /// Pods waiting for a claim of `namespace` are queued if their claims
+    /// now all exist.
+    fn recheck_claim_waiters(&mut self, namespace: &str, now: Instant) {
+        let ready: Vec<Arc<PodInfo>> = self
+            .gated
+            .values()
+            .filter(|(p, _)| p.namespace == namespace && p.scheduling_gates.is_empty())
+            .map(|(p, _)| p.clone())
+            .filter(|p| !self.waits_for_claims(p))
+            .collect();
+        for p in ready {
+            self.gated.remove(&p.key);
+            self.queue.add(p, now);
+        }
+    }
+
     /// Whether a pod with this `schedulerName` is ours.
     pub fn is_responsible(&self, scheduler_name: &str) -> bool {
         self.framework_index(scheduler_name).is_some()
@@ -467,6 +506,9 @@ impl Scheduler {
         let existed = self.cache.storage().keys_contain(kind, &key);
         self.cache.storage_mut().upsert(obj)?;
         let action = if existed { Action::UPDATE } else { Action::ADD };
+        if kind == crate::storage::StorageKind::ResourceClaim {
+            self.recheck_claim_waiters(s("/metadata/namespace"), now);
+        }
         self.requeue_for(
             &Change::StorageChanged {
                 kind,
@@ -603,6 +645,15 @@ impl Scheduler {
             // kube-scheduler's SchedulingGates (PreEnqueue): a gated pod is
             // not queued, holds nothing and gets no event; the update that
             // removes its last gate queues it.
+            self.queue.delete(&info.key, "");
+            self.gated
+                .insert(info.key.clone(), (info.clone(), gated_since.unwrap_or(now)));
+            return;
+        }
+        if self.waits_for_claims(&info) {
+            // DynamicResources' PreEnqueue: a claim not created yet (or
+            // missing) keeps the pod out of the queue like a gate; the
+            // claim's arrival, or the pod's update, queues it.
             self.queue.delete(&info.key, "");
             self.gated
                 .insert(info.key.clone(), (info.clone(), gated_since.unwrap_or(now)));
@@ -802,6 +853,10 @@ impl Scheduler {
                         .read::<crate::storage::VolumePlan>(crate::storage::VOLUME_PLAN)
                         .filter(|p| !p.is_empty())
                         .cloned();
+                    r.devices = state
+                        .read::<crate::dra::DraPlan>(crate::dra::DRA_PLAN)
+                        .filter(|p| !p.is_empty())
+                        .cloned();
                     if !st.is_success() {
                         result = Err(ScheduleError::Error(format!(
                             "running Reserve plugin {:?}: {}",
@@ -863,6 +918,11 @@ impl Scheduler {
                         // the binding or it fails.
                         self.cache.storage_mut().assume(&key, plan.clone());
                     }
+                    if let Some(plan) = &r.devices {
+                        // So are the devices, until the claims' status is
+                        // written and the pod bound, or that fails.
+                        self.cache.storage_mut().devices_mut().assume(&key, plan.clone());
+                    }
                     // Pods waiting for this one (pod affinity) may fit now.
                     self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
                 }
@@ -919,6 +979,9 @@ impl Scheduler {
             if self.cache.storage().has_plan(key) {
                 self.cache.storage_mut().confirm(key);
             }
+            if self.cache.storage().devices().has_plan(key) {
+                self.cache.storage_mut().devices_mut().confirm(key);
+            }
             self.cache.finish_binding(key, uid);
             self.queue.done(key, uid);
         } else {
@@ -936,9 +999,20 @@ impl Scheduler {
         self.queue.done(key, uid);
     }
 
-    /// The volumes the assumed pod `key` was to bind (if any) are free
-    /// again: the pods waiting for volumes may fit.
+    /// The volumes and devices the assumed pod `key` was to bind (if any)
+    /// are free again: the pods waiting for them may fit.
     fn free_volume_plan(&mut self, key: &str, now: Instant) {
+        if self.cache.storage().devices().has_plan(key) {
+            self.cache.storage_mut().devices_mut().forget(key);
+            self.requeue_for(
+                &Change::StorageChanged {
+                    kind: crate::storage::StorageKind::ResourceClaim,
+                    key: "",
+                    action: Action::UPDATE,
+                },
+                now,
+            );
+        }
         if self.cache.storage().has_plan(key) {
             self.cache.storage_mut().forget(key);
             self.requeue_for(
@@ -1612,18 +1686,34 @@ mod gate_and_refusal_tests {
 
     #[test]
     fn fields_the_engine_does_not_implement_are_refused_by_name() {
+        // Resource claims are refused where the profile disables
+        // DynamicResources.
+        let without_dra = || {
+            let cfg = Config::from_yaml(
+                "profiles: [{schedulerName: wasm-scheduler, plugins: {multiPoint: {disabled: [{name: DynamicResources}]}}}]",
+            )
+            .unwrap();
+            let mut s = Scheduler::new(&cfg, &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
+            let n: Node = serde_json::from_value(
+                json!({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}),
+            )
+            .unwrap();
+            s.on_node(&n, Instant::now()).unwrap();
+            s
+        };
         let cases = [
             (
                 json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}),
                 "spec.resourceClaims",
+                without_dra(),
             ),
             (
                 json!({"schedulingGroup": {"podGroupName": "g"}}),
                 "spec.schedulingGroup",
+                sched(),
             ),
         ];
-        for (spec, field) in cases {
-            let mut s = sched();
+        for (spec, field, mut s) in cases {
             let now = Instant::now();
             s.on_pod(&pod(spec.clone()), now).unwrap();
             let a = s.schedule_one(now, false).unwrap();

@@ -39,7 +39,9 @@ pub const ANN_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 /// The provisioner of StorageClasses whose volumes are created by hand.
 pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
-/// The storage kinds the scheduler keeps.
+/// The kinds of object the scheduler keeps beside pods, nodes and
+/// workloads: storage for the volume plugins, devices for
+/// DynamicResources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StorageKind {
     /// `v1` PersistentVolumeClaim (namespaced).
@@ -50,6 +52,12 @@ pub enum StorageKind {
     Class,
     /// `storage.k8s.io/v1` CSINode.
     CsiNode,
+    /// `resource.k8s.io/v1` DeviceClass.
+    DeviceClass,
+    /// `resource.k8s.io/v1` ResourceSlice.
+    ResourceSlice,
+    /// `resource.k8s.io/v1` ResourceClaim (namespaced).
+    ResourceClaim,
 }
 
 impl StorageKind {
@@ -60,12 +68,28 @@ impl StorageKind {
             ("v1", "PersistentVolume") => Some(Self::Volume),
             ("storage.k8s.io/v1", "StorageClass") => Some(Self::Class),
             ("storage.k8s.io/v1", "CSINode") => Some(Self::CsiNode),
+            ("resource.k8s.io/v1", "DeviceClass") => Some(Self::DeviceClass),
+            ("resource.k8s.io/v1", "ResourceSlice") => Some(Self::ResourceSlice),
+            ("resource.k8s.io/v1", "ResourceClaim") => Some(Self::ResourceClaim),
             _ => None,
         }
     }
 
     /// Every kind (the daemon lists each before its first cycle).
-    pub const ALL: [StorageKind; 4] = [Self::Claim, Self::Volume, Self::Class, Self::CsiNode];
+    pub const ALL: [StorageKind; 7] = [
+        Self::Claim,
+        Self::Volume,
+        Self::Class,
+        Self::CsiNode,
+        Self::DeviceClass,
+        Self::ResourceSlice,
+        Self::ResourceClaim,
+    ];
+
+    /// Whether the kind is one of DRA's (`resource.k8s.io`).
+    pub const fn is_device(self) -> bool {
+        matches!(self, Self::DeviceClass | Self::ResourceSlice | Self::ResourceClaim)
+    }
 
     /// The resource's plural name.
     pub const fn plural(self) -> &'static str {
@@ -74,6 +98,9 @@ impl StorageKind {
             Self::Volume => "persistentvolumes",
             Self::Class => "storageclasses",
             Self::CsiNode => "csinodes",
+            Self::DeviceClass => "deviceclasses",
+            Self::ResourceSlice => "resourceslices",
+            Self::ResourceClaim => "resourceclaims",
         }
     }
 }
@@ -560,13 +587,15 @@ pub struct Storage {
     assumed_claim_volume: FxHashMap<String, String>,
     assumed_selected_node: FxHashMap<String, String>,
     plans: FxHashMap<PodKey, VolumePlan>,
+    /// DRA's classes, slices and claims.
+    devices: crate::dra::Devices,
 }
 
 /// `namespace/name` of a storage object given as JSON (`name` alone for
 /// cluster-scoped kinds).
 pub fn storage_key(kind: StorageKind, namespace: &str, name: &str) -> String {
     match kind {
-        StorageKind::Claim => format!("{namespace}/{name}"),
+        StorageKind::Claim | StorageKind::ResourceClaim => format!("{namespace}/{name}"),
         _ => name.to_owned(),
     }
 }
@@ -620,6 +649,10 @@ impl Storage {
         let Some(kind) = StorageKind::of(s("/apiVersion"), s("/kind")) else {
             return Ok(None);
         };
+        if kind.is_device() {
+            self.devices.upsert(kind, v)?;
+            return Ok(Some(kind));
+        }
         let object = format!("{} {}", s("/kind"), s("/metadata/name"));
         let bad = |e: serde_json::Error| ModelError::new(&object, "", e);
         match kind {
@@ -649,6 +682,7 @@ impl Storage {
                 let n = CsiNode::from_object(&serde_json::from_value(v.clone()).map_err(bad)?);
                 self.csi_nodes.insert(n.name.clone(), Arc::new(n));
             }
+            StorageKind::DeviceClass | StorageKind::ResourceSlice | StorageKind::ResourceClaim => {}
         }
         Ok(Some(kind))
     }
@@ -672,6 +706,9 @@ impl Storage {
             StorageKind::CsiNode => {
                 self.csi_nodes.remove(&key);
             }
+            StorageKind::DeviceClass | StorageKind::ResourceSlice | StorageKind::ResourceClaim => {
+                self.devices.remove(kind, &key);
+            }
         }
     }
 
@@ -682,6 +719,9 @@ impl Storage {
             StorageKind::Volume => self.volumes.keys().cloned().collect(),
             StorageKind::Class => self.classes.keys().cloned().collect(),
             StorageKind::CsiNode => self.csi_nodes.keys().cloned().collect(),
+            StorageKind::DeviceClass | StorageKind::ResourceSlice | StorageKind::ResourceClaim => {
+                self.devices.keys(kind)
+            }
         }
     }
 
@@ -692,7 +732,20 @@ impl Storage {
             StorageKind::Volume => self.volumes.contains_key(key),
             StorageKind::Class => self.classes.contains_key(key),
             StorageKind::CsiNode => self.csi_nodes.contains_key(key),
+            StorageKind::DeviceClass | StorageKind::ResourceSlice | StorageKind::ResourceClaim => {
+                self.devices.contains(kind, key)
+            }
         }
+    }
+
+    /// DRA's classes, slices and claims.
+    pub fn devices(&self) -> &crate::dra::Devices {
+        &self.devices
+    }
+
+    /// Changes DRA's objects (assumes and forgets plans).
+    pub fn devices_mut(&mut self) -> &mut crate::dra::Devices {
+        &mut self.devices
     }
 
     /// A claim by `namespace/name`.

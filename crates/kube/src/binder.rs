@@ -31,6 +31,9 @@ pub(crate) struct BindJob {
     pub queued_at: Instant,
     /// Volume bindings to make first (VolumeBinding's PreBind).
     pub volumes: Option<wasmsched_core::storage::VolumePlan>,
+    /// Claim allocations and reservations to write next
+    /// (DynamicResources' PreBind).
+    pub devices: Option<wasmsched_core::dra::DraPlan>,
 }
 
 impl BindJob {
@@ -55,6 +58,10 @@ pub(crate) enum BindResult {
 pub(crate) struct BindOutcome {
     pub job: BindJob,
     pub result: BindResult,
+    /// The resource claims written for the pod, as the API answered them
+    /// (last answer per claim last): the scheduler applies them before it
+    /// drops the pod's assumption.
+    pub claims: Vec<Value>,
 }
 
 /// How the binder works.
@@ -96,8 +103,9 @@ pub(crate) async fn run(
                     (client.clone(), outcomes.clone(), leadership.clone(), status.clone());
                 let to = if job.volumes.as_ref().is_some_and(|p| !p.is_empty()) { &mut waiting } else { &mut set };
                 to.spawn(async move {
-                    let result = settle(&status, &job, bind(&client, &job, &leadership, &status, settings.request_timeout)).await;
-                    let _ = outcomes.send(BindOutcome { job, result });
+                    let mut claims = Vec::new();
+                    let result = settle(&status, &job, bind(&client, &job, &leadership, &status, settings.request_timeout, &mut claims)).await;
+                    let _ = outcomes.send(BindOutcome { job, result, claims });
                 });
             }
         }
@@ -133,12 +141,34 @@ async fn settle(status: &Status, job: &BindJob, binding: impl Future<Output = Bi
     }
 }
 
+/// PreBind (volumes, then claims) and the binding; the claims written go
+/// to `claims`, and when the pod is not bound after all, so do the
+/// answers of taking it out of their `reservedFor` again.
 pub(crate) async fn bind(
     client: &kube::Client,
     job: &BindJob,
     leadership: &Leadership,
     status: &Status,
     timeout: Duration,
+    claims: &mut Vec<Value>,
+) -> BindResult {
+    let result = bind_pod(client, job, leadership, status, timeout, claims).await;
+    if !matches!(result, BindResult::Ok)
+        && let Some(plan) = job.devices.as_ref().filter(|_| !claims.is_empty())
+    {
+        let answers = crate::claims::unreserve(client, plan, claims, leadership, timeout).await;
+        claims.extend(answers);
+    }
+    result
+}
+
+async fn bind_pod(
+    client: &kube::Client,
+    job: &BindJob,
+    leadership: &Leadership,
+    status: &Status,
+    timeout: Duration,
+    claims: &mut Vec<Value>,
 ) -> BindResult {
     if let Some(plan) = &job.volumes {
         match crate::volumes::bind(client, plan, job, leadership, status, timeout).await {
@@ -151,6 +181,14 @@ pub(crate) async fn bind(
                 status.metrics.binding("error");
                 return BindResult::Failed(format!("running PreBind plugin \"VolumeBinding\": {e}"));
             }
+        }
+    }
+    if let Some(plan) = &job.devices {
+        let written = crate::claims::reserve(client, plan, leadership, timeout).await;
+        claims.extend(written.claims);
+        if let Some(e) = written.error {
+            status.metrics.binding("error");
+            return BindResult::Failed(format!("running PreBind plugin \"DynamicResources\": {e}"));
         }
     }
     let api: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
@@ -307,6 +345,7 @@ mod tests {
             profile: "wasm-scheduler".into(),
             queued_at: Instant::now(),
             volumes: None,
+            devices: None,
         };
         let r = settle(&status, &job, async {
             panic!("a bug");

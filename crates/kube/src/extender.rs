@@ -444,11 +444,12 @@ async fn bind_verb(ext: Arc<Extender>, req: axum::extract::Request) -> Response 
             node: args.node,
             profile: ext.framework.profile.clone(),
             queued_at: started,
-            // kube-scheduler binds the pod's volumes itself before it
-            // calls the extender's bind.
+            // kube-scheduler binds the pod's volumes and writes its
+            // claims itself before it calls the extender's bind.
             volumes: None,
+            devices: None,
         };
-        match crate::binder::bind(client, &job, leadership, &ext.status, *timeout).await {
+        match crate::binder::bind(client, &job, leadership, &ext.status, *timeout, &mut Vec::new()).await {
             BindResult::Ok => Ok(()),
             BindResult::Drop(why) | BindResult::Failed(why) => Err(why),
         }

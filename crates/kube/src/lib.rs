@@ -12,6 +12,7 @@ pub mod admin;
 mod admin_auth;
 pub mod admin_proxy;
 mod binder;
+mod claims;
 pub mod client;
 pub mod daemon;
 pub mod extender;

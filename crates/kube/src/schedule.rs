@@ -90,7 +90,7 @@ pub(crate) struct Channels {
 
 enum Next {
     Msg(Msg),
-    Outcome(BindOutcome),
+    Outcome(Box<BindOutcome>),
     Evicted(crate::preempt::EvictionsDone),
     Idle,
     Closed,
@@ -147,9 +147,16 @@ impl Loop {
         self.report(Report::failed(p, profile, REASON_UNSCHEDULABLE, error.to_owned()));
     }
 
-    fn outcome(&mut self, BindOutcome { job, result }: BindOutcome) {
+    fn outcome(&mut self, BindOutcome { job, result, claims }: BindOutcome) {
         let now = Instant::now();
         let key = job.key();
+        // The claims as written, before the assumption that covered them
+        // goes (a watch that lags must not make their devices look free).
+        for c in &claims {
+            if let Err(e) = self.sched.on_storage(c, now) {
+                tracing::warn!(error = %e, "a claim written for a pod cannot be read back");
+            }
+        }
         match result {
             BindResult::Ok => {
                 self.sched.binding_finished(&key, &job.uid, true, now);
@@ -180,7 +187,11 @@ impl Loop {
                         &q.pod.object.pod(),
                         &job.profile,
                         REASON_SCHEDULER_ERROR,
-                        format!("running Bind plugin \"DefaultBinder\": {why}"),
+                        if why.starts_with("running PreBind plugin") {
+                            why
+                        } else {
+                            format!("running Bind plugin \"DefaultBinder\": {why}")
+                        },
                     );
                     self.report(report);
                 }
@@ -220,6 +231,7 @@ impl Loop {
                     profile: attempt.profile.clone(),
                     queued_at: attempt.queued_at,
                     volumes: r.volumes.clone(),
+                    devices: r.devices.clone(),
                 };
                 // Waits when the binder is behind (backpressure); outcomes
                 // never wait, so this cannot deadlock; a stop ends the wait
@@ -324,7 +336,7 @@ impl Loop {
     fn next(&mut self, wait: Duration) -> Next {
         use mpsc::error::TryRecvError;
         match self.ch.outcomes.try_recv() {
-            Ok(o) => return Next::Outcome(o),
+            Ok(o) => return Next::Outcome(Box::new(o)),
             Err(TryRecvError::Disconnected | TryRecvError::Empty) => {}
         }
         if let Ok(v) = self.ch.evictions.try_recv() {
@@ -349,7 +361,7 @@ impl Loop {
         self.rt.block_on(async {
             tokio::select! {
                 m = msgs.recv() => m.map_or(Next::Closed, Next::Msg),
-                Some(o) = outcomes.recv() => Next::Outcome(o),
+                Some(o) = outcomes.recv() => Next::Outcome(Box::new(o)),
                 Some(v) = evictions.recv() => Next::Evicted(v),
                 _ = stop.wait_for(|s| *s) => Next::Idle,
                 // The web view waits for a view: build it now.
@@ -440,7 +452,7 @@ pub(crate) fn run(
         loop {
             match l.next(wait) {
                 Next::Msg(m) => l.handle(m),
-                Next::Outcome(o) => l.outcome(o),
+                Next::Outcome(o) => l.outcome(*o),
                 Next::Evicted(done) => {
                     for uid in &done.victims {
                         l.sched.eviction_finished(uid);

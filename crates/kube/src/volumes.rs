@@ -271,6 +271,7 @@ mod tests {
             profile: "wasm-scheduler".into(),
             queued_at: Instant::now(),
             volumes: None,
+            devices: None,
         }
     }
 

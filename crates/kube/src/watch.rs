@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
@@ -168,6 +169,9 @@ storage_kind!(CLAIMS, PersistentVolumeClaim, StorageKind::Claim, ns_key);
 storage_kind!(VOLUMES, PersistentVolume, StorageKind::Volume, name_key);
 storage_kind!(STORAGE_CLASSES, StorageClass, StorageKind::Class, name_key);
 storage_kind!(CSI_NODES, CSINode, StorageKind::CsiNode, name_key);
+storage_kind!(DEVICE_CLASSES, DeviceClass, StorageKind::DeviceClass, name_key);
+storage_kind!(RESOURCE_SLICES, ResourceSlice, StorageKind::ResourceSlice, name_key);
+storage_kind!(RESOURCE_CLAIMS, ResourceClaim, StorageKind::ResourceClaim, ns_key);
 
 /// The name of a cluster-scoped object.
 fn name_key<K: kube::Resource>(o: &K) -> String {
@@ -266,8 +270,9 @@ where
 
 /// Starts a watcher for every kind the scheduler keeps (nodes, pods,
 /// namespaces, the four workload kinds default spreading reads,
-/// PodDisruptionBudgets for preemption, and claims, volumes, storage classes
-/// and CSI nodes for the volume plugins), all sending to `tx`.
+/// PodDisruptionBudgets for preemption, claims, volumes, storage classes
+/// and CSI nodes for the volume plugins, and device classes, resource
+/// slices and resource claims for DynamicResources), all sending to `tx`.
 pub(crate) fn spawn_watchers(
     client: &kube::Client,
     tx: &mpsc::Sender<Msg>,
@@ -289,6 +294,9 @@ pub(crate) fn spawn_watchers(
         VOLUMES.what,
         STORAGE_CLASSES.what,
         CSI_NODES.what,
+        DEVICE_CLASSES.what,
+        RESOURCE_SLICES.what,
+        RESOURCE_CLAIMS.what,
     ]);
     let (claims, claims_writer) = reflector::store();
     let (volumes, volumes_writer) = reflector::store();
@@ -306,5 +314,8 @@ pub(crate) fn spawn_watchers(
         spawn_kind(c, VOLUMES, t, s, x, Some(volumes_writer)),
         spawn_kind(c, STORAGE_CLASSES, t, s, x, None),
         spawn_kind(c, CSI_NODES, t, s, x, None),
+        spawn_kind(c, DEVICE_CLASSES, t, s, x, None),
+        spawn_kind(c, RESOURCE_SLICES, t, s, x, None),
+        spawn_kind(c, RESOURCE_CLAIMS, t, s, x, None),
     ]
 }

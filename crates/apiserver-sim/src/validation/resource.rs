@@ -1,9 +1,13 @@
 //! `resource.k8s.io/v1` (`pkg/apis/resource/validation`): DeviceClasses,
 //! ResourceSlices, ResourceClaims and their templates, for the rules a
-//! scheduler's objects meet. CEL selectors are not compiled here (see
-//! `docs/apiserver-conformance.md`).
+//! scheduler's objects meet. CEL selectors are compiled with the
+//! scheduler's own compiler ([`wasmsched_core::dra::cel`]) and refused in
+//! `validateCELSelector`'s words.
+
+use std::sync::LazyLock;
 
 use serde_json::Value;
+use wasmsched_core::dra::cel::{CelCache, CelErrorKind};
 
 use super::{Errors, is_dns_subdomain, list, name as name_of, quoted, text};
 use crate::resources::NAMESPACES;
@@ -32,14 +36,30 @@ pub(crate) fn validate(store: &Store, kind: &str, v: &Value) -> Result<(), ApiEr
     errs.into_result(GROUP, kind, name)
 }
 
-/// A selector's expression is required (compiling it is not done here).
+/// Compiled selectors, by expression: an object is validated on each
+/// create and update.
+static SELECTORS: LazyLock<CelCache> = LazyLock::new(|| CelCache::new(1024));
+
+/// A selector's expression is required, and must compile
+/// (`validateCELSelector`): too long, it is refused without compiling; not
+/// compiling, it is an invalid value with the compiler's message; too
+/// costly, it is forbidden.
 fn selectors(errs: &mut Errors, selectors: &[Value], path: &str) {
     for (i, s) in selectors.iter().enumerate() {
-        if s.pointer("/cel/expression")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-        {
-            errs.required(format!("{path}[{i}].cel.expression"), "");
+        let at = format!("{path}[{i}].cel.expression");
+        let expression = match s.pointer("/cel/expression").and_then(Value::as_str) {
+            None | Some("") => {
+                errs.required(at, "");
+                continue;
+            }
+            Some(expression) => expression,
+        };
+        if let Err(e) = SELECTORS.get(expression).as_ref() {
+            match e.kind() {
+                CelErrorKind::TooLong => errs.push(at, format!("Too long: {}", e.message())),
+                CelErrorKind::TooComplex => errs.forbidden(at, e.message()),
+                _ => errs.invalid(at, &quoted(expression), e.message()),
+            }
         }
     }
 }

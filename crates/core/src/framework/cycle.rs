@@ -44,6 +44,10 @@ pub struct ScheduleResult {
     /// What VolumeBinding decided at Reserve for the pod's unbound claims:
     /// written to the API before the pod is bound (PreBind).
     pub volumes: Option<crate::storage::VolumePlan>,
+    /// What DynamicResources decided at Reserve for the pod's claims
+    /// (allocations, reservations): written to the API before the pod is
+    /// bound (PreBind).
+    pub devices: Option<crate::dra::DraPlan>,
 }
 
 /// What a cycle found on each node it looked at, kept when asked
@@ -396,9 +400,14 @@ impl Framework {
         }
         self.start_cycle(state, snapshot);
 
-        // Honour or refuse: a field the engine does not implement makes the
-        // pod unschedulable, as a PreFilter rejection would.
-        if let Some(field) = &pod.unsupported {
+        // Honour or refuse: a field the engine does not implement (or the
+        // profile disabled the plugin for) makes the pod unschedulable, as
+        // a PreFilter rejection would.
+        let without_dra = || {
+            (!pod.resource_claims.is_empty() && !self.has_plugin(crate::plugins::dynamic_resources::NAME))
+                .then(|| "spec.resourceClaims".to_owned())
+        };
+        if let Some(field) = pod.unsupported.clone().or_else(without_dra) {
             return Err(ScheduleError::Unschedulable(Box::new(FitError::new(
                 all,
                 Diagnosis {
@@ -502,6 +511,7 @@ impl Framework {
                     evaluated_nodes: 1,
                     feasible_nodes: 1,
                     volumes: None,
+                    devices: None,
                 });
             }
         }
@@ -599,6 +609,7 @@ impl Framework {
                 feasible_nodes: 1,
                 explanation: None,
                 volumes: None,
+                devices: None,
             });
         }
 
@@ -656,6 +667,7 @@ impl Framework {
             feasible_nodes: nodes.len(),
             explanation,
             volumes: None,
+            devices: None,
         })
     }
 

@@ -2,6 +2,7 @@
 //! semantics, and the [`Registry`] that names every plugin a profile can use.
 
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -56,6 +57,8 @@ pub mod names {
     pub const VOLUME_BINDING: &str = "VolumeBinding";
     /// VolumeZone.
     pub const VOLUME_ZONE: &str = "VolumeZone";
+    /// DynamicResources.
+    pub const DYNAMIC_RESOURCES: &str = super::dynamic_resources::NAME;
 }
 
 /// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
@@ -74,6 +77,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (names::VOLUME_ZONE, 0),
     (names::POD_TOPOLOGY_SPREAD, 2),
     (names::INTER_POD_AFFINITY, 2),
+    (names::DYNAMIC_RESOURCES, 2),
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names::IMAGE_LOCALITY, 1),
     (names::DEFAULT_PREEMPTION, 0),
@@ -83,7 +87,7 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
 /// may disable them (configs written for kube-scheduler often do); enabling
 /// one is an error rather than a silent no-op. `PrioritySort` and
 /// `DefaultBinder` are what wasmsched always does.
-pub const KNOWN_UNSUPPORTED: &[&str] = &["SchedulingGates", "PrioritySort", "DefaultBinder", "DynamicResources"];
+pub const KNOWN_UNSUPPORTED: &[&str] = &["SchedulingGates", "PrioritySort", "DefaultBinder"];
 
 /// Builds a plugin from its `pluginConfig` args (`None` when none are given).
 pub type Factory = Arc<dyn Fn(Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
@@ -161,6 +165,10 @@ impl Registry {
         r.register(
             names::VOLUME_BINDING,
             Arc::new(|a| Ok(Arc::new(volume_binding::VolumeBinding::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::DYNAMIC_RESOURCES,
+            Arc::new(|a| Ok(Arc::new(dynamic_resources::DynamicResources::new(parse_args(a)?)?) as _)),
         );
         r.register(
             names::DEFAULT_PREEMPTION,
