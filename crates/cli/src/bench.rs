@@ -296,6 +296,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for n in nodes {
         sched.on_node(&n, now)?;
     }
+    for o in synthetic::workload_objects(args.workload, args.nodes) {
+        sched.on_storage(&o, now)?;
+    }
     let at_ms = wasmsched_wasm::unix_ms();
     for (i, source) in args.synthetic_metrics.iter().enumerate() {
         let mut rng = wasmsched_core::rng::Rng::new(args.seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9));
@@ -312,6 +315,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     drop(names);
     // The initial pods are scheduled first, unmeasured.
+    for c in synthetic::workload_claims(args.workload, 0, args.init_pods + args.pods) {
+        sched.on_storage(&c, now)?;
+    }
     for p in synthetic::workload_stream(args.workload, 0, args.init_pods, &profile, args.seed) {
         sched.on_pod(&p, now)?;
     }

@@ -384,6 +384,17 @@ impl Scheduler {
         profile_index(&self.frameworks, self.responsibility, scheduler_name)
     }
 
+    /// The storage and device objects, to change. The snapshot between
+    /// cycles shares them: when nothing else holds the snapshot, it lets go
+    /// of them first (the next cycle's update shares them again), so a
+    /// change does not copy every claim, slice and allocated device.
+    fn storage_mut(&mut self) -> &mut crate::storage::Storage {
+        if let Some(snap) = Arc::get_mut(&mut self.snapshot) {
+            snap.storage = Arc::default();
+        }
+        self.cache.storage_mut()
+    }
+
     /// Whether the pod's profile runs DynamicResources and a claim of the
     /// pod keeps it out of the queue (its PreEnqueue).
     fn waits_for_claims(&self, info: &PodInfo) -> bool {
@@ -504,7 +515,7 @@ impl Scheduler {
         };
         let key = crate::storage::storage_key(kind, s("/metadata/namespace"), s("/metadata/name"));
         let existed = self.cache.storage().keys_contain(kind, &key);
-        self.cache.storage_mut().upsert(obj)?;
+        self.storage_mut().upsert(obj)?;
         let action = if existed { Action::UPDATE } else { Action::ADD };
         if kind == crate::storage::StorageKind::ResourceClaim {
             self.recheck_claim_waiters(s("/metadata/namespace"), now);
@@ -522,7 +533,7 @@ impl Scheduler {
 
     /// A storage object was deleted.
     pub fn on_storage_deleted(&mut self, kind: crate::storage::StorageKind, namespace: &str, name: &str, now: Instant) {
-        self.cache.storage_mut().remove(kind, namespace, name);
+        self.storage_mut().remove(kind, namespace, name);
         self.requeue_for(
             &Change::StorageChanged {
                 kind,
@@ -916,12 +927,12 @@ impl Scheduler {
                     if let Some(plan) = &r.volumes {
                         // The chosen volumes are taken until the API shows
                         // the binding or it fails.
-                        self.cache.storage_mut().assume(&key, plan.clone());
+                        self.storage_mut().assume(&key, plan.clone());
                     }
                     if let Some(plan) = &r.devices {
                         // So are the devices, until the claims' status is
                         // written and the pod bound, or that fails.
-                        self.cache.storage_mut().devices_mut().assume(&key, plan.clone());
+                        self.storage_mut().devices_mut().assume(&key, plan.clone());
                     }
                     // Pods waiting for this one (pod affinity) may fit now.
                     self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
@@ -977,10 +988,10 @@ impl Scheduler {
     pub fn binding_finished(&mut self, key: &str, uid: &str, ok: bool, now: Instant) {
         if ok {
             if self.cache.storage().has_plan(key) {
-                self.cache.storage_mut().confirm(key);
+                self.storage_mut().confirm(key);
             }
             if self.cache.storage().devices().has_plan(key) {
-                self.cache.storage_mut().devices_mut().confirm(key);
+                self.storage_mut().devices_mut().confirm(key);
             }
             self.cache.finish_binding(key, uid);
             self.queue.done(key, uid);
@@ -1003,7 +1014,7 @@ impl Scheduler {
     /// are free again: the pods waiting for them may fit.
     fn free_volume_plan(&mut self, key: &str, now: Instant) {
         if self.cache.storage().devices().has_plan(key) {
-            self.cache.storage_mut().devices_mut().forget(key);
+            self.storage_mut().devices_mut().forget(key);
             self.requeue_for(
                 &Change::StorageChanged {
                     kind: crate::storage::StorageKind::ResourceClaim,
@@ -1014,7 +1025,7 @@ impl Scheduler {
             );
         }
         if self.cache.storage().has_plan(key) {
-            self.cache.storage_mut().forget(key);
+            self.storage_mut().forget(key);
             self.requeue_for(
                 &Change::StorageChanged {
                     kind: crate::storage::StorageKind::Volume,

@@ -164,7 +164,16 @@ pub enum Workload {
     /// pods (900m, priority 0); each measured pod (3 CPUs, priority 10)
     /// preempts three of them.
     Preemption,
+    /// SchedulingWithResourceClaimTemplate: nodes of 4 CPUs whose test
+    /// driver publishes 10 devices each (`DRA_DEVICES_PER_NODE`), and pods
+    /// each with a claim for one device of the class that selects them
+    /// by CEL (made already, as the resourceclaim controller would have).
+    Dra,
 }
+
+/// Devices the `dra` workload's driver publishes per node
+/// (scheduler_perf's `maxClaimsPerNode`).
+pub const DRA_DEVICES_PER_NODE: usize = 10;
 
 impl Workload {
     /// Every workload with its command-line name.
@@ -177,12 +186,13 @@ impl Workload {
         ("topology-spreading", Workload::TopologySpreading),
         ("preferred-topology-spreading", Workload::PreferredTopologySpreading),
         ("preemption", Workload::Preemption),
+        ("dra", Workload::Dra),
     ];
 
     /// The nodes this workload runs on: scheduler_perf's default node for
     /// preemption (so the initial pods fill every node), else [`nodes`].
     pub fn nodes(self, n: usize, seed: u64) -> Vec<Node> {
-        if self != Workload::Preemption {
+        if !matches!(self, Workload::Preemption | Workload::Dra) {
             return nodes(n, seed);
         }
         (0..n)
@@ -200,6 +210,48 @@ impl Workload {
             })
             .collect()
     }
+}
+
+/// The objects the workload needs beside nodes and pods, for nodes
+/// `node-00000` on: the `dra` workload's DeviceClass and one ResourceSlice
+/// per node, as scheduler_perf's test driver publishes them.
+pub fn workload_objects(workload: Workload, nodes: usize) -> Vec<Value> {
+    if workload != Workload::Dra {
+        return Vec::new();
+    }
+    let mut out = vec![json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "test-class"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"test-driver.cdi.k8s.io\""}}]}})];
+    for i in 0..nodes {
+        let node = format!("node-{i:05}");
+        let devices: Vec<Value> = (0..DRA_DEVICES_PER_NODE)
+            .map(|d| {
+                json!({"name": format!("instance-{d}"),
+                    "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"}, "dra.example.com/numa": {"int": d}},
+                    "capacity": {"memory": {"value": "1Gi"}}})
+            })
+            .collect();
+        out.push(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": node},
+            "spec": {"driver": "test-driver.cdi.k8s.io", "nodeName": node,
+                "pool": {"name": node, "generation": 0, "resourceSliceCount": 1}, "devices": devices}}));
+    }
+    out
+}
+
+/// The claims of the workload's pods `first ..first + n` (the `dra`
+/// workload's: one per pod, as its template makes them), to be known before
+/// the pods.
+pub fn workload_claims(workload: Workload, first: usize, n: usize) -> impl Iterator<Item = Value> {
+    let n = if workload == Workload::Dra { n } else { 0 };
+    (first..first + n).map(|i| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": format!("pod-{i:06}-resource"), "namespace": "bench", "uid": format!("claim-uid-{i}"),
+                "resourceVersion": "1"},
+            "spec": {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": "test-class",
+                "allocationMode": "ExactCount", "count": 1}}]}}})
+    })
 }
 
 /// `n` pending pods of `workload` for `scheduler_name`, named from
@@ -220,6 +272,20 @@ pub fn workload_stream(
         return Box::new(pod_stream(first + n, scheduler_name, seed).skip(first));
     }
     let scheduler_name = scheduler_name.to_owned();
+    if workload == Workload::Dra {
+        return Box::new((first..first + n).map(move |i| {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
+                "spec": {"schedulerName": scheduler_name,
+                    "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                        "resources": {"claims": [{"name": "resource"}]}}],
+                    "resourceClaims": [{"name": "resource", "resourceClaimName": format!("pod-{i:06}-resource")}]},
+                "status": {"phase": "Pending"}
+            }))
+            .expect("synthetic pod is valid")
+        }));
+    }
     if workload == Workload::Preemption {
         // The initial batch (from 0) is the low-priority filler.
         let (preemptor, cpu) = if first == 0 { (false, "900m") } else { (true, "3") };
@@ -244,7 +310,7 @@ pub fn workload_stream(
     const HOST: &str = "kubernetes.io/hostname";
     const ZONE: &str = "topology.kubernetes.io/zone";
     let (labels, extra) = match workload {
-        Workload::Plain | Workload::Preemption => unreachable!(),
+        Workload::Plain | Workload::Preemption | Workload::Dra => unreachable!(),
         Workload::PodAntiAffinity => (
             json!({"color": "green"}),
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("color", "green", HOST)]}}}),
