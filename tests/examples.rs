@@ -73,6 +73,7 @@ fn every_language_gives_the_same_answers_as_rust() {
         let mut langs: Vec<String> = std::fs::read_dir(&ex)
             .unwrap()
             .flatten()
+            .filter(|e| e.path().is_dir())
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|l| l != "rust")
             .collect();

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn wasmsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_wasmsched"))
@@ -1104,4 +1104,43 @@ fn dir_of(file: &str) -> String {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(file, dir.join("plugin.wasm")).unwrap();
     dir.to_str().unwrap().to_owned()
+}
+
+/// A plugin that reads devices (contract 0.6): without it the GPU pod goes
+/// to gpu-a (the built-ins' choice); with gpu-memory, which prefers the node
+/// where the GPU DynamicResources allocates has the most memory, to gpu-c,
+/// and the placement names the device allocated there.
+#[test]
+fn a_device_plugin_steers_a_pod_with_a_resource_claim() {
+    let dir = guest::prebuilt_dir("sim-gpu-memory", &["gpu-memory"]);
+    let run = |plugins: Option<&str>| {
+        let mut args = vec![
+            "simulate",
+            "--cluster",
+            "plugins/testdata/dra/cluster.yaml",
+            "--pods",
+            "plugins/testdata/dra/pod-gpu.yaml",
+            "-o",
+            "json",
+        ];
+        if let Some(p) = plugins {
+            args.extend(["--plugins", p]);
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["placements"][0].clone()
+    };
+    let without = run(None);
+    assert_eq!(without["node"], "gpu-a", "{without}");
+    let with = run(Some(dir.to_str().unwrap()));
+    assert_eq!(with["node"], "gpu-c", "{with}");
+    assert_eq!(
+        with["devices"],
+        json!(["inference-gpu: gpu=gpu.example.com/gpu-c/gpu-0"])
+    );
 }

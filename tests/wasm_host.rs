@@ -677,7 +677,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(
-            m.contains("does not export wasmsched:plugin/plugin@0.5.0 (or 0.4.0 to 0.1.0, the earlier contracts)"),
+            m.contains("does not export wasmsched:plugin/plugin@0.6.0 (or 0.5.0 to 0.1.0, the earlier contracts)"),
             "{m}"
         ),
         e => panic!("{e:?}"),
@@ -1303,17 +1303,28 @@ fn components_built_against_earlier_contracts_keep_loading() {
     let v0_2 = host.load_file(&guest::label_gate_v0_2(), "{}").unwrap();
     let v0_3 = host.load_file(&guest::v0_3("label-gate"), "{}").unwrap();
     let v0_4 = host.load_file(&guest::v0_4("label-gate"), "{}").unwrap();
+    let v0_5 = host.load_file(&guest::v0_5("label-gate"), "{}").unwrap();
     let new = host.load_file(&guest::label_gate(), "{}").unwrap();
     assert_eq!(
-        (v0_1.contract, v0_2.contract, v0_3.contract, v0_4.contract, new.contract),
-        ("0.1", "0.2", "0.3", "0.4", "0.5")
+        (
+            v0_1.contract,
+            v0_2.contract,
+            v0_3.contract,
+            v0_4.contract,
+            v0_5.contract,
+            new.contract
+        ),
+        ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6")
     );
+    assert_eq!(v0_5.events, new.events, "0.5 registrations carry over");
+    assert_eq!(v0_5.metric_sources(), new.metric_sources());
     assert_eq!(v0_1.events, None, "0.1 plugins register for every change");
     assert_eq!(v0_3.events, new.events, "0.3 registrations carry over");
     assert_eq!(v0_4.events, new.events, "0.4 registrations carry over");
     assert_eq!((v0_3.metric_sources(), new.metric_sources()), (None, Some(&[][..])));
     assert_eq!(v0_4.metric_sources(), new.metric_sources());
     let price_v0_4 = host.load_file(&guest::v0_4("node-price"), "{}").unwrap();
+    let price_v0_5 = host.load_file(&guest::v0_5("node-price"), "{}").unwrap();
     let price = host.load_file(&guest::node_price(), "{}").unwrap();
     let priced = nodes(&[Some("0.10"), Some("0.30"), None, Some("0.20")]);
     let anyone = pod(json!({}));
@@ -1323,6 +1334,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
         (raw, normalized)
     };
     assert_eq!(scored(&price_v0_4), scored(&price));
+    assert_eq!(scored(&price_v0_5), scored(&price));
     assert_eq!(scored(&price).1, [100, 0, 0, 50]);
     let args = r#"{"source": "rtt"}"#;
     let fastest_v0_3 = host.load_file(&guest::v0_3("fastest-node"), args).unwrap();

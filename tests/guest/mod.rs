@@ -164,6 +164,12 @@ pub fn v0_4(name: &str) -> PathBuf {
     repo().join(format!("plugins/testdata/contract-0.4/{name}.wasm"))
 }
 
+/// label-gate and node-price built against contract 0.5, kept as built
+/// then (no devices).
+pub fn v0_5(name: &str) -> PathBuf {
+    repo().join(format!("plugins/testdata/contract-0.5/{name}.wasm"))
+}
+
 /// label-spread built against contract 0.2 (it declares its events).
 pub fn label_spread_v0_2() -> PathBuf {
     repo().join("plugins/testdata/contract-0.2/label-spread.wasm")

@@ -438,6 +438,40 @@ fn in_language(language: Option<&str>, point: &str) -> String {
     }
 }
 
+/// What DynamicResources allocates for `pod` on each node (none when the
+/// pod has no claim to allocate), and each node's verdict: `feasible`, or
+/// DynamicResources' reason when its devices do not fit.
+fn dra_allocations(
+    pod: &PodInfo,
+    snapshot: &Arc<wasmsched_core::Snapshot>,
+    nodes: &[&Arc<wasmsched_core::NodeInfo>],
+) -> (
+    Option<wasmsched_core::plugins::dynamic_resources::NodeAllocations>,
+    Vec<String>,
+) {
+    use wasmsched_core::Plugin;
+    use wasmsched_core::plugins::dynamic_resources::{self, DynamicResources};
+    let mut verdicts: Vec<String> = vec!["feasible".into(); nodes.len()];
+    if pod.resource_claims.is_empty() {
+        return (None, verdicts);
+    }
+    let dra = DynamicResources::default();
+    let mut state = wasmsched_core::CycleState::default();
+    state.set_snapshot(snapshot.clone());
+    let st = dra.pre_filter(&mut state, pod, snapshot);
+    if !st.is_success() {
+        verdicts.fill(format!("DynamicResources: {}", st.message()));
+        return (None, verdicts);
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        let st = dra.filter(&state, pod, n);
+        if !st.is_success() {
+            verdicts[i] = format!("DynamicResources: {}", st.message());
+        }
+    }
+    (dynamic_resources::allocations(&state), verdicts)
+}
+
 fn test(
     file: &Path,
     pod: &Path,
@@ -471,9 +505,21 @@ fn test(
         let report = cache.install_metrics(source, series);
         crate::warn_unmatched(&metrics.expect("some").path, source, &report);
     }
+    // Storage and device objects (claims, slices, classes) of either file.
+    for o in node_objs.storage.iter().chain(&pod_objs.storage) {
+        cache.storage_mut().upsert(o)?;
+    }
     let snapshot = Arc::new(cache.snapshot());
     let mut nodes: Vec<_> = snapshot.nodes.iter().collect();
     nodes.sort_by(|a, b| a.name().cmp(b.name()));
+    // DynamicResources allocates the pod's claims on each node first, as a
+    // cycle runs it before the plugin: `nodes.allocation` answers as there.
+    let (allocations, dra_verdicts) = dra_allocations(&pod, &snapshot, &nodes);
+    let view = wasmsched_wasm::CycleView {
+        snapshot: Some(&snapshot),
+        storage: Some(&snapshot.storage),
+        allocations,
+    };
     let (l, load_ms, _host) = load(file, args, seed)?;
     let mut log: Vec<String> = Vec::new();
     let mut errors: Vec<String> = Vec::new();
@@ -499,13 +545,13 @@ fn test(
     let language = l.language.as_deref();
     let point = |p: &str| in_language(language, p);
     let show_err = |errors: &mut Vec<String>, what: &str, e: &CallError| errors.push(format!("{}: {e}", point(what)));
-    let mut verdicts: Vec<String> = vec!["feasible".into(); nodes.len()];
+    let mut verdicts: Vec<String> = dra_verdicts;
     let mut scores: Vec<Option<i64>> = vec![None; nodes.len()];
     let mut pre_filter: Option<&str> = None;
     use wasmsched_wasm::GuestPoints as P;
     if l.implements(P::PRE_FILTER) {
         let t = Instant::now();
-        match l.pre_filter(&pod) {
+        match l.pre_filter_in(&pod, &view) {
             Ok(s) => {
                 pre_filter = Some(code_name(s.code));
                 log.push(format!("PreFilter: {} {}", code_name(s.code), s.reason));
@@ -516,7 +562,7 @@ fn test(
     }
     if l.implements(P::FILTER) {
         let t = Instant::now();
-        match l.filter(&pod, &nodes, Some(&snapshot)) {
+        match l.filter_in(&pod, &nodes, &view) {
             Ok(rs) => {
                 for r in rs {
                     if let Some(v) = verdicts.get_mut(r.index as usize) {
@@ -530,7 +576,7 @@ fn test(
     }
     if l.implements(P::SCORE) {
         let t = Instant::now();
-        match l.score(&pod, &nodes, Some(&snapshot)) {
+        match l.score_in(&pod, &nodes, &view) {
             Ok(raw) => {
                 timed(&mut log, "Score", t);
                 let mut out = raw.clone();

@@ -11,14 +11,14 @@ use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine};
 
 use crate::LoadError;
-use crate::host::{BindingsPre, HostState, v0_1, v0_2, v0_3, v0_4, v0_5};
+use crate::host::{BindingsPre, HostState, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6};
 use crate::limits::Budget;
 
 /// How often the engine's epoch advances: the granularity of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The interfaces a plugin may import (of any minor the host serves).
-const ALLOWED_IMPORTS: [&str; 10] = [
+const ALLOWED_IMPORTS: [&str; 12] = [
     "wasmsched:plugin/cluster@0.1.",
     "wasmsched:plugin/host@0.1.",
     "wasmsched:plugin/cluster@0.2.",
@@ -29,6 +29,8 @@ const ALLOWED_IMPORTS: [&str; 10] = [
     "wasmsched:plugin/host@0.4.",
     "wasmsched:plugin/cluster@0.5.",
     "wasmsched:plugin/host@0.5.",
+    "wasmsched:plugin/cluster@0.6.",
+    "wasmsched:plugin/host@0.6.",
 ];
 
 /// The engine, its linker and the compiled-artifact cache.
@@ -380,6 +382,8 @@ fn new_linker(engine: &Engine) -> Result<Linker<HostState>, LoadError> {
         .map_err(|e| LoadError::Engine(e.to_string()))?;
     v0_5::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
         .map_err(|e| LoadError::Engine(e.to_string()))?;
+    v0_6::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        .map_err(|e| LoadError::Engine(e.to_string()))?;
     Ok(linker)
 }
 
@@ -577,10 +581,12 @@ impl WasmEngine {
             (v0_3::SchedulerPluginPre::new(pre).map(BindingsPre::V0_3), "0.3.0")
         } else if exports("0.4") {
             (v0_4::SchedulerPluginPre::new(pre).map(BindingsPre::V0_4), "0.4.0")
+        } else if exports("0.5") {
+            (v0_5::SchedulerPluginPre::new(pre).map(BindingsPre::V0_5), "0.5.0")
         } else {
             (
-                v0_5::SchedulerPluginPre::new(pre).map(BindingsPre::V0_5),
-                "0.5.0 (or 0.4.0 to 0.1.0, the earlier contracts)",
+                v0_6::SchedulerPluginPre::new(pre).map(BindingsPre::V0_6),
+                "0.6.0 (or 0.5.0 to 0.1.0, the earlier contracts)",
             )
         };
         let pre = pre.map_err(|e| {

@@ -1,5 +1,5 @@
 //! The host side of the contract: bindings generated from `wit/` (the
-//! current minor, 0.5) and from `wit/0.4.0/` down to `wit/0.1.0/` (so that
+//! current minor, 0.6) and from `wit/0.5.0/` down to `wit/0.1.0/` (so that
 //! plugins built against earlier minors keep loading), and the read-only
 //! views of the pod, the node batch, the cluster's pods and the live
 //! metrics a plugin call receives. Every minor's imports are served by the
@@ -39,9 +39,14 @@ macro_rules! minor {
 }
 
 minor!(
-    /// Contract 0.5 (`wit/plugin.wit`): what the SDKs build against.
-    v0_5,
+    /// Contract 0.6 (`wit/plugin.wit`): what the SDKs build against.
+    v0_6,
     "../../wit"
+);
+minor!(
+    /// Contract 0.5 (`wit/0.5.0/plugin.wit`), served unchanged.
+    v0_5,
+    "../../wit/0.5.0"
 );
 minor!(
     /// Contract 0.4 (`wit/0.4.0/plugin.wit`), served unchanged.
@@ -64,16 +69,17 @@ minor!(
     "../../wit/0.1.0"
 );
 
-pub use v0_5::exports;
+pub use v0_6::exports;
 
 /// An instance's exports, whichever minor it was built against; calls
-/// return 0.5's types (earlier minors' are subsets).
+/// return 0.6's types (earlier minors' are subsets).
 pub(crate) enum Bindings {
     V0_1(v0_1::SchedulerPlugin),
     V0_2(v0_2::SchedulerPlugin),
     V0_3(v0_3::SchedulerPlugin),
     V0_4(v0_4::SchedulerPlugin),
     V0_5(v0_5::SchedulerPlugin),
+    V0_6(v0_6::SchedulerPlugin),
 }
 
 /// A component made ready to instantiate, for its minor.
@@ -84,6 +90,7 @@ pub(crate) enum BindingsPre {
     V0_3(v0_3::SchedulerPluginPre<HostState>),
     V0_4(v0_4::SchedulerPluginPre<HostState>),
     V0_5(v0_5::SchedulerPluginPre<HostState>),
+    V0_6(v0_6::SchedulerPluginPre<HostState>),
 }
 
 use exports::wasmsched::plugin::plugin as guest;
@@ -142,6 +149,7 @@ from_minor!(from_v0_1, super::v0_1::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_2, super::v0_2::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_3, super::v0_3::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_4, super::v0_4::exports::wasmsched::plugin::plugin);
+from_minor!(from_v0_5, super::v0_5::exports::wasmsched::plugin::plugin);
 
 /// An earlier minor's event registration, as the current one's.
 macro_rules! events_from {
@@ -189,6 +197,16 @@ macro_rules! events_from {
 events_from!(events_v0_2, v0_2);
 events_from!(events_v0_3, v0_3);
 events_from!(events_v0_4, v0_4);
+events_from!(events_v0_5, v0_5);
+
+/// 0.5's scores as 0.6's (the same variant).
+fn scores_from_v0_5(s: v0_5::exports::wasmsched::plugin::plugin::Scores) -> guest::Scores {
+    use v0_5::exports::wasmsched::plugin::plugin::Scores as Old;
+    match s {
+        Old::Values(v) => guest::Scores::Values(v),
+        Old::Packed(b) => guest::Scores::Packed(b),
+    }
+}
 
 impl BindingsPre {
     /// The minor of the contract, as `0.x`.
@@ -199,6 +217,7 @@ impl BindingsPre {
             BindingsPre::V0_3(_) => "0.3",
             BindingsPre::V0_4(_) => "0.4",
             BindingsPre::V0_5(_) => "0.5",
+            BindingsPre::V0_6(_) => "0.6",
         }
     }
 
@@ -209,6 +228,7 @@ impl BindingsPre {
             BindingsPre::V0_3(p) => p.engine(),
             BindingsPre::V0_4(p) => p.engine(),
             BindingsPre::V0_5(p) => p.engine(),
+            BindingsPre::V0_6(p) => p.engine(),
         }
     }
 
@@ -219,6 +239,7 @@ impl BindingsPre {
             BindingsPre::V0_3(p) => Bindings::V0_3(p.instantiate(store)?),
             BindingsPre::V0_4(p) => Bindings::V0_4(p.instantiate(store)?),
             BindingsPre::V0_5(p) => Bindings::V0_5(p.instantiate(store)?),
+            BindingsPre::V0_6(p) => Bindings::V0_6(p.instantiate(store)?),
         })
     }
 }
@@ -265,7 +286,16 @@ impl Bindings {
                     events: events_v0_4(m.events),
                 })
             }
-            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+            Bindings::V0_5(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: from_v0_5::points(m.points),
+                    events: events_v0_5(m.events),
+                })
+            }
+            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_metadata(s),
         }
     }
 
@@ -276,6 +306,7 @@ impl Bindings {
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
         }
     }
 
@@ -285,6 +316,7 @@ impl Bindings {
         match self {
             Bindings::V0_4(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             Bindings::V0_5(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
+            Bindings::V0_6(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             _ => Ok(None),
         }
     }
@@ -308,7 +340,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_filter(s, pod)?
                 .map(from_v0_4::status)),
-            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+            Bindings::V0_5(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_5::status)),
+            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
         }
     }
 
@@ -331,7 +367,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_filter(s, pod, nodes)?
                 .map(from_v0_4::rejections)),
-            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+            Bindings::V0_5(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_5::rejections)),
+            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
         }
     }
 
@@ -354,7 +394,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_score(s, pod, nodes)?
                 .map(from_v0_4::status)),
-            Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+            Bindings::V0_5(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(from_v0_5::status)),
+            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
         }
     }
 
@@ -370,6 +414,10 @@ impl Bindings {
             Bindings::V0_5(b) => b
                 .wasmsched_plugin_plugin()
                 .call_score(s, pod, nodes)?
+                .and_then(|scores| unpack_scores(scores_from_v0_5(scores), "score")),
+            Bindings::V0_6(b) => b
+                .wasmsched_plugin_plugin()
+                .call_score(s, pod, nodes)?
                 .and_then(|scores| unpack_scores(scores, "score")),
         })
     }
@@ -383,6 +431,17 @@ impl Bindings {
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_5(b) => {
+                use v0_5::exports::wasmsched::plugin::plugin::Scores as Old;
+                let scores = if packed {
+                    Old::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
+                } else {
+                    Old::Values(scores.to_vec())
+                };
+                Ok(b.wasmsched_plugin_plugin()
+                    .call_normalize_score(s, pod, &scores)?
+                    .and_then(|out| unpack_scores(scores_from_v0_5(out), "normalize-score").map(|(v, _)| v)))
+            }
+            Bindings::V0_6(b) => {
                 let scores = if packed {
                     guest::Scores::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
                 } else {
@@ -492,6 +551,11 @@ pub struct HostState {
     pub(crate) nodes: Vec<Arc<NodeInfo>>,
     /// The cycle's snapshot, for the pod views (none outside a cycle).
     pub(crate) snapshot: Option<Arc<Snapshot>>,
+    /// The cluster's storage and device objects (the snapshot's), for
+    /// `pod.claims` and `nodes.devices` (also at PreFilter).
+    pub(crate) storage: Option<Arc<wasmsched_core::storage::Storage>>,
+    /// What DynamicResources allocated for the pod on each node this cycle.
+    pub(crate) allocations: Option<wasmsched_core::plugins::dynamic_resources::NodeAllocations>,
     /// The engine's epoch after which the call in progress must end: the
     /// same clock as wasmtime's epoch interruption, so guest code and host
     /// functions are held to one deadline.
@@ -519,6 +583,8 @@ impl HostState {
             pod_object: std::cell::OnceCell::new(),
             nodes: Vec::new(),
             snapshot: None,
+            storage: None,
+            allocations: None,
             deadline: None,
             epochs,
             since_check: std::cell::Cell::new(0),
@@ -1318,7 +1384,7 @@ pub fn unix_ms() -> i64 {
 /// serve unchanged (0.5 adds its packed columns): expanded for each minor's
 /// types.
 macro_rules! serve_metrics_minor {
-    ($name:ident, $minor:ident $(, $more:ident)?) => {
+    ($name:ident, $minor:ident $(, pod: $pod_more:ident)? $(, nodes: $more:ident)*) => {
         mod $name {
             use super::$minor::wasmsched::plugin::cluster::{
                 self, Condition, Image, LabelRequirement, Metric, PodSelector, Quantity, Taint, Toleration,
@@ -1355,6 +1421,7 @@ macro_rules! serve_metrics_minor {
 
             impl cluster::HostPod for HostState {
                 pod_accessors!();
+                $($pod_more!();)?
             }
 
             impl cluster::HostNodes for HostState {
@@ -1396,7 +1463,7 @@ macro_rules! serve_metrics_minor {
                         .collect()))
                 }
 
-                $($more!();)?
+                $($more!();)*
             }
 
             impl host::Host for HostState {
@@ -1441,9 +1508,207 @@ macro_rules! packed_columns {
     };
 }
 
+/// Most devices `nodes.devices` lists for one node.
+pub const MAX_NODE_DEVICES: usize = 4096;
+
+/// A device attribute's or capacity's name, qualified with the driver's
+/// domain when the slice wrote it without one.
+fn qualified(driver: &str, name: &str) -> String {
+    if name.contains('/') {
+        name.to_owned()
+    } else {
+        format!("{driver}/{name}")
+    }
+}
+
+/// The devices of one allocation, in the contract's terms.
+macro_rules! allocated_devices {
+    ($a:expr) => {
+        $a.devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .map(|r| cluster::AllocatedDevice {
+                request: r.request.clone(),
+                driver: r.driver.clone(),
+                pool: r.pool.clone(),
+                device: r.device.clone(),
+            })
+    };
+}
+
+/// Contract 0.6's pod accessor for devices.
+macro_rules! pod_devices {
+    () => {
+        fn claims(&mut self, _: Resource<PodHandle>) -> wasmtime::Result<Vec<cluster::PodClaim>> {
+            use wasmsched_core::pod::ClaimName;
+            self.check_now()?;
+            let pod = self.pod()?;
+            let devices = self.storage.as_deref().map(|s| s.devices());
+            let mut out = Vec::with_capacity(pod.resource_claims.len());
+            for c in &pod.resource_claims {
+                let name = match &c.claim {
+                    ClaimName::Named(n) | ClaimName::Generated(n) => Some(n.clone()),
+                    _ => None,
+                };
+                let claim = name
+                    .as_ref()
+                    .and_then(|n| devices?.claim(&format!("{}/{n}", pod.namespace)));
+                let mut requests = Vec::new();
+                let mut allocated = Vec::new();
+                let mut reserved_for = Vec::new();
+                if let Some(claim) = claim {
+                    let request = |name: String,
+                                   class: &str,
+                                   mode: Option<&String>,
+                                   count: Option<i64>,
+                                   selectors: Option<&Vec<k8s_openapi::api::resource::v1::DeviceSelector>>,
+                                   admin: Option<bool>| cluster::ClaimRequest {
+                        name,
+                        device_class: class.to_owned(),
+                        allocation_mode: mode.cloned().unwrap_or_else(|| "ExactCount".into()),
+                        count: count.map_or(1, |c| c.max(0) as u64),
+                        selectors: selectors
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+                            .collect(),
+                        admin_access: admin == Some(true),
+                    };
+                    for r in claim
+                        .spec
+                        .devices
+                        .iter()
+                        .flat_map(|d| d.requests.iter().flatten())
+                    {
+                        if let Some(e) = &r.exactly {
+                            requests.push(request(
+                                r.name.clone(),
+                                &e.device_class_name,
+                                e.allocation_mode.as_ref(),
+                                e.count,
+                                e.selectors.as_ref(),
+                                e.admin_access,
+                            ));
+                        }
+                        for sub in r.first_available.iter().flatten() {
+                            requests.push(request(
+                                format!("{}/{}", r.name, sub.name),
+                                &sub.device_class_name,
+                                sub.allocation_mode.as_ref(),
+                                sub.count,
+                                sub.selectors.as_ref(),
+                                None,
+                            ));
+                        }
+                    }
+                    if let Some(a) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                        allocated.extend(allocated_devices!(a));
+                    }
+                    reserved_for.extend(
+                        claim
+                            .status
+                            .iter()
+                            .flat_map(|s| s.reserved_for.iter().flatten())
+                            .map(|r| format!("{}/{}", pod.namespace, r.name)),
+                    );
+                }
+                out.push(cluster::PodClaim {
+                    name: c.name.clone(),
+                    claim: name,
+                    requests,
+                    allocated,
+                    reserved_for,
+                });
+            }
+            Ok(out)
+        }
+    };
+}
+
+/// Contract 0.6's node accessors for devices.
+macro_rules! node_devices {
+    () => {
+        fn devices(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<cluster::Device>> {
+            self.check_now()?;
+            let node = self.node(i)?;
+            let Some(storage) = self.storage.as_deref() else {
+                return Ok(Vec::new());
+            };
+            let devices = storage.devices();
+            let mut out = Vec::new();
+            for (slice, d) in devices
+                .node_devices(&node.node)
+                .into_iter()
+                .take(MAX_NODE_DEVICES)
+            {
+                let driver = &slice.spec.driver;
+                let pool = &slice.spec.pool.name;
+                let attributes = d
+                    .attributes
+                    .iter()
+                    .flatten()
+                    .filter_map(|(name, a)| {
+                        let value = if let Some(v) = a.int {
+                            cluster::AttributeValue::Int(v)
+                        } else if let Some(v) = a.bool {
+                            cluster::AttributeValue::Boolean(v)
+                        } else if let Some(v) = &a.string {
+                            cluster::AttributeValue::Text(v.clone())
+                        } else {
+                            cluster::AttributeValue::Version(a.version.clone()?)
+                        };
+                        Some(cluster::DeviceAttribute {
+                            name: qualified(driver, name),
+                            value,
+                        })
+                    })
+                    .collect();
+                let capacity = d
+                    .capacity
+                    .iter()
+                    .flatten()
+                    .map(|(name, c)| cluster::DeviceCapacity {
+                        name: qualified(driver, name),
+                        quantity: c.value.0.clone(),
+                        value: wasmsched_core::quantity::parse_value(&c.value.0).unwrap_or(0),
+                    })
+                    .collect();
+                out.push(cluster::Device {
+                    driver: driver.clone(),
+                    pool: pool.clone(),
+                    name: d.name.clone(),
+                    attributes,
+                    capacity,
+                    taken: devices
+                        .allocated()
+                        .contains(&wasmsched_core::dra::DeviceId::new(driver, pool, &d.name)),
+                });
+            }
+            Ok(out)
+        }
+
+        fn allocation(
+            &mut self,
+            _: Resource<NodesHandle>,
+            i: u32,
+        ) -> wasmtime::Result<Option<Vec<cluster::AllocatedDevice>>> {
+            let node = self.node(i)?.node.name.clone();
+            let Some(found) = self
+                .allocations
+                .as_ref()
+                .and_then(|m| m.lock().ok().and_then(|m| m.get(&node).cloned()))
+            else {
+                return Ok(None);
+            };
+            Ok(Some(found.iter().flat_map(|a| allocated_devices!(a)).collect()))
+        }
+    };
+}
+
 serve_metrics_minor!(serve_v0_3, v0_3);
 serve_metrics_minor!(serve_v0_4, v0_4);
-serve_metrics_minor!(serve_v0_5, v0_5, packed_columns);
+serve_metrics_minor!(serve_v0_5, v0_5, nodes: packed_columns);
+serve_metrics_minor!(serve_v0_6, v0_6, pod: pod_devices, nodes: packed_columns, nodes: node_devices);
 
 #[cfg(test)]
 mod tests {

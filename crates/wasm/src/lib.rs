@@ -1,7 +1,7 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.5.0`; components built against 0.1.0 to 0.4.0 keep
+//! (`wasmsched:plugin@0.6.0`; components built against 0.1.0 to 0.5.0 keep
 //! loading).
 //! This crate compiles it once (and keeps the compiled artifact on disk; a
 //! big one serves first on baseline code while the optimised code compiles),
@@ -39,7 +39,7 @@ pub use host::exports::wasmsched::plugin::plugin::{
 };
 pub use host::unix_ms;
 pub use plugin::{
-    CallError, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, MAX_NAME_BYTES, MAX_SOURCE_NAME_BYTES,
+    CallError, CycleView, FailurePolicy, Limits, Loaded, MAX_METRIC_SOURCES, MAX_NAME_BYTES, MAX_SOURCE_NAME_BYTES,
     MAX_VERSION_BYTES, PluginSlot, PluginStats, off_the_record, warm_instances,
 };
 

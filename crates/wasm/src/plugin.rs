@@ -313,12 +313,50 @@ fn fold_events(es: impl Iterator<Item = ClusterEvent>) -> Vec<ClusterEvent> {
         .collect()
 }
 
+/// What a call sees of its cycle beside the pod and the nodes: the
+/// snapshot (pod views, metrics), the storage and device objects
+/// (`pod.claims`, `nodes.devices`) and what DynamicResources allocated
+/// for the pod on each node (`nodes.allocation`).
+#[derive(Clone, Default)]
+pub struct CycleView<'a> {
+    /// The cycle's snapshot (none: pod views and metrics fail).
+    pub snapshot: Option<&'a Arc<Snapshot>>,
+    /// The cluster's storage and device objects.
+    pub storage: Option<&'a Arc<wasmsched_core::storage::Storage>>,
+    /// DynamicResources' allocations by node, this cycle.
+    pub allocations: Option<wasmsched_core::plugins::dynamic_resources::NodeAllocations>,
+}
+
+impl<'a> CycleView<'a> {
+    /// What a scheduling cycle's state holds.
+    pub fn of(state: &'a CycleState) -> Self {
+        let snapshot = state.snapshot();
+        Self {
+            snapshot,
+            storage: snapshot.map(|s| &s.storage),
+            allocations: wasmsched_core::plugins::dynamic_resources::allocations(state),
+        }
+    }
+
+    /// A snapshot alone (its devices, no allocations).
+    pub fn snapshot(snapshot: Option<&'a Arc<Snapshot>>) -> Self {
+        Self {
+            snapshot,
+            storage: snapshot.map(|s| &s.storage),
+            allocations: None,
+        }
+    }
+}
+
 fn cluster_event(e: &guest::ClusterEvent) -> ClusterEvent {
     use guest::EventActions as A;
     let resource = match e.resource {
         guest::EventResource::Node => Resource::Node,
         guest::EventResource::Pod => Resource::AssignedPod,
         guest::EventResource::Namespace => Resource::Namespace,
+        guest::EventResource::ResourceClaim => Resource::ResourceClaim,
+        guest::EventResource::ResourceSlice => Resource::ResourceSlice,
+        guest::EventResource::DeviceClass => Resource::DeviceClass,
     };
     let action = [
         (A::ADD, Action::ADD),
@@ -724,7 +762,7 @@ impl Loaded {
         &self,
         pod: &PodInfo,
         nodes: &[&Arc<NodeInfo>],
-        snapshot: Option<&Arc<Snapshot>>,
+        view: &CycleView<'_>,
         f: impl FnOnce(&Bindings, &mut Store<HostState>) -> wasmtime::Result<Result<R, String>>,
     ) -> Result<R, CallError> {
         if let Some(e) = self.backing_off() {
@@ -749,7 +787,9 @@ impl Loaded {
             data.set_pod(pod);
             data.nodes.clear();
             data.nodes.extend(nodes.iter().map(|n| Arc::clone(n)));
-            data.snapshot = snapshot.cloned();
+            data.snapshot = view.snapshot.cloned();
+            data.storage = view.storage.cloned();
+            data.allocations = view.allocations.clone();
         }
         if !made_now {
             set_deadline(&mut inst.store, self.limits.timeout);
@@ -760,6 +800,8 @@ impl Loaded {
         let data = inst.store.data_mut();
         data.nodes.clear();
         data.snapshot = None;
+        data.storage = None;
+        data.allocations = None;
         // A call that ended past its deadline without entering the guest
         // again (a host function's work) failed all the same.
         let result = match result {
@@ -828,7 +870,12 @@ impl Loaded {
 
     /// PreFilter.
     pub fn pre_filter(&self, pod: &PodInfo) -> Result<guest::Status, CallError> {
-        self.call(pod, &[], None, |g, s| g.pre_filter(s))
+        self.pre_filter_in(pod, &CycleView::default())
+    }
+
+    /// PreFilter, with the cycle's devices in view.
+    pub fn pre_filter_in(&self, pod: &PodInfo, view: &CycleView<'_>) -> Result<guest::Status, CallError> {
+        self.call(pod, &[], view, |g, s| g.pre_filter(s))
     }
 
     /// Filter over a batch: the rejections (indexes into `nodes`). Large
@@ -840,11 +887,21 @@ impl Loaded {
         nodes: &[&Arc<NodeInfo>],
         snapshot: Option<&Arc<Snapshot>>,
     ) -> Result<Vec<guest::Rejection>, CallError> {
+        self.filter_in(pod, nodes, &CycleView::snapshot(snapshot))
+    }
+
+    /// Filter, with what `view` holds of the cycle.
+    pub fn filter_in(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        view: &CycleView<'_>,
+    ) -> Result<Vec<guest::Rejection>, CallError> {
         let mut out = Vec::new();
         for (c, chunk) in nodes.chunks(MAX_BATCH).enumerate() {
             // Checked inside the call, so a bad answer is an error of the
             // plugin that counts toward its back-off.
-            let rs = self.call(pod, chunk, snapshot, |g, s| {
+            let rs = self.call(pod, chunk, view, |g, s| {
                 Ok(g.filter(s)?.and_then(|rs| check_rejections(rs, chunk.len())))
             })?;
             for mut r in rs {
@@ -863,7 +920,17 @@ impl Loaded {
         nodes: &[&Arc<NodeInfo>],
         snapshot: Option<&Arc<Snapshot>>,
     ) -> Result<guest::Status, CallError> {
-        self.call(pod, nodes, snapshot, |g, s| g.pre_score(s))
+        self.pre_score_in(pod, nodes, &CycleView::snapshot(snapshot))
+    }
+
+    /// PreScore, with what `view` holds of the cycle.
+    pub fn pre_score_in(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        view: &CycleView<'_>,
+    ) -> Result<guest::Status, CallError> {
+        self.call(pod, nodes, view, |g, s| g.pre_score(s))
     }
 
     /// Score over a batch (in calls of at most [`MAX_BATCH`] nodes).
@@ -873,9 +940,19 @@ impl Loaded {
         nodes: &[&Arc<NodeInfo>],
         snapshot: Option<&Arc<Snapshot>>,
     ) -> Result<Vec<i64>, CallError> {
+        self.score_in(pod, nodes, &CycleView::snapshot(snapshot))
+    }
+
+    /// Score, with what `view` holds of the cycle.
+    pub fn score_in(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        view: &CycleView<'_>,
+    ) -> Result<Vec<i64>, CallError> {
         let mut out = Vec::with_capacity(nodes.len());
         for chunk in nodes.chunks(MAX_BATCH) {
-            let (scores, packed) = self.call(pod, chunk, snapshot, |g, s| g.score(s))?;
+            let (scores, packed) = self.call(pod, chunk, view, |g, s| g.score(s))?;
             self.packed_scores.store(packed, Ordering::Relaxed);
             if scores.len() != chunk.len() {
                 return Err(CallError::Plugin(format!(
@@ -892,7 +969,9 @@ impl Loaded {
     /// NormalizeScore.
     pub fn normalize(&self, pod: &PodInfo, scores: &[i64]) -> Result<Vec<i64>, CallError> {
         let packed = self.packed_scores.load(Ordering::Relaxed);
-        let out = self.call(pod, &[], None, |g, s| g.normalize_score(s, scores, packed))?;
+        let out = self.call(pod, &[], &CycleView::default(), |g, s| {
+            g.normalize_score(s, scores, packed)
+        })?;
         if out.len() != scores.len() {
             return Err(CallError::Plugin(format!(
                 "normalize-score returned {} scores for {}",
@@ -1094,7 +1173,7 @@ impl Plugin for PluginSlot {
         }
     }
 
-    fn pre_filter(&self, _: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
+    fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, _: &Snapshot) -> Status {
         // Honour or refuse: a plugin the profile enables but that is not
         // loaded makes every pod of the profile unschedulable under
         // `fail` (the message names the plugin), and is skipped under `ignore`.
@@ -1110,7 +1189,7 @@ impl Plugin for PluginSlot {
         if !v.implements(guest::Points::PRE_FILTER) {
             return Status::success();
         }
-        match v.pre_filter(pod) {
+        match v.pre_filter_in(pod, &CycleView::of(state)) {
             Ok(s) => status_of(s),
             Err(e) => {
                 self.failed(pod, "PreFilter", &e);
@@ -1151,7 +1230,7 @@ impl Plugin for PluginSlot {
         if !v.implements(guest::Points::FILTER) {
             return;
         }
-        match v.filter(pod, nodes, state.snapshot()) {
+        match v.filter_in(pod, nodes, &CycleView::of(state)) {
             Ok(mut rs) => {
                 rs.sort_by_key(|r| r.index);
                 for r in rs {
@@ -1196,7 +1275,7 @@ impl Plugin for PluginSlot {
         if !v.implements(guest::Points::PRE_SCORE) {
             return Status::success();
         }
-        match v.pre_score(pod, nodes, state.snapshot()) {
+        match v.pre_score_in(pod, nodes, &CycleView::of(state)) {
             Ok(s) => status_of(s),
             Err(e) => {
                 self.failed(pod, "PreScore", &e);
@@ -1238,7 +1317,7 @@ impl Plugin for PluginSlot {
             return Ok(());
         }
         let normalized = v.implements(guest::Points::NORMALIZE_SCORE);
-        let result = v.score(pod, nodes, state.snapshot()).and_then(|scores| {
+        let result = v.score_in(pod, nodes, &CycleView::of(state)).and_then(|scores| {
             if !normalized && let Some((i, s)) = scores.iter().enumerate().find(|(_, s)| !(0..=100).contains(*s)) {
                 return Err(CallError::Plugin(format!(
                     "score {s} for node {} is outside 0..=100 (implement normalize-score to map raw scores)",

@@ -24,11 +24,17 @@ export declare const Points: {
   readonly NORMALIZE_SCORE: "normalizeScore";
 };
 
-export type EventResource = "node" | "pod" | "namespace";
+export type EventResource = "node" | "pod" | "namespace" | "resource-claim" | "resource-slice" | "device-class";
 export declare const EventResource: {
   readonly NODE: "node";
   readonly POD: "pod";
   readonly NAMESPACE: "namespace";
+  /** A ResourceClaim: a deallocation frees devices (contract 0.6). */
+  readonly RESOURCE_CLAIM: "resource-claim";
+  /** A ResourceSlice: devices published or changed (contract 0.6). */
+  readonly RESOURCE_SLICE: "resource-slice";
+  /** A DeviceClass (contract 0.6). */
+  readonly DEVICE_CLASS: "device-class";
 };
 export type EventAction =
   | "add" | "delete" | "update"
@@ -71,6 +77,71 @@ export interface Metric {
   /** s64: the sum of their memory requests, in bytes. */
   memorySince: number;
 }
+// Devices (contract 0.6, Dynamic Resource Allocation).
+/** The value of a device attribute, a tagged union: switch on `tag`.
+ * `int` is an s64 (a BigInt at run time, see the top of this file). */
+export type AttributeValue =
+  | { tag: "int"; val: number }
+  | { tag: "boolean"; val: boolean }
+  | { tag: "text"; val: string }
+  /** A semantic version, as written (`1.2.3`). */
+  | { tag: "version"; val: string };
+/** One attribute of a device; `name` is fully qualified, `domain/name` (a
+ * name a driver writes without a domain gets the driver's). */
+export interface DeviceAttribute { name: string; value: AttributeValue }
+/** One capacity of a device: `quantity` as written (`80Gi`), `value` (s64)
+ * rounded up to an integer (bytes for `80Gi`). */
+export interface DeviceCapacity { name: string; quantity: string; value: number }
+/** A device a node can use: published in a ResourceSlice for the node, for
+ * a set of nodes that includes it or for every node. */
+export interface Device {
+  driver: string;
+  pool: string;
+  /** `spec.devices[].name`, unique in its pool. */
+  name: string;
+  attributes: DeviceAttribute[];
+  capacity: DeviceCapacity[];
+  /** Allocated to a claim already (or to one whose pod is being bound):
+   * not available to this pod, unless it is one of this pod's claims'
+   * devices. */
+  taken: boolean;
+}
+/** A device chosen for a request of a claim. */
+export interface AllocatedDevice {
+  /** The request's name; `request/subrequest` for a `firstAvailable`
+   * request, naming the choice taken. */
+  request: string;
+  driver: string;
+  pool: string;
+  device: string;
+}
+/** One request of a claim (`spec.devices.requests[]`); a `firstAvailable`
+ * request is listed once per subrequest, named `request/subrequest`. */
+export interface ClaimRequest {
+  name: string;
+  deviceClass: string;
+  /** `ExactCount` or `All`. */
+  allocationMode: string;
+  /** u64: how many devices (`ExactCount`). */
+  count: number;
+  /** The CEL selectors of the request (the class's are not listed). */
+  selectors: string[];
+  adminAccess: boolean;
+}
+/** One of the pod's `spec.resourceClaims`, with the ResourceClaim it names. */
+export interface PodClaim {
+  /** `spec.resourceClaims[].name`, as containers refer to it. */
+  name: string;
+  /** The ResourceClaim's name; none when not known yet (made from a
+   * template, not created yet) or none is needed. */
+  claim: Opt<string>;
+  requests: ClaimRequest[];
+  /** The devices of a claim allocated already (empty otherwise: see
+   * `nodes.allocation`). */
+  allocated: AllocatedDevice[];
+  /** `status.reservedFor`, as `namespace/name`. */
+  reservedFor: string[];
+}
 /** `key operator values`: operator `In`, `NotIn` (values: at least one),
  * `Exists` or `DoesNotExist` (no values). */
 export interface LabelRequirement { key: string; operator: string; values?: string[] }
@@ -103,6 +174,9 @@ export interface Pod {
   schedulerName(): string;
   ownerKind(): Opt<string>;
   json(): string;
+  /** The pod's resource claims (contract 0.6), in `spec.resourceClaims`
+   * order. */
+  claims(): PodClaim[];
 }
 
 /** A batch of candidate nodes, addressed by index 0 .. len(). */
@@ -165,6 +239,20 @@ export interface Nodes {
    * for the node or only a stale one. Throws a PluginError when no source
    * of that name is configured. */
   metrics(source: string): Opt<Metric>[];
+  // Devices (contract 0.6): Dynamic Resource Allocation's view of a node.
+  /** The devices node `index` can use, by driver, pool and name (at most
+   * 4096). */
+  devices(index: number): Device[];
+  /** What DynamicResources allocated for the pod's unallocated claims on
+   * node `index` in this cycle (at Filter, before this plugin's Filter when
+   * DynamicResources runs first; at PreScore and Score for every feasible
+   * node): the devices, by claim in the pod's order. None when the pod has
+   * no claim to allocate, or the node was not allocated for (yet). */
+  allocation(index: number): Opt<AllocatedDevice[]>;
+  /** The SDK's: the devices of `allocation(index)` with their attributes
+   * and capacity (from `devices(index)`), in allocation order; none when
+   * `allocation` is none. */
+  allocatedDevices(index: number): Opt<Device[]>;
 }
 
 /** A plugin: these keys and no others (an object literal with a misspelt
@@ -191,6 +279,15 @@ export interface PluginDefinition {
 }
 
 export declare function definePlugin(def: PluginDefinition): object;
+/** The value of the attribute `name` of a device: fully qualified, or the
+ * driver's when it has no domain (`model` is `gpu.example.com/model` on
+ * that driver's devices); none when the device lacks it. */
+export declare function deviceAttribute(device: Device, name: string): Opt<AttributeValue>;
+/** The capacity `name` of a device (qualified as for `deviceAttribute`);
+ * none when the device publishes none. */
+export declare function deviceCapacity(device: Device, name: string): Opt<DeviceCapacity>;
+/** Whether an allocated device is `device` (same driver, pool and name). */
+export declare function isDevice(chosen: AllocatedDevice, device: Device): boolean;
 export declare class PluginError extends Error {}
 type Level = "trace" | "debug" | "info" | "warn" | "error";
 export declare const log: ((level: Level, message: string) => void) & { [L in Level]: (message: string) => void };

@@ -17,9 +17,9 @@
 // string) returns an error to the host. `pod` and `nodes` are the contract's
 // handles, with the WIT accessors in camelCase (see README.md and
 // wasmsched.d.ts); the pod views take a plain-object selector. The SDK
-// builds against contract 0.5 (wit/plugin.wit).
+// builds against contract 0.6 (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.5.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.6.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -43,6 +43,10 @@ export const EventResource = Object.freeze({
   NODE: "node",
   POD: "pod",
   NAMESPACE: "namespace",
+  // Since contract 0.6 (Dynamic Resource Allocation).
+  RESOURCE_CLAIM: "resource-claim",
+  RESOURCE_SLICE: "resource-slice",
+  DEVICE_CLASS: "device-class",
 });
 
 /** The kinds of change, as `events[].actions` takes them. */
@@ -181,11 +185,55 @@ function view(f) {
     throw e;
   }
 }
+// Devices (contract 0.6). A name of an attribute or capacity without a
+// domain (`memory`) is the device driver's (`gpu.example.com/memory`), as
+// ResourceSlices and CEL's device.capacity read it; a qualified one is
+// taken as is.
+function qualify(device, name) {
+  return name.includes("/") ? name : `${device.driver}/${name}`;
+}
+/**
+ * The value of the attribute `name` of `device` (from `nodes.devices(i)`),
+ * `{ tag, val }`, or none when the device lacks it.
+ */
+export function deviceAttribute(device, name) {
+  const q = qualify(device, name);
+  const a = device.attributes.find((a) => a.name === q);
+  return a === undefined ? NONE : a.value;
+}
+/**
+ * The capacity `name` of `device`, `{ name, quantity, value }` (`value` in
+ * bytes for `80Gi`), or none when the device publishes none.
+ */
+export function deviceCapacity(device, name) {
+  const q = qualify(device, name);
+  return device.capacity.find((c) => c.name === q) ?? NONE;
+}
+/** Whether `chosen` (from `nodes.allocation(i)`) is `device`. */
+export function isDevice(chosen, device) {
+  return chosen.device === device.name && chosen.pool === device.pool && chosen.driver === device.driver;
+}
+
 let viewsReady = false;
 function withViews(nodes) {
   if (viewsReady) return nodes;
   const proto = Object.getPrototypeOf(nodes);
   const { podCounts, domainCounts, domains, metrics } = proto;
+  // The devices DynamicResources allocated for the pod on node i (from
+  // `allocation`), with their attributes and capacity (from `devices`), in
+  // allocation order; none when `allocation` is none.
+  proto.allocatedDevices = function (i) {
+    const chosen = this.allocation(i);
+    if (chosen == null) return NONE;
+    if (chosen.length === 0) return [];
+    const devices = this.devices(i);
+    const out = [];
+    for (const a of chosen) {
+      const d = devices.find((d) => isDevice(a, d));
+      if (d !== undefined) out.push(d);
+    }
+    return out;
+  };
   proto.podCounts = function (selector) {
     return view(() => podCounts.call(this, podSelector(selector)));
   };

@@ -41,7 +41,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
-//! The SDK targets contract wasmsched:plugin@0.5.0 (wit/plugin.wit).
+//! The SDK targets contract wasmsched:plugin@0.6.0 (wit/plugin.wit).
 
 const std = @import("std");
 
@@ -147,6 +147,221 @@ pub const OptMetric = extern struct {
         return if (self.is_some) self.val else null;
     }
 };
+
+/// The value of a device attribute (`ResourceSlice.spec.devices[].attributes`,
+/// contract 0.6), as `DeviceAttribute.value` gives it:
+/// `switch (a.value()) { .int => |n| ..., .text => |t| ..., else => {} }`.
+pub const AttributeValue = union(enum) {
+    int: i64,
+    boolean: bool,
+    text: []const u8,
+    /// A semantic version, as written (`1.2.3`).
+    version: []const u8,
+};
+
+/// attribute-value as the host lowers it: the case's tag, then its payload.
+const CAttributeValue = extern struct {
+    tag: u8,
+    val: extern union { int: i64, boolean: bool, text: CStr, version: CStr },
+};
+
+/// One attribute of a device (contract 0.6).
+pub const DeviceAttribute = extern struct {
+    name_: CStr,
+    value_: CAttributeValue,
+
+    /// Fully qualified: `domain/name` (a name a driver writes without a
+    /// domain gets the driver's).
+    pub fn name(self: DeviceAttribute) []const u8 {
+        return self.name_.slice();
+    }
+    pub fn value(self: DeviceAttribute) AttributeValue {
+        const v = self.value_.val;
+        return switch (self.value_.tag) {
+            0 => .{ .int = v.int },
+            1 => .{ .boolean = v.boolean },
+            2 => .{ .text = v.text.slice() },
+            else => .{ .version = v.version.slice() },
+        };
+    }
+};
+
+/// One capacity of a device (contract 0.6).
+pub const DeviceCapacity = extern struct {
+    name_: CStr,
+    quantity_: CStr,
+    /// The quantity rounded up to an integer (bytes for `80Gi`).
+    value: i64,
+
+    /// Fully qualified, as attribute names.
+    pub fn name(self: DeviceCapacity) []const u8 {
+        return self.name_.slice();
+    }
+    /// The quantity as written (`80Gi`).
+    pub fn quantity(self: DeviceCapacity) []const u8 {
+        return self.quantity_.slice();
+    }
+};
+
+/// A device a node can use (`Nodes.devices`, contract 0.6): published in a
+/// ResourceSlice for the node (`nodeName`), for a set of nodes that
+/// includes it (`nodeSelector`) or for every node (`allNodes`).
+pub const Device = extern struct {
+    driver_: CStr,
+    pool_: CStr,
+    name_: CStr,
+    attributes_: CList(DeviceAttribute),
+    capacity_: CList(DeviceCapacity),
+    /// Allocated to a claim already (or to one whose pod is being bound):
+    /// not available to this pod, unless it is one of this pod's claims'
+    /// devices.
+    taken: bool,
+
+    pub fn driver(self: Device) []const u8 {
+        return self.driver_.slice();
+    }
+    pub fn pool(self: Device) []const u8 {
+        return self.pool_.slice();
+    }
+    /// `spec.devices[].name`, unique in its pool.
+    pub fn name(self: Device) []const u8 {
+        return self.name_.slice();
+    }
+    pub fn attributes(self: Device) []const DeviceAttribute {
+        return self.attributes_.slice();
+    }
+    pub fn capacity(self: Device) []const DeviceCapacity {
+        return self.capacity_.slice();
+    }
+    /// The value of the attribute `attr_name`, fully qualified or the
+    /// driver's when it has no domain (`model` is `gpu.example.com/model`
+    /// on that driver's devices); null when the device lacks it.
+    pub fn attribute(self: Device, attr_name: []const u8) ?AttributeValue {
+        for (self.attributes()) |a| {
+            if (sameName(a.name(), self.driver(), attr_name)) return a.value();
+        }
+        return null;
+    }
+    /// The capacity `cap_name`, fully qualified or the driver's when it has
+    /// no domain (`memory` is `gpu.example.com/memory` on that driver's
+    /// devices): `.value` (bytes for `80Gi`) and `.quantity()`; null when
+    /// the device publishes none.
+    pub fn capacityOf(self: Device, cap_name: []const u8) ?DeviceCapacity {
+        for (self.capacity()) |c| {
+            if (sameName(c.name(), self.driver(), cap_name)) return c;
+        }
+        return null;
+    }
+};
+
+/// Whether `have` (fully qualified, as the host gives it) is `name`, which
+/// is the driver's when it has no domain.
+fn sameName(have: []const u8, driver: []const u8, name: []const u8) bool {
+    if (std.mem.indexOfScalar(u8, name, '/') != null) return std.mem.eql(u8, have, name);
+    return have.len == driver.len + 1 + name.len and have[driver.len] == '/' and
+        std.mem.startsWith(u8, have, driver) and std.mem.endsWith(u8, have, name);
+}
+
+/// A device chosen for a request of a claim (contract 0.6).
+pub const AllocatedDevice = extern struct {
+    request_: CStr,
+    driver_: CStr,
+    pool_: CStr,
+    device_: CStr,
+
+    /// The request's name; `request/subrequest` for a `firstAvailable`
+    /// request, naming the choice taken.
+    pub fn request(self: AllocatedDevice) []const u8 {
+        return self.request_.slice();
+    }
+    pub fn driver(self: AllocatedDevice) []const u8 {
+        return self.driver_.slice();
+    }
+    pub fn pool(self: AllocatedDevice) []const u8 {
+        return self.pool_.slice();
+    }
+    pub fn device(self: AllocatedDevice) []const u8 {
+        return self.device_.slice();
+    }
+    /// Whether `d` is the device chosen (same driver, pool and name).
+    pub fn is(self: AllocatedDevice, d: Device) bool {
+        return std.mem.eql(u8, self.device(), d.name()) and std.mem.eql(u8, self.pool(), d.pool()) and
+            std.mem.eql(u8, self.driver(), d.driver());
+    }
+};
+
+/// One request of a claim (`spec.devices.requests[]`, contract 0.6); a
+/// `firstAvailable` request is listed once per subrequest, in order, named
+/// `request/subrequest`.
+pub const ClaimRequest = extern struct {
+    name_: CStr,
+    device_class_: CStr,
+    allocation_mode_: CStr,
+    /// How many devices (`ExactCount`).
+    count: u64,
+    selectors_: CList(CStr),
+    admin_access: bool,
+
+    pub fn name(self: ClaimRequest) []const u8 {
+        return self.name_.slice();
+    }
+    pub fn deviceClass(self: ClaimRequest) []const u8 {
+        return self.device_class_.slice();
+    }
+    /// `ExactCount` or `All`.
+    pub fn allocationMode(self: ClaimRequest) []const u8 {
+        return self.allocation_mode_.slice();
+    }
+    /// The CEL selectors of the request (the class's are not listed).
+    pub fn selectors(self: ClaimRequest) Strs {
+        return .{ .items = self.selectors_.slice() };
+    }
+};
+
+/// One of the pod's `spec.resourceClaims`, with the ResourceClaim it names
+/// (`Pod.claims`, contract 0.6).
+pub const PodClaim = extern struct {
+    name_: CStr,
+    claim_: OptStr,
+    requests_: CList(ClaimRequest),
+    allocated_: CList(AllocatedDevice),
+    reserved_for_: CList(CStr),
+
+    /// `spec.resourceClaims[].name`, as containers refer to it.
+    pub fn name(self: PodClaim) []const u8 {
+        return self.name_.slice();
+    }
+    /// The ResourceClaim's name; null when it is not known yet (made from a
+    /// template, not created yet) or none is needed.
+    pub fn claim(self: PodClaim) ?[]const u8 {
+        return self.claim_.get();
+    }
+    pub fn requests(self: PodClaim) []const ClaimRequest {
+        return self.requests_.slice();
+    }
+    /// The devices of a claim allocated already (empty otherwise: see
+    /// `Nodes.allocation` for what this cycle chose).
+    pub fn allocated(self: PodClaim) []const AllocatedDevice {
+        return self.allocated_.slice();
+    }
+    /// The pods the claim is reserved for (`status.reservedFor`), as
+    /// `namespace/name`.
+    pub fn reservedFor(self: PodClaim) Strs {
+        return .{ .items = self.reserved_for_.slice() };
+    }
+};
+
+// The device records are read where the host lowered them: their layout is
+// the canonical ABI's (wit-bindgen's C structs, which the C SDK checks).
+comptime {
+    std.debug.assert(@sizeOf(CAttributeValue) == 16 and @offsetOf(CAttributeValue, "val") == 8);
+    std.debug.assert(@sizeOf(DeviceAttribute) == 24 and @offsetOf(DeviceAttribute, "value_") == 8);
+    std.debug.assert(@sizeOf(DeviceCapacity) == 24 and @offsetOf(DeviceCapacity, "value") == 16);
+    std.debug.assert(@sizeOf(Device) == 44 and @offsetOf(Device, "taken") == 40);
+    std.debug.assert(@sizeOf(AllocatedDevice) == 32);
+    std.debug.assert(@sizeOf(ClaimRequest) == 48 and @offsetOf(ClaimRequest, "count") == 24 and @offsetOf(ClaimRequest, "admin_access") == 40);
+    std.debug.assert(@sizeOf(PodClaim) == 44 and @offsetOf(PodClaim, "requests_") == 20 and @offsetOf(PodClaim, "reserved_for_") == 36);
+}
 
 /// A (key, value) pair of labels, annotations or the node selector.
 pub const Pair = extern struct {
@@ -325,6 +540,10 @@ extern fn ws_nodes_pod_counts(nodes: CNodes, selector: *const CPodSelector, coun
 extern fn ws_nodes_domain_counts(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, counts: *CList(OptU32)) CErr;
 extern fn ws_nodes_domains(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, domains: *CList(Domain)) CErr;
 extern fn ws_nodes_metrics(nodes: CNodes, source: CStr, metrics: *CList(OptMetric)) CErr;
+extern fn ws_pod_claims(pod: CPod) CList(PodClaim);
+extern fn ws_nodes_devices(nodes: CNodes, i: u32) CList(Device);
+extern fn ws_nodes_allocation(nodes: CNodes, i: u32, devices: *CList(AllocatedDevice)) bool;
+extern fn ws_nodes_allocated_devices(nodes: CNodes, i: u32, devices: *CList(Device)) bool;
 
 // ---- the contract's types -------------------------------------------------
 
@@ -345,6 +564,12 @@ pub const EventResource = enum(c_int) {
     pod = 1,
     /// A namespace (its labels).
     namespace = 2,
+    /// A ResourceClaim: a deallocation frees devices (contract 0.6).
+    resource_claim = 3,
+    /// A ResourceSlice: devices published or changed (contract 0.6).
+    resource_slice = 4,
+    /// A DeviceClass (contract 0.6).
+    device_class = 5,
 };
 
 /// How it changed (kube-scheduler's `ActionType`).
@@ -501,6 +726,11 @@ pub const Pod = struct {
     pub fn json(self: Pod) []const u8 {
         return ws_pod_json(self.c).slice();
     }
+    /// The pod's resource claims (Dynamic Resource Allocation, contract
+    /// 0.6), in `spec.resourceClaims` order.
+    pub fn claims(self: Pod) []const PodClaim {
+        return ws_pod_claims(self.c).slice();
+    }
 };
 
 /// The batch of candidate nodes, addressed by index `0 .. len()` (valid
@@ -642,6 +872,32 @@ pub const Nodes = struct {
         var l: CList(OptMetric) = .{ .ptr = null, .len = 0 };
         if (ws_nodes_metrics(self.c, CStr.of(source), &l)) |e| return hostError(e);
         return l.slice();
+    }
+
+    // Devices (contract 0.6): Dynamic Resource Allocation's view of a node,
+    // from the cluster's ResourceSlices.
+
+    /// The devices node `i` can use, by driver, pool and name (at most 4096).
+    pub fn devices(self: Nodes, i: u32) []const Device {
+        return ws_nodes_devices(self.c, i).slice();
+    }
+    /// What DynamicResources allocated for the pod's unallocated claims on
+    /// node `i` in this cycle (at Filter, before this plugin's Filter when
+    /// DynamicResources runs first, as by default; at PreScore and Score for
+    /// every feasible node): the devices, by claim in the pod's order. null
+    /// when the pod has no claim to allocate, or the node was not allocated
+    /// for (yet).
+    pub fn allocation(self: Nodes, i: u32) ?[]const AllocatedDevice {
+        var l: CList(AllocatedDevice) = .{ .ptr = null, .len = 0 };
+        return if (ws_nodes_allocation(self.c, i, &l)) l.slice() else null;
+    }
+    /// The devices DynamicResources allocated for the pod on node `i` in
+    /// this cycle (`allocation`), each with its attributes and capacity
+    /// (from `devices`), in allocation order; null when `allocation` is.
+    /// Two host calls, the second only when something was allocated.
+    pub fn allocatedDevices(self: Nodes, i: u32) ?[]const Device {
+        var l: CList(Device) = .{ .ptr = null, .len = 0 };
+        return if (ws_nodes_allocated_devices(self.c, i, &l)) l.slice() else null;
     }
 };
 

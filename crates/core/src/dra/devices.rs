@@ -16,7 +16,8 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus, ResourceSlice,
+    AllocationResult, Device, DeviceClass, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
+    ResourceSlice,
 };
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
@@ -97,6 +98,10 @@ pub struct Devices {
     slices: FxHashMap<String, Arc<ResourceSlice>>,
     /// Every slice, by name: what the allocator reads.
     slice_list: Arc<Vec<Arc<ResourceSlice>>>,
+    /// Positions in `slice_list` of the slices of each `spec.nodeName`,
+    /// and of those for several nodes (a selector, all nodes, per device).
+    by_node: FxHashMap<String, Vec<usize>>,
+    shared: Vec<usize>,
     /// Claims as the API has them.
     claims: FxHashMap<String, Arc<ResourceClaim>>,
     /// Claims as the assumed plans leave them (only those they touch).
@@ -144,6 +149,27 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
         claim.metadata.namespace.as_deref().unwrap_or_default(),
         claim.metadata.name.as_deref().unwrap_or_default()
     )
+}
+
+/// Whether a slice's (or a device's) node selection includes the node.
+fn node_selected(
+    name: Option<&str>,
+    all: Option<bool>,
+    selector: Option<&k8s_openapi::api::core::v1::NodeSelector>,
+    node: &crate::node::NodeData,
+) -> bool {
+    if let Some(n) = name.filter(|n| !n.is_empty()) {
+        return n == node.name;
+    }
+    if all == Some(true) {
+        return true;
+    }
+    selector.is_some_and(|sel| {
+        sel.node_selector_terms.iter().any(|t| {
+            crate::selector::Term::parse(t, "ResourceSlice", "spec.nodeSelector")
+                .is_ok_and(|t| t.matches(&node.labels, &node.name))
+        })
+    })
 }
 
 /// Whether `new` is an earlier version of the same claim than `old`
@@ -301,7 +327,47 @@ impl Devices {
     fn relist_slices(&mut self) {
         let mut list: Vec<_> = self.slices.values().cloned().collect();
         list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        self.by_node = FxHashMap::default();
+        self.shared = Vec::new();
+        for (i, s) in list.iter().enumerate() {
+            match s.spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+                Some(n) => self.by_node.entry(n.to_owned()).or_default().push(i),
+                None => self.shared.push(i),
+            }
+        }
         self.slice_list = Arc::new(list);
+    }
+
+    /// The devices the node can use, with their slice: those of slices
+    /// for the node, for a selector it matches, for all nodes, or (with
+    /// `perDeviceNodeSelection`) each device's own node selection. In
+    /// slice name order.
+    pub fn node_devices<'a>(&'a self, node: &crate::node::NodeData) -> Vec<(&'a ResourceSlice, &'a Device)> {
+        let own = self.by_node.get(&node.name).into_iter().flatten();
+        let mut positions: Vec<usize> = own.chain(&self.shared).copied().collect();
+        positions.sort_unstable();
+        let mut out = Vec::new();
+        for i in positions {
+            let slice = &*self.slice_list[i];
+            let spec = &slice.spec;
+            let per_device = spec.per_device_node_selection == Some(true);
+            if !per_device
+                && !node_selected(
+                    spec.node_name.as_deref(),
+                    spec.all_nodes,
+                    spec.node_selector.as_ref(),
+                    node,
+                )
+            {
+                continue;
+            }
+            for d in spec.devices.iter().flatten() {
+                if !per_device || node_selected(d.node_name.as_deref(), d.all_nodes, d.node_selector.as_ref(), node) {
+                    out.push((slice, d));
+                }
+            }
+        }
+        out
     }
 
     /// Assumes a placed pod's plan: its claims look allocated and

@@ -169,6 +169,19 @@ fn pod_claims(pod: &PodInfo, devices: &Devices) -> Result<Vec<Arc<ResourceClaim>
     Ok(claims)
 }
 
+/// What Filter allocated for the pod's unallocated claims on each node it
+/// accepted, by node name (one result per claim, in the pod's order).
+pub type NodeAllocations = Arc<Mutex<FxHashMap<String, Arc<Vec<AllocationResult>>>>>;
+
+/// The cycle's allocations by node, for plugins that read what
+/// DynamicResources chose (none when the pod has no claim to allocate).
+pub fn allocations(state: &CycleState) -> Option<NodeAllocations> {
+    state
+        .read::<PreFilterState>(NAME)
+        .filter(|st| st.allocator.is_some())
+        .map(|st| st.allocations.clone())
+}
+
 /// What the cycle's allocator borrows: the cluster's DRA objects and the
 /// compiled selectors.
 struct AllocInputs {
@@ -197,7 +210,7 @@ struct PreFilterState {
     /// Indices of the claims to allocate.
     to_allocate: Vec<usize>,
     /// What Filter allocated on each node it accepted.
-    allocations: Mutex<FxHashMap<String, Arc<Vec<AllocationResult>>>>,
+    allocations: NodeAllocations,
 }
 
 /// The features of kube-scheduler v1.36's allocator that this one has
@@ -306,7 +319,7 @@ impl Plugin for DynamicResources {
                 claims,
                 available_on,
                 to_allocate,
-                allocations: Mutex::new(FxHashMap::default()),
+                allocations: NodeAllocations::default(),
             },
         );
         Status::success()

@@ -3,172 +3,181 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `wasmsched:plugin/cluster@0.5.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.6.0`
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.namespace")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.namespace")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_namespace(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.uid")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.uid")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_uid(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_label(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_labels(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotation(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.request")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.request")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_pod_request(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.requests")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.requests")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_requests(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.tolerations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.tolerations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_tolerations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_images(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.node-selector")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.node-selector")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_node_selector(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.priority")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.priority")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_pod_priority(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.scheduler-name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.scheduler-name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_scheduler_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.owner-kind")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.owner-kind")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_owner_kind(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]pod.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_json(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.len")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.claims")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_pod_claims(int32_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.len")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_len(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_name(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_labels(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotations(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatables")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatables")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatables(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_requested(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requesteds")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requesteds")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requesteds(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.pod-count")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.pod-count")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_count(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.unschedulable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.unschedulable")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_unschedulable(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.taints")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.taints")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_taints(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.conditions")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.conditions")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_conditions(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.image-size")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.image-size")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_size(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_images(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.random")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.random")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_random(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_json(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.names")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.names")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_names(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.image-bytes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.image-bytes")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_bytes(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.randoms")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.randoms")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.label-numbers-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-numbers-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.annotation-numbers-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-numbers-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.allocatable-all-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable-all-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.requested-all-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested-all-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.randoms-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.randoms-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms_packed(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.pod-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.pod-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_counts(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.domain-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.domain-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domain_counts(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.domains")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.domains")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domains(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[method]nodes.metrics")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.metrics")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_metrics(int32_t, uint8_t *, size_t, uint8_t *);
 
-// Imported Functions from `wasmsched:plugin/host@0.5.0`
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.devices")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_devices(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/host@0.5.0"), __import_name__("log")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocation")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocation(int32_t, int32_t, uint8_t *);
+
+// Imported Functions from `wasmsched:plugin/host@0.6.0`
+
+__attribute__((__import_module__("wasmsched:plugin/host@0.6.0"), __import_name__("log")))
 extern void __wasm_import_wasmsched_plugin_host_log(int32_t, uint8_t *, size_t);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.5.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.6.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#metadata")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#metadata")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t * arg0) {
   if ((*((size_t*) (arg0 + sizeof(void*)))) > 0) {
     free(*((uint8_t **) (arg0 + 0)));
@@ -195,7 +204,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#configure")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#configure")))
 void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -210,7 +219,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#metric-sources")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#metric-sources")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
@@ -226,7 +235,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(ui
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#pre-filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#pre-filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -244,7 +253,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -271,7 +280,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#pre-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#pre-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -289,7 +298,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -330,7 +339,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * a
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.5.0#normalize-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#normalize-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_normalize_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -463,7 +472,116 @@ void wasmsched_plugin_cluster_pod_selector_free(wasmsched_plugin_cluster_pod_sel
   wasmsched_plugin_cluster_list_label_requirement_free(&ptr->match_expressions);
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[resource-drop]pod")))
+void wasmsched_plugin_cluster_attribute_value_free(wasmsched_plugin_cluster_attribute_value_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 0: {
+      break;
+    }
+    case 1: {
+      break;
+    }
+    case 2: {
+      scheduler_plugin_string_free(&ptr->val.text);
+      break;
+    }
+    case 3: {
+      scheduler_plugin_string_free(&ptr->val.version);
+      break;
+    }
+  }
+}
+
+void wasmsched_plugin_cluster_device_attribute_free(wasmsched_plugin_cluster_device_attribute_t *ptr) {
+  scheduler_plugin_string_free(&ptr->name);
+  wasmsched_plugin_cluster_attribute_value_free(&ptr->value);
+}
+
+void wasmsched_plugin_cluster_device_capacity_free(wasmsched_plugin_cluster_device_capacity_t *ptr) {
+  scheduler_plugin_string_free(&ptr->name);
+  scheduler_plugin_string_free(&ptr->quantity);
+}
+
+void wasmsched_plugin_cluster_list_device_attribute_free(wasmsched_plugin_cluster_list_device_attribute_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_device_attribute_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_device_attribute_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_list_device_capacity_free(wasmsched_plugin_cluster_list_device_capacity_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_device_capacity_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_device_capacity_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_device_free(wasmsched_plugin_cluster_device_t *ptr) {
+  scheduler_plugin_string_free(&ptr->driver);
+  scheduler_plugin_string_free(&ptr->pool);
+  scheduler_plugin_string_free(&ptr->name);
+  wasmsched_plugin_cluster_list_device_attribute_free(&ptr->attributes);
+  wasmsched_plugin_cluster_list_device_capacity_free(&ptr->capacity);
+}
+
+void wasmsched_plugin_cluster_allocated_device_free(wasmsched_plugin_cluster_allocated_device_t *ptr) {
+  scheduler_plugin_string_free(&ptr->request);
+  scheduler_plugin_string_free(&ptr->driver);
+  scheduler_plugin_string_free(&ptr->pool);
+  scheduler_plugin_string_free(&ptr->device);
+}
+
+void wasmsched_plugin_cluster_claim_request_free(wasmsched_plugin_cluster_claim_request_t *ptr) {
+  scheduler_plugin_string_free(&ptr->name);
+  scheduler_plugin_string_free(&ptr->device_class);
+  scheduler_plugin_string_free(&ptr->allocation_mode);
+  scheduler_plugin_list_string_free(&ptr->selectors);
+}
+
+void scheduler_plugin_option_string_free(scheduler_plugin_option_string_t *ptr) {
+  if (ptr->is_some) {
+    scheduler_plugin_string_free(&ptr->val);
+  }
+}
+
+void wasmsched_plugin_cluster_list_claim_request_free(wasmsched_plugin_cluster_list_claim_request_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_claim_request_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_claim_request_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_list_allocated_device_free(wasmsched_plugin_cluster_list_allocated_device_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_allocated_device_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_allocated_device_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_pod_claim_free(wasmsched_plugin_cluster_pod_claim_t *ptr) {
+  scheduler_plugin_string_free(&ptr->name);
+  scheduler_plugin_option_string_free(&ptr->claim);
+  wasmsched_plugin_cluster_list_claim_request_free(&ptr->requests);
+  wasmsched_plugin_cluster_list_allocated_device_free(&ptr->allocated);
+  scheduler_plugin_list_string_free(&ptr->reserved_for);
+}
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[resource-drop]pod")))
 extern void __wasm_import_wasmsched_plugin_cluster_pod_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle) {
@@ -474,7 +592,7 @@ wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsc
   return (wasmsched_plugin_cluster_borrow_pod_t) { arg.__handle };
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.5.0"), __import_name__("[resource-drop]nodes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[resource-drop]nodes")))
 extern void __wasm_import_wasmsched_plugin_cluster_nodes_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle) {
@@ -483,12 +601,6 @@ void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_
 
 wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t arg) {
   return (wasmsched_plugin_cluster_borrow_nodes_t) { arg.__handle };
-}
-
-void scheduler_plugin_option_string_free(scheduler_plugin_option_string_t *ptr) {
-  if (ptr->is_some) {
-    scheduler_plugin_string_free(&ptr->val);
-  }
 }
 
 void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr) {
@@ -508,6 +620,17 @@ void wasmsched_plugin_cluster_list_toleration_free(wasmsched_plugin_cluster_list
     wasmsched_plugin_cluster_toleration_t *list_ptr = ptr->ptr;
     for (size_t i = 0; i < list_len; i++) {
       wasmsched_plugin_cluster_toleration_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_list_pod_claim_free(wasmsched_plugin_cluster_list_pod_claim_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_pod_claim_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_pod_claim_free(&list_ptr[i]);
     }
     free(list_ptr);
   }
@@ -694,6 +817,23 @@ void wasmsched_plugin_cluster_result_list_option_metric_string_free(wasmsched_pl
     wasmsched_plugin_cluster_list_option_metric_free(&ptr->val.ok);
   } else {
     scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
+void wasmsched_plugin_cluster_list_device_free(wasmsched_plugin_cluster_list_device_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_device_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_device_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_option_list_allocated_device_free(wasmsched_plugin_cluster_option_list_allocated_device_t *ptr) {
+  if (ptr->is_some) {
+    wasmsched_plugin_cluster_list_allocated_device_free(&ptr->val);
   }
 }
 
@@ -968,6 +1108,14 @@ void wasmsched_plugin_cluster_method_pod_json(wasmsched_plugin_cluster_borrow_po
   uint8_t *ptr = (uint8_t *) &ret_area;
   __wasm_import_wasmsched_plugin_cluster_method_pod_json((self).__handle, ptr);
   *ret = (scheduler_plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+void wasmsched_plugin_cluster_method_pod_claims(wasmsched_plugin_cluster_borrow_pod_t self, wasmsched_plugin_cluster_list_pod_claim_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_pod_claims((self).__handle, ptr);
+  *ret = (wasmsched_plugin_cluster_list_pod_claim_t) { (wasmsched_plugin_cluster_pod_claim_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
 }
 
 uint32_t wasmsched_plugin_cluster_method_nodes_len(wasmsched_plugin_cluster_borrow_nodes_t self) {
@@ -1355,11 +1503,40 @@ bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borr
   }
 }
 
+void wasmsched_plugin_cluster_method_nodes_devices(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_device_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_devices((self).__handle, (int32_t) (index), ptr);
+  *ret = (wasmsched_plugin_cluster_list_device_t) { (wasmsched_plugin_cluster_device_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+bool wasmsched_plugin_cluster_method_nodes_allocation(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_allocated_device_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_allocation((self).__handle, (int32_t) (index), ptr);
+  wasmsched_plugin_cluster_option_list_allocated_device_t option;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      option.is_some = false;
+      break;
+    }
+    case 1: {
+      option.is_some = true;
+      option.val = (wasmsched_plugin_cluster_list_allocated_device_t) { (wasmsched_plugin_cluster_allocated_device_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  *ret = option.val;
+  return option.is_some;
+}
+
 void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message) {
   __wasm_import_wasmsched_plugin_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#metadata")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#metadata")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   exports_wasmsched_plugin_plugin_plugin_metadata_t ret;
   exports_wasmsched_plugin_plugin_metadata(&ret);
@@ -1380,7 +1557,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#configure")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#configure")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg, size_t arg0) {
   scheduler_plugin_string_t arg1 = (scheduler_plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_wasmsched_plugin_plugin_result_void_string_t ret;
@@ -1400,7 +1577,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg,
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#metric-sources")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#metric-sources")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   scheduler_plugin_list_string_t ret;
   exports_wasmsched_plugin_plugin_metric_sources(&ret);
@@ -1410,7 +1587,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#pre-filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#pre-filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) {
   int32_t borrow = 0;
   borrow = arg;
@@ -1441,7 +1618,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) 
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1476,7 +1653,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int3
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#pre-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#pre-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1512,7 +1689,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, i
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1561,7 +1738,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.5.0#normalize-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#normalize-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, int32_t arg0, uint8_t * arg1, size_t arg2) {
   int32_t borrow = 0;
   borrow = arg;

@@ -120,6 +120,125 @@ typedef struct wasmsched_plugin_cluster_metric_t {
   int64_t   memory_since;
 } wasmsched_plugin_cluster_metric_t;
 
+// (Since 0.6.) The value of a device attribute
+// (`ResourceSlice.spec.devices[].attributes`).
+typedef struct wasmsched_plugin_cluster_attribute_value_t {
+  uint8_t tag;
+  union {
+    int64_t     int_;
+    bool     boolean;
+    scheduler_plugin_string_t     text;
+    scheduler_plugin_string_t     version;
+  } val;
+} wasmsched_plugin_cluster_attribute_value_t;
+
+#define WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_INT 0
+#define WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_BOOLEAN 1
+#define WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_TEXT 2
+// A semantic version, as written (`1.2.3`).
+#define WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_VERSION 3
+
+// (Since 0.6.) One attribute of a device.
+typedef struct wasmsched_plugin_cluster_device_attribute_t {
+  // Fully qualified: `domain/name` (a name a driver writes without
+  // a domain gets the driver's).
+  scheduler_plugin_string_t   name;
+  wasmsched_plugin_cluster_attribute_value_t   value;
+} wasmsched_plugin_cluster_device_attribute_t;
+
+// (Since 0.6.) One capacity of a device.
+typedef struct wasmsched_plugin_cluster_device_capacity_t {
+  // Fully qualified, as attribute names.
+  scheduler_plugin_string_t   name;
+  // The quantity as written (`80Gi`).
+  scheduler_plugin_string_t   quantity;
+  // Its value, rounded up to an integer (bytes for `80Gi`).
+  int64_t   value;
+} wasmsched_plugin_cluster_device_capacity_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_device_attribute_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_device_attribute_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_device_capacity_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_device_capacity_t;
+
+// (Since 0.6.) A device a node can use: published in a ResourceSlice
+// for the node (`nodeName`), for a set of nodes that includes it
+// (`nodeSelector`) or for every node (`allNodes`).
+typedef struct wasmsched_plugin_cluster_device_t {
+  scheduler_plugin_string_t   driver;
+  scheduler_plugin_string_t   pool;
+  // `spec.devices[].name`, unique in its pool.
+  scheduler_plugin_string_t   name;
+  wasmsched_plugin_cluster_list_device_attribute_t   attributes;
+  wasmsched_plugin_cluster_list_device_capacity_t   capacity;
+  // Allocated to a claim already (or to one whose pod is being
+  // bound): not available to this pod, unless it is one of this
+  // pod's claims' devices.
+  bool   taken;
+} wasmsched_plugin_cluster_device_t;
+
+// (Since 0.6.) A device chosen for a request of a claim.
+typedef struct wasmsched_plugin_cluster_allocated_device_t {
+  // The request's name; `request/subrequest` for a `firstAvailable`
+  // request, naming the choice taken.
+  scheduler_plugin_string_t   request;
+  scheduler_plugin_string_t   driver;
+  scheduler_plugin_string_t   pool;
+  scheduler_plugin_string_t   device;
+} wasmsched_plugin_cluster_allocated_device_t;
+
+// (Since 0.6.) One request of a claim (`spec.devices.requests[]`);
+// a `firstAvailable` request is listed once per subrequest, in order,
+// named `request/subrequest`.
+typedef struct wasmsched_plugin_cluster_claim_request_t {
+  scheduler_plugin_string_t   name;
+  scheduler_plugin_string_t   device_class;
+  // `ExactCount` or `All`.
+  scheduler_plugin_string_t   allocation_mode;
+  // How many devices (`ExactCount`).
+  uint64_t   count;
+  // The CEL selectors of the request (the class's are not listed).
+  scheduler_plugin_list_string_t   selectors;
+  bool   admin_access;
+} wasmsched_plugin_cluster_claim_request_t;
+
+typedef struct {
+  bool is_some;
+  scheduler_plugin_string_t val;
+} scheduler_plugin_option_string_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_claim_request_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_claim_request_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_allocated_device_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_allocated_device_t;
+
+// (Since 0.6.) One of the pod's `spec.resourceClaims`, with the
+// ResourceClaim it names.
+typedef struct wasmsched_plugin_cluster_pod_claim_t {
+  // `spec.resourceClaims[].name`, as containers refer to it.
+  scheduler_plugin_string_t   name;
+  // The ResourceClaim's name; none when it is not known yet (made
+  // from a template, not created yet) or none is needed.
+  scheduler_plugin_option_string_t   claim;
+  wasmsched_plugin_cluster_list_claim_request_t   requests;
+  // The devices of a claim allocated already (empty otherwise: see
+  // `nodes.allocation` for what this cycle chose).
+  wasmsched_plugin_cluster_list_allocated_device_t   allocated;
+  // The pods the claim is reserved for (`status.reservedFor`), as
+  // `namespace/name`.
+  scheduler_plugin_list_string_t   reserved_for;
+} wasmsched_plugin_cluster_pod_claim_t;
+
 typedef struct wasmsched_plugin_cluster_own_pod_t {
   int32_t __handle;
 } wasmsched_plugin_cluster_own_pod_t;
@@ -137,11 +256,6 @@ typedef struct wasmsched_plugin_cluster_borrow_nodes_t {
 } wasmsched_plugin_cluster_borrow_nodes_t;
 
 typedef struct {
-  bool is_some;
-  scheduler_plugin_string_t val;
-} scheduler_plugin_option_string_t;
-
-typedef struct {
   wasmsched_plugin_cluster_quantity_t *ptr;
   size_t len;
 } wasmsched_plugin_cluster_list_quantity_t;
@@ -150,6 +264,11 @@ typedef struct {
   wasmsched_plugin_cluster_toleration_t *ptr;
   size_t len;
 } wasmsched_plugin_cluster_list_toleration_t;
+
+typedef struct {
+  wasmsched_plugin_cluster_pod_claim_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_pod_claim_t;
 
 typedef struct {
   wasmsched_plugin_cluster_taint_t *ptr;
@@ -268,6 +387,16 @@ typedef struct {
   } val;
 } wasmsched_plugin_cluster_result_list_option_metric_string_t;
 
+typedef struct {
+  wasmsched_plugin_cluster_device_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_device_t;
+
+typedef struct {
+  bool is_some;
+  wasmsched_plugin_cluster_list_allocated_device_t val;
+} wasmsched_plugin_cluster_option_list_allocated_device_t;
+
 typedef uint8_t wasmsched_plugin_host_level_t;
 
 #define WASMSCHED_PLUGIN_HOST_LEVEL_TRACE 0
@@ -295,6 +424,12 @@ typedef uint8_t exports_wasmsched_plugin_plugin_event_resource_t;
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_POD 1
 // A namespace (its labels, which namespace selectors read).
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_NAMESPACE 2
+// (Since 0.6.) A ResourceClaim (a deallocation frees devices).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_RESOURCE_CLAIM 3
+// (Since 0.6.) A ResourceSlice (devices published or changed).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_RESOURCE_SLICE 4
+// (Since 0.6.) A DeviceClass.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_DEVICE_CLASS 5
 
 // How it changed (kube-scheduler's `ActionType`).
 typedef uint16_t exports_wasmsched_plugin_plugin_event_actions_t;
@@ -440,7 +575,7 @@ typedef struct {
   } val;
 } exports_wasmsched_plugin_plugin_result_scores_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.5.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.6.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -475,6 +610,9 @@ extern void wasmsched_plugin_cluster_method_pod_scheduler_name(wasmsched_plugin_
 extern bool wasmsched_plugin_cluster_method_pod_owner_kind(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // The whole Pod object as Kubernetes JSON, for anything else.
 extern void wasmsched_plugin_cluster_method_pod_json(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
+// (Since 0.6.) The pod's resource claims, in `spec.resourceClaims`
+// order.
+extern void wasmsched_plugin_cluster_method_pod_claims(wasmsched_plugin_cluster_borrow_pod_t self, wasmsched_plugin_cluster_list_pod_claim_t *ret);
 // Number of nodes in the batch.
 extern uint32_t wasmsched_plugin_cluster_method_nodes_len(wasmsched_plugin_cluster_borrow_nodes_t self);
 // `metadata.name`.
@@ -589,12 +727,24 @@ extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_clust
 // of that name is configured (declare the sources read in
 // `plugin.metric-sources`, and that is found at load instead).
 extern bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *source, wasmsched_plugin_cluster_list_option_metric_t *ret, scheduler_plugin_string_t *err);
+// Devices (since 0.6): Dynamic Resource Allocation's view of a
+// node, from the cluster's ResourceSlices.
+// The devices node `index` can use, by driver, pool and name. At
+// most 4096 per node.
+extern void wasmsched_plugin_cluster_method_nodes_devices(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_device_t *ret);
+// What DynamicResources allocated for the pod's unallocated claims
+// on node `index` in this cycle (at Filter, before this plugin's
+// Filter when DynamicResources runs first, as by default; at
+// PreScore and Score for every feasible node): the devices, by
+// claim in the pod's order. None when the pod has no claim to
+// allocate, or the node was not allocated for (yet).
+extern bool wasmsched_plugin_cluster_method_nodes_allocation(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_allocated_device_t *ret);
 
-// Imported Functions from `wasmsched:plugin/host@0.5.0`
+// Imported Functions from `wasmsched:plugin/host@0.6.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.5.0`
+// Exported Functions from `wasmsched:plugin/plugin@0.6.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
 void exports_wasmsched_plugin_plugin_metric_sources(scheduler_plugin_list_string_t *ret);
@@ -628,6 +778,30 @@ void wasmsched_plugin_cluster_list_label_requirement_free(wasmsched_plugin_clust
 
 void wasmsched_plugin_cluster_pod_selector_free(wasmsched_plugin_cluster_pod_selector_t *ptr);
 
+void wasmsched_plugin_cluster_attribute_value_free(wasmsched_plugin_cluster_attribute_value_t *ptr);
+
+void wasmsched_plugin_cluster_device_attribute_free(wasmsched_plugin_cluster_device_attribute_t *ptr);
+
+void wasmsched_plugin_cluster_device_capacity_free(wasmsched_plugin_cluster_device_capacity_t *ptr);
+
+void wasmsched_plugin_cluster_list_device_attribute_free(wasmsched_plugin_cluster_list_device_attribute_t *ptr);
+
+void wasmsched_plugin_cluster_list_device_capacity_free(wasmsched_plugin_cluster_list_device_capacity_t *ptr);
+
+void wasmsched_plugin_cluster_device_free(wasmsched_plugin_cluster_device_t *ptr);
+
+void wasmsched_plugin_cluster_allocated_device_free(wasmsched_plugin_cluster_allocated_device_t *ptr);
+
+void wasmsched_plugin_cluster_claim_request_free(wasmsched_plugin_cluster_claim_request_t *ptr);
+
+void scheduler_plugin_option_string_free(scheduler_plugin_option_string_t *ptr);
+
+void wasmsched_plugin_cluster_list_claim_request_free(wasmsched_plugin_cluster_list_claim_request_t *ptr);
+
+void wasmsched_plugin_cluster_list_allocated_device_free(wasmsched_plugin_cluster_list_allocated_device_t *ptr);
+
+void wasmsched_plugin_cluster_pod_claim_free(wasmsched_plugin_cluster_pod_claim_t *ptr);
+
 extern void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle);
 
 extern wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsched_plugin_cluster_own_pod_t handle);
@@ -636,11 +810,11 @@ extern void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own
 
 extern wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t handle);
 
-void scheduler_plugin_option_string_free(scheduler_plugin_option_string_t *ptr);
-
 void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr);
 
 void wasmsched_plugin_cluster_list_toleration_free(wasmsched_plugin_cluster_list_toleration_t *ptr);
+
+void wasmsched_plugin_cluster_list_pod_claim_free(wasmsched_plugin_cluster_list_pod_claim_t *ptr);
 
 void wasmsched_plugin_cluster_list_taint_free(wasmsched_plugin_cluster_list_taint_t *ptr);
 
@@ -683,6 +857,10 @@ void wasmsched_plugin_cluster_option_metric_free(wasmsched_plugin_cluster_option
 void wasmsched_plugin_cluster_list_option_metric_free(wasmsched_plugin_cluster_list_option_metric_t *ptr);
 
 void wasmsched_plugin_cluster_result_list_option_metric_string_free(wasmsched_plugin_cluster_result_list_option_metric_string_t *ptr);
+
+void wasmsched_plugin_cluster_list_device_free(wasmsched_plugin_cluster_list_device_t *ptr);
+
+void wasmsched_plugin_cluster_option_list_allocated_device_free(wasmsched_plugin_cluster_option_list_allocated_device_t *ptr);
 
 void exports_wasmsched_plugin_plugin_list_cluster_event_free(exports_wasmsched_plugin_plugin_list_cluster_event_t *ptr);
 

@@ -26,7 +26,7 @@
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
  *
- * The SDK targets contract wasmsched:plugin@0.5.0 (wit/plugin.wit).
+ * The SDK targets contract wasmsched:plugin@0.6.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H
@@ -133,6 +133,9 @@ typedef enum ws_event_resource {
     WS_EVENT_NODE = 0,
     WS_EVENT_POD = 1,       /* a pod bound or assumed on a node (and the pending pod's own updates) */
     WS_EVENT_NAMESPACE = 2, /* its labels */
+    WS_EVENT_RESOURCE_CLAIM = 3, /* a ResourceClaim: a deallocation frees devices (since contract 0.6) */
+    WS_EVENT_RESOURCE_SLICE = 4, /* a ResourceSlice: devices published or changed (since contract 0.6) */
+    WS_EVENT_DEVICE_CLASS = 5,   /* a DeviceClass (since contract 0.6) */
 } ws_event_resource;
 
 /* How it changed (kube-scheduler's ActionType). */
@@ -293,6 +296,123 @@ typedef WS_LIST(ws_opt_metric) ws_opt_metrics;
  * empty list (declare the sources in ws_metric_sources: the host then finds
  * that at load). */
 const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metrics);
+
+/* ---- devices (wit: cluster.pod, cluster.nodes, since contract 0.6) ------ */
+
+/* Dynamic Resource Allocation: the pod's resource claims, each node's
+ * devices (from the cluster's ResourceSlices) and what DynamicResources
+ * allocated for the pod on a node. */
+
+/* Which value a ws_attribute_value holds (the cases of attribute-value). */
+typedef enum ws_attribute_kind {
+    WS_ATTRIBUTE_INT = 0,     /* val.int_ */
+    WS_ATTRIBUTE_BOOL = 1,    /* val.boolean */
+    WS_ATTRIBUTE_TEXT = 2,    /* val.text */
+    WS_ATTRIBUTE_VERSION = 3, /* val.version: a semantic version as written ("1.2.3") */
+} ws_attribute_kind;
+
+/* The value of a device attribute (ResourceSlice.spec.devices[].attributes),
+ * a tagged union: `kind` (a ws_attribute_kind) says which member of `val`
+ * holds it.
+ *   if (a.value.kind == WS_ATTRIBUTE_INT && a.value.val.int_ >= 40) ... */
+typedef struct ws_attribute_value {
+    uint8_t kind; /* ws_attribute_kind */
+    union {
+        int64_t int_;
+        bool boolean;
+        ws_str text;
+        ws_str version;
+    } val;
+} ws_attribute_value;
+
+/* One attribute of a device; the name is fully qualified, "domain/name" (a
+ * name a driver writes without a domain gets the driver's). */
+typedef struct ws_device_attribute { ws_str name; ws_attribute_value value; } ws_device_attribute;
+typedef WS_LIST(ws_device_attribute) ws_device_attributes;
+
+/* One capacity of a device: its name (fully qualified), the quantity as
+ * written ("80Gi") and its value rounded up to an integer (bytes for 80Gi). */
+typedef struct ws_device_capacity { ws_str name; ws_str quantity; int64_t value; } ws_device_capacity;
+typedef WS_LIST(ws_device_capacity) ws_device_capacities;
+
+/* A device a node can use: published in a ResourceSlice for the node
+ * (nodeName), for a set of nodes that includes it (nodeSelector) or for
+ * every node (allNodes). */
+typedef struct ws_device {
+    ws_str driver;
+    ws_str pool;
+    ws_str name; /* spec.devices[].name, unique in its pool */
+    ws_device_attributes attributes;
+    ws_device_capacities capacity;
+    /* Allocated to a claim already (or to one whose pod is being bound): not
+     * available to this pod, unless it is one of this pod's claims' devices. */
+    bool taken;
+} ws_device;
+typedef WS_LIST(ws_device) ws_devices;
+
+/* A device chosen for a request of a claim. */
+typedef struct ws_allocated_device {
+    ws_str request; /* the request's name; "request/subrequest" for a firstAvailable request */
+    ws_str driver;
+    ws_str pool;
+    ws_str device;
+} ws_allocated_device;
+typedef WS_LIST(ws_allocated_device) ws_allocated_devices;
+
+/* One request of a claim (spec.devices.requests[]); a firstAvailable request
+ * is listed once per subrequest, in order, named "request/subrequest". */
+typedef struct ws_claim_request {
+    ws_str name;
+    ws_str device_class;
+    ws_str allocation_mode; /* "ExactCount" or "All" */
+    uint64_t count;         /* how many devices (ExactCount) */
+    ws_strs selectors;      /* the request's CEL selectors (not the class's) */
+    bool admin_access;
+} ws_claim_request;
+typedef WS_LIST(ws_claim_request) ws_claim_requests;
+
+/* One of the pod's spec.resourceClaims, with the ResourceClaim it names. */
+typedef struct ws_pod_claim {
+    ws_str name;      /* spec.resourceClaims[].name, as containers refer to it */
+    ws_opt_str claim; /* the ResourceClaim's name; none when not known yet (made
+                         from a template, not created yet) or none is needed */
+    ws_claim_requests requests;
+    ws_allocated_devices allocated; /* of a claim allocated already (else empty:
+                                       see ws_nodes_allocation) */
+    ws_strs reserved_for;           /* status.reservedFor, as "namespace/name" */
+} ws_pod_claim;
+/* (Not ws_pod_claims: that is the accessor's name.) */
+typedef WS_LIST(ws_pod_claim) ws_claims;
+
+/* The pod's resource claims, in spec.resourceClaims order. */
+ws_claims ws_pod_claims(ws_pod pod);
+/* The devices node i can use, by driver, pool and name (at most 4096). */
+ws_devices ws_nodes_devices(ws_nodes nodes, uint32_t i);
+/* What DynamicResources allocated for the pod's unallocated claims on node i
+ * in this cycle (at Filter, before this plugin's Filter when DynamicResources
+ * runs first, as by default; at PreScore and Score for every feasible node):
+ * true and *devices, by claim in the pod's order; false (and *devices empty)
+ * when the pod has no claim to allocate, or the node was not allocated for
+ * (yet). */
+bool ws_nodes_allocation(ws_nodes nodes, uint32_t i, ws_allocated_devices *devices);
+
+/* Helpers. A name of an attribute or capacity without a domain ("memory")
+ * is the device driver's ("gpu.example.com/memory"), as ResourceSlices and
+ * CEL's device.capacity read it; a qualified one is taken as is. */
+/* The value of the attribute `name` of `device`: true and *value when the
+ * device has it. */
+bool ws_device_attribute_of(const ws_device *device, ws_str name, ws_attribute_value *value);
+/* The capacity `name` of `device`: true and *capacity (its value and the
+ * quantity as written) when the device publishes it. */
+bool ws_device_capacity_of(const ws_device *device, ws_str name, ws_device_capacity *capacity);
+/* Whether `chosen` is `device` (same driver, pool and name). */
+bool ws_allocated_device_is(const ws_allocated_device *chosen, const ws_device *device);
+/* The devices DynamicResources allocated for the pod on node i in this cycle
+ * (ws_nodes_allocation), each with its attributes and capacity (from
+ * ws_nodes_devices), in allocation order: false (and *devices empty) when
+ * ws_nodes_allocation is. Two host calls, the second only when something
+ * was allocated. */
+bool ws_nodes_allocated_devices(ws_nodes nodes, uint32_t i, ws_devices *devices);
 
 /* ---- results ------------------------------------------------------------ */
 

@@ -45,6 +45,36 @@ _Static_assert(offsetof(ws_metric, pods_since) == offsetof(wasmsched_plugin_clus
 _Static_assert(offsetof(ws_metric, cpu_since) == offsetof(wasmsched_plugin_cluster_metric_t, cpu_since), "metric");
 _Static_assert(offsetof(ws_metric, memory_since) == offsetof(wasmsched_plugin_cluster_metric_t, memory_since), "metric");
 _Static_assert(offsetof(ws_opt_metric, val) == offsetof(wasmsched_plugin_cluster_option_metric_t, val), "option<metric>");
+SAME_LAYOUT(ws_attribute_value, wasmsched_plugin_cluster_attribute_value_t);
+_Static_assert(offsetof(ws_attribute_value, val) == offsetof(wasmsched_plugin_cluster_attribute_value_t, val), "attribute-value");
+_Static_assert(WS_ATTRIBUTE_INT == WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_INT, "attribute-value int");
+_Static_assert(WS_ATTRIBUTE_BOOL == WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_BOOLEAN, "attribute-value boolean");
+_Static_assert(WS_ATTRIBUTE_TEXT == WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_TEXT, "attribute-value text");
+_Static_assert(WS_ATTRIBUTE_VERSION == WASMSCHED_PLUGIN_CLUSTER_ATTRIBUTE_VALUE_VERSION, "attribute-value version");
+_Static_assert(WS_EVENT_RESOURCE_CLAIM == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_RESOURCE_CLAIM, "event-resource");
+_Static_assert(WS_EVENT_RESOURCE_SLICE == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_RESOURCE_SLICE, "event-resource");
+_Static_assert(WS_EVENT_DEVICE_CLASS == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_EVENT_RESOURCE_DEVICE_CLASS, "event-resource");
+SAME_LAYOUT(ws_device_attribute, wasmsched_plugin_cluster_device_attribute_t);
+_Static_assert(offsetof(ws_device_attribute, value) == offsetof(wasmsched_plugin_cluster_device_attribute_t, value), "device-attribute");
+SAME_LAYOUT(ws_device_capacity, wasmsched_plugin_cluster_device_capacity_t);
+_Static_assert(offsetof(ws_device_capacity, quantity) == offsetof(wasmsched_plugin_cluster_device_capacity_t, quantity), "device-capacity");
+_Static_assert(offsetof(ws_device_capacity, value) == offsetof(wasmsched_plugin_cluster_device_capacity_t, value), "device-capacity");
+SAME_LAYOUT(ws_device, wasmsched_plugin_cluster_device_t);
+_Static_assert(offsetof(ws_device, attributes) == offsetof(wasmsched_plugin_cluster_device_t, attributes), "device");
+_Static_assert(offsetof(ws_device, capacity) == offsetof(wasmsched_plugin_cluster_device_t, capacity), "device");
+_Static_assert(offsetof(ws_device, taken) == offsetof(wasmsched_plugin_cluster_device_t, taken), "device");
+SAME_LAYOUT(ws_allocated_device, wasmsched_plugin_cluster_allocated_device_t);
+_Static_assert(offsetof(ws_allocated_device, device) == offsetof(wasmsched_plugin_cluster_allocated_device_t, device), "allocated-device");
+SAME_LAYOUT(ws_claim_request, wasmsched_plugin_cluster_claim_request_t);
+_Static_assert(offsetof(ws_claim_request, allocation_mode) == offsetof(wasmsched_plugin_cluster_claim_request_t, allocation_mode), "claim-request");
+_Static_assert(offsetof(ws_claim_request, count) == offsetof(wasmsched_plugin_cluster_claim_request_t, count), "claim-request");
+_Static_assert(offsetof(ws_claim_request, selectors) == offsetof(wasmsched_plugin_cluster_claim_request_t, selectors), "claim-request");
+_Static_assert(offsetof(ws_claim_request, admin_access) == offsetof(wasmsched_plugin_cluster_claim_request_t, admin_access), "claim-request");
+SAME_LAYOUT(ws_pod_claim, wasmsched_plugin_cluster_pod_claim_t);
+_Static_assert(offsetof(ws_pod_claim, claim) == offsetof(wasmsched_plugin_cluster_pod_claim_t, claim), "pod-claim");
+_Static_assert(offsetof(ws_pod_claim, requests) == offsetof(wasmsched_plugin_cluster_pod_claim_t, requests), "pod-claim");
+_Static_assert(offsetof(ws_pod_claim, allocated) == offsetof(wasmsched_plugin_cluster_pod_claim_t, allocated), "pod-claim");
+_Static_assert(offsetof(ws_pod_claim, reserved_for) == offsetof(wasmsched_plugin_cluster_pod_claim_t, reserved_for), "pod-claim");
 
 /* ======================================================================
  * Memory: one bump arena over the linear memory above __heap_base.
@@ -838,6 +868,74 @@ const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metr
     bool ok = wasmsched_plugin_cluster_method_nodes_metrics(N(nodes), &k, &l, &err);
     *metrics = (ws_opt_metrics){(ws_opt_metric *)l.ptr, l.len};
     return ok ? NULL : ws_str_cstr(S(err));
+}
+
+/* Devices (since contract 0.6): the lists as the host lowered them. */
+LIST_GETTER(ws_claims, wasmsched_plugin_cluster_list_pod_claim_t, ws_pod_claims(ws_pod pod),
+            wasmsched_plugin_cluster_method_pod_claims(P(pod), &l))
+LIST_GETTER(ws_devices, wasmsched_plugin_cluster_list_device_t, ws_nodes_devices(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_devices(N(nodes), i, &l))
+
+bool ws_nodes_allocation(ws_nodes nodes, uint32_t i, ws_allocated_devices *devices) {
+    wasmsched_plugin_cluster_list_allocated_device_t l = {0};
+    bool some = wasmsched_plugin_cluster_method_nodes_allocation(N(nodes), i, &l);
+    *devices = some ? (ws_allocated_devices){(ws_allocated_device *)l.ptr, l.len} : (ws_allocated_devices){NULL, 0};
+    return some;
+}
+
+/* Whether `have` (fully qualified, as the host gives it) is `name`, which is
+ * the driver's when it has no domain. */
+static bool same_name(ws_str have, ws_str driver, ws_str name) {
+    for (size_t k = 0; k < name.len; k++)
+        if (name.ptr[k] == '/') return ws_str_eq(have, name);
+    return have.len == driver.len + 1 + name.len && have.ptr[driver.len] == '/' &&
+           ws_str_eq((ws_str){have.ptr, driver.len}, driver) &&
+           ws_str_eq((ws_str){have.ptr + driver.len + 1, name.len}, name);
+}
+
+bool ws_device_attribute_of(const ws_device *device, ws_str name, ws_attribute_value *value) {
+    for (size_t k = 0; k < device->attributes.len; k++) {
+        if (same_name(device->attributes.ptr[k].name, device->driver, name)) {
+            *value = device->attributes.ptr[k].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ws_device_capacity_of(const ws_device *device, ws_str name, ws_device_capacity *capacity) {
+    for (size_t k = 0; k < device->capacity.len; k++) {
+        if (same_name(device->capacity.ptr[k].name, device->driver, name)) {
+            *capacity = device->capacity.ptr[k];
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ws_allocated_device_is(const ws_allocated_device *chosen, const ws_device *device) {
+    return ws_str_eq(chosen->device, device->name) && ws_str_eq(chosen->pool, device->pool) &&
+           ws_str_eq(chosen->driver, device->driver);
+}
+
+bool ws_nodes_allocated_devices(ws_nodes nodes, uint32_t i, ws_devices *devices) {
+    ws_allocated_devices chosen;
+    *devices = (ws_devices){NULL, 0};
+    if (!ws_nodes_allocation(nodes, i, &chosen)) return false;
+    if (chosen.len == 0) return true;
+    ws_devices all = ws_nodes_devices(nodes, i);
+    ws_device *out = ws_alloc(chosen.len * sizeof *out, _Alignof(ws_device));
+    size_t n = 0;
+    for (size_t a = 0; a < chosen.len; a++) {
+        for (size_t d = 0; d < all.len; d++) {
+            if (ws_allocated_device_is(&chosen.ptr[a], &all.ptr[d])) {
+                out[n++] = all.ptr[d];
+                break;
+            }
+        }
+    }
+    *devices = (ws_devices){out, n};
+    return true;
 }
 
 /* ======================================================================

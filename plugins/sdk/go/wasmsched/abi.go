@@ -146,159 +146,168 @@ func outArea() addr { return addrOf(unsafe.Pointer(&out)) }
 // Imports of world `scheduler-plugin`. Pointers are uint32 addresses;
 // Go memory passed in is kept alive by the caller for the call.
 
-//go:wasmimport wasmsched:plugin/host@0.5.0 log
+//go:wasmimport wasmsched:plugin/host@0.6.0 log
 func hostLog(level int32, ptr unsafe.Pointer, n uint32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [resource-drop]pod
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [resource-drop]pod
 func dropPod(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [resource-drop]nodes
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [resource-drop]nodes
 func dropNodes(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.name
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.name
 func podName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.namespace
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.namespace
 func podNamespace(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.uid
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.uid
 func podUID(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.label
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.label
 func podLabel(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.labels
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.labels
 func podLabels(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.annotation
 func podAnnotation(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.annotations
 func podAnnotations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.request
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.request
 func podRequest(h int32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.requests
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.requests
 func podRequests(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.tolerations
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.tolerations
 func podTolerations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.images
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.images
 func podImages(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.node-selector
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.node-selector
 func podNodeSelector(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.priority
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.priority
 func podPriority(h int32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.scheduler-name
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.scheduler-name
 func podSchedulerName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.owner-kind
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.owner-kind
 func podOwnerKind(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]pod.json
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.json
 func podJSON(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.len
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.len
 func nodesLen(h int32) uint32
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.name
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.name
 func nodesName(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label
 func nodesLabel(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.labels
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.labels
 func nodesLabels(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation
 func nodesAnnotation(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotations
 func nodesAnnotations(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatable
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatable
 func nodesAllocatable(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatables
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatables
 func nodesAllocatables(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requested
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requested
 func nodesRequested(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requesteds
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requesteds
 func nodesRequesteds(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.pod-count
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.pod-count
 func nodesPodCount(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.unschedulable
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.unschedulable
 func nodesUnschedulable(h int32, i uint32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.taints
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.taints
 func nodesTaints(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.conditions
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.conditions
 func nodesConditions(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.image-size
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.image-size
 func nodesImageSize(h int32, i uint32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.images
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.images
 func nodesImages(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.random
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.random
 func nodesRandom(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.json
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.json
 func nodesJSON(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.names
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.names
 func nodesNames(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label-values
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label-values
 func nodesLabelValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation-values
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation-values
 func nodesAnnotationValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.label-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label-numbers
 func nodesLabelNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.annotation-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation-numbers
 func nodesAnnotationNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.allocatable-all
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatable-all
 func nodesAllocatableAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.requested-all
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requested-all
 func nodesRequestedAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.image-bytes
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.image-bytes
 func nodesImageBytes(h int32, names unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.randoms
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.randoms
 func nodesRandoms(h int32, ret addr)
 
 // The pod views take their pod-selector flat, as the seven values of
 // lowerSelector: their flattened parameters number 8 (pod-counts) and 10
 // (domain-counts, domains), within the 16 the canonical ABI passes flat.
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.pod-counts
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.pod-counts
 func nodesPodCounts(h int32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.domain-counts
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.domain-counts
 func nodesDomainCounts(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.domains
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.domains
 func nodesDomains(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.5.0 [method]nodes.metrics
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.metrics
 func nodesMetrics(h int32, source unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.claims
+func podClaims(h int32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.devices
+func nodesDevices(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocation
+func nodesAllocation(h int32, i uint32, ret addr)
 
 // Readers of the return area, one per result shape of the contract.
 
@@ -351,6 +360,103 @@ func retQuantities() []Quantity {
 		q[i] = Quantity{Name: stringAt(e), Amount: i64At(e + 8)}
 	}
 	return q
+}
+
+// The records of devices (since contract 0.6), as the canonical ABI lays
+// them out (strings and lists are (ptr, len) pairs, 8 bytes aligned to 4).
+
+// attributeValueAt reads an attribute-value: the case's tag (u8) at 0, its
+// payload at 8 (s64, bool or string; the variant is 8-aligned), 16 bytes.
+func attributeValueAt(a addr) AttributeValue {
+	v := AttributeValue{Kind: AttributeKind(u8At(a))}
+	switch v.Kind {
+	case AttributeInt:
+		v.Int = i64At(a + 8)
+	case AttributeBool:
+		v.Bool = u8At(a+8) != 0
+	case AttributeText:
+		v.Text = stringAt(a + 8)
+	case AttributeVersion:
+		v.Version = stringAt(a + 8)
+	}
+	return v
+}
+
+// devicesAt reads list<device>: {driver @0, pool @8, name @16,
+// attributes: list<device-attribute> @24, capacity: list<device-capacity>
+// @32, taken: bool @40}, 44 bytes. A device-attribute is {name @0, value:
+// attribute-value @8}, 24 bytes; a device-capacity {name @0, quantity @8,
+// value: s64 @16}, 24 bytes.
+func devicesAt(base addr, n int) []Device {
+	d := make([]Device, n)
+	for i := range d {
+		e := base + addr(i)*44
+		attrs, nAttrs := u32At(e+24), int(u32At(e+28))
+		caps, nCaps := u32At(e+32), int(u32At(e+36))
+		d[i] = Device{
+			Driver:     stringAt(e),
+			Pool:       stringAt(e + 8),
+			Name:       stringAt(e + 16),
+			Attributes: make([]DeviceAttribute, nAttrs),
+			Capacity:   make([]DeviceCapacity, nCaps),
+			Taken:      u8At(e+40) != 0,
+		}
+		for k := range d[i].Attributes {
+			a := attrs + addr(k)*24
+			d[i].Attributes[k] = DeviceAttribute{Name: stringAt(a), Value: attributeValueAt(a + 8)}
+		}
+		for k := range d[i].Capacity {
+			c := caps + addr(k)*24
+			d[i].Capacity[k] = DeviceCapacity{Name: stringAt(c), Quantity: stringAt(c + 8), Value: i64At(c + 16)}
+		}
+	}
+	return d
+}
+
+// allocatedDevicesAt reads list<allocated-device>: {request @0, driver @8,
+// pool @16, device @24}, 32 bytes.
+func allocatedDevicesAt(base addr, n int) []AllocatedDevice {
+	d := make([]AllocatedDevice, n)
+	for i := range d {
+		e := base + addr(i)*32
+		d[i] = AllocatedDevice{Request: stringAt(e), Driver: stringAt(e + 8), Pool: stringAt(e + 16), Device: stringAt(e + 24)}
+	}
+	return d
+}
+
+// podClaimsAt reads list<pod-claim>: {name @0, claim: option<string> @8
+// (tag at 0, string at 4), requests: list<claim-request> @20, allocated:
+// list<allocated-device> @28, reserved-for: list<string> @36}, 44 bytes. A
+// claim-request is {name @0, device-class @8, allocation-mode @16, count:
+// u64 @24, selectors: list<string> @32, admin-access: bool @40}, 48 bytes
+// (8-aligned).
+func podClaimsAt(base addr, n int) []PodClaim {
+	c := make([]PodClaim, n)
+	for i := range c {
+		e := base + addr(i)*44
+		c[i] = PodClaim{
+			Name:        stringAt(e),
+			Requests:    make([]ClaimRequest, int(u32At(e+24))),
+			Allocated:   allocatedDevicesAt(u32At(e+28), int(u32At(e+32))),
+			ReservedFor: stringsAt(u32At(e+36), int(u32At(e+40))),
+		}
+		if u8At(e+8) != 0 {
+			c[i].Claim = Option[string]{Ok: true, Value: stringAt(e + 12)}
+		}
+		reqs := u32At(e + 20)
+		for k := range c[i].Requests {
+			r := reqs + addr(k)*48
+			c[i].Requests[k] = ClaimRequest{
+				Name:           stringAt(r),
+				DeviceClass:    stringAt(r + 8),
+				AllocationMode: stringAt(r + 16),
+				Count:          u64At(r + 24),
+				Selectors:      stringsAt(u32At(r+32), int(u32At(r+36))),
+				AdminAccess:    u8At(r+40) != 0,
+			}
+		}
+	}
+	return c
 }
 
 // retI64s reads list<s64> (and list<u64> as its bits).

@@ -1,7 +1,10 @@
 package wasmsched
 
 import (
+	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -99,6 +102,183 @@ type Metric struct {
 	MemorySince int64
 }
 
+// AttributeKind says which value an AttributeValue holds (the cases of the
+// contract's attribute-value).
+type AttributeKind uint8
+
+const (
+	// AttributeInt: an integer, in AttributeValue.Int.
+	AttributeInt AttributeKind = iota
+	// AttributeBool: a boolean, in AttributeValue.Bool.
+	AttributeBool
+	// AttributeText: a string, in AttributeValue.Text.
+	AttributeText
+	// AttributeVersion: a semantic version as written (1.2.3), in
+	// AttributeValue.Version.
+	AttributeVersion
+)
+
+// String is the case's name in the contract (int, boolean, text, version).
+func (k AttributeKind) String() string {
+	switch k {
+	case AttributeInt:
+		return "int"
+	case AttributeBool:
+		return "boolean"
+	case AttributeText:
+		return "text"
+	case AttributeVersion:
+		return "version"
+	}
+	return fmt.Sprintf("AttributeKind(%d)", uint8(k))
+}
+
+// AttributeValue is the value of a device attribute
+// (ResourceSlice.spec.devices[].attributes), a tagged union: Kind says
+// which one field holds it; the others are zero.
+type AttributeValue struct {
+	Kind    AttributeKind
+	Int     int64
+	Bool    bool
+	Text    string
+	Version string
+}
+
+// String is the value as text: the number, true or false, the string or
+// the version.
+func (v AttributeValue) String() string {
+	switch v.Kind {
+	case AttributeInt:
+		return strconv.FormatInt(v.Int, 10)
+	case AttributeBool:
+		return strconv.FormatBool(v.Bool)
+	case AttributeText:
+		return v.Text
+	case AttributeVersion:
+		return v.Version
+	}
+	return ""
+}
+
+// DeviceAttribute is one attribute of a device. Name is fully qualified,
+// domain/name (a name a driver writes without a domain gets the driver's).
+type DeviceAttribute struct {
+	Name  string
+	Value AttributeValue
+}
+
+// DeviceCapacity is one capacity of a device. Name is fully qualified, as
+// attribute names.
+type DeviceCapacity struct {
+	Name string
+	// Quantity is the quantity as written (80Gi).
+	Quantity string
+	// Value is the quantity rounded up to an integer (bytes for 80Gi).
+	Value int64
+}
+
+// Device is a device a node can use (Nodes.Devices): published in a
+// ResourceSlice for the node (nodeName), for a set of nodes that includes
+// it (nodeSelector) or for every node (allNodes).
+type Device struct {
+	Driver string
+	Pool   string
+	// Name is spec.devices[].name, unique in its pool.
+	Name       string
+	Attributes []DeviceAttribute
+	Capacity   []DeviceCapacity
+	// Taken: allocated to a claim already (or to one whose pod is being
+	// bound), so not available to this pod, unless it is one of this pod's
+	// claims' devices.
+	Taken bool
+}
+
+// Qualify is name as the host names a device's attributes and capacities:
+// fully qualified. A name without a domain (memory) is the driver's
+// (gpu.example.com/memory), as ResourceSlices and CEL's device.capacity
+// read it; a qualified one is kept.
+func (d Device) Qualify(name string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	return d.Driver + "/" + name
+}
+
+// Attribute is the value of the attribute name (qualified, or the
+// driver's when it has no domain: model is gpu.example.com/model on that
+// driver's devices) and whether the device has it.
+func (d Device) Attribute(name string) (AttributeValue, bool) {
+	name = d.Qualify(name)
+	for _, a := range d.Attributes {
+		if a.Name == name {
+			return a.Value, true
+		}
+	}
+	return AttributeValue{}, false
+}
+
+// CapacityOf is the capacity name (qualified, or the driver's when it has
+// no domain: memory is gpu.example.com/memory on that driver's devices)
+// and whether the device publishes it: Value is the integer (bytes for
+// 80Gi), Quantity the quantity as written.
+func (d Device) CapacityOf(name string) (DeviceCapacity, bool) {
+	name = d.Qualify(name)
+	for _, c := range d.Capacity {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return DeviceCapacity{}, false
+}
+
+// AllocatedDevice is a device chosen for a request of a claim.
+type AllocatedDevice struct {
+	// Request is the request's name; request/subrequest for a
+	// firstAvailable request, naming the choice taken.
+	Request string
+	Driver  string
+	Pool    string
+	Device  string
+}
+
+// Is reports whether d is the device chosen (same driver, pool and name).
+func (a AllocatedDevice) Is(d Device) bool {
+	return a.Device == d.Name && a.Pool == d.Pool && a.Driver == d.Driver
+}
+
+// ClaimRequest is one request of a claim (spec.devices.requests[]); a
+// firstAvailable request is listed once per subrequest, in order, named
+// request/subrequest.
+type ClaimRequest struct {
+	Name        string
+	DeviceClass string
+	// AllocationMode is ExactCount or All.
+	AllocationMode string
+	// Count is how many devices (ExactCount).
+	Count uint64
+	// Selectors are the CEL selectors of the request (the class's are not
+	// listed).
+	Selectors   []string
+	AdminAccess bool
+}
+
+// PodClaim is one of the pod's spec.resourceClaims, with the ResourceClaim
+// it names (Pod.Claims).
+type PodClaim struct {
+	// Name is spec.resourceClaims[].name, as containers refer to it.
+	Name string
+	// Claim is the ResourceClaim's name; not Ok when it is not known yet
+	// (made from a template, not created yet) or none is needed.
+	Claim    Option[string]
+	Requests []ClaimRequest
+	// Allocated are the devices of a claim allocated already (empty
+	// otherwise: see Nodes.Allocation for what this cycle chose).
+	Allocated []AllocatedDevice
+	// ReservedFor are the pods the claim is reserved for
+	// (status.reservedFor), as namespace/name.
+	ReservedFor []string
+}
+
 // Pod is the pod being scheduled: a handle valid during the call that
 // receives it. Every accessor asks the host and copies only what it returns.
 type Pod struct{ h int32 }
@@ -172,6 +352,14 @@ func (p Pod) OwnerKind() (string, bool) { podOwnerKind(p.h, retArea()); return r
 
 // JSON is the whole Pod object as Kubernetes JSON.
 func (p Pod) JSON() string { podJSON(p.h, retArea()); return retString() }
+
+// Claims are the pod's resource claims (Dynamic Resource Allocation, since
+// contract 0.6), in spec.resourceClaims order.
+func (p Pod) Claims() []PodClaim {
+	podClaims(p.h, retArea())
+	base, n := retList()
+	return podClaimsAt(base, n)
+}
 
 // Nodes is a batch of candidate nodes, addressed by index 0 .. Len()-1
 // (an index out of range traps), valid during the call that receives it.
@@ -468,6 +656,59 @@ func (ns Nodes) Metrics(source string) ([]Option[Metric], error) {
 		}
 	}
 	return v, nil
+}
+
+// Devices (since contract 0.6): Dynamic Resource Allocation's view of a
+// node, from the cluster's ResourceSlices.
+
+// Devices are the devices node i can use, by driver, pool and name (at
+// most 4096).
+func (ns Nodes) Devices(i int) []Device {
+	nodesDevices(ns.h, uint32(i), retArea())
+	base, n := retList()
+	return devicesAt(base, n)
+}
+
+// Allocation is what DynamicResources allocated for the pod's unallocated
+// claims on node i in this cycle: the devices, by claim in the pod's order.
+// It is known at Filter (before this plugin's Filter when DynamicResources
+// runs first, as by default) and at PreScore and Score for every feasible
+// node. Not ok when the pod has no claim to allocate, or the node was not
+// allocated for (yet).
+func (ns Nodes) Allocation(i int) ([]AllocatedDevice, bool) {
+	nodesAllocation(ns.h, uint32(i), retArea())
+	// option<list<allocated-device>>: tag at 0, the list at 4.
+	a := retArea()
+	if u8At(a) == 0 {
+		return nil, false
+	}
+	return allocatedDevicesAt(u32At(a+4), int(u32At(a+8))), true
+}
+
+// AllocatedDevices are the devices DynamicResources allocated for the pod
+// on node i in this cycle (Allocation), each with its attributes and
+// capacity (from Devices), in allocation order; not ok when Allocation is
+// not (the pod has no claim to allocate, or the node was not allocated
+// for). Two host calls, the second only when something was allocated.
+func (ns Nodes) AllocatedDevices(i int) ([]Device, bool) {
+	chosen, ok := ns.Allocation(i)
+	if !ok {
+		return nil, false
+	}
+	if len(chosen) == 0 {
+		return []Device{}, true
+	}
+	devices := ns.Devices(i)
+	out := make([]Device, 0, len(chosen))
+	for _, a := range chosen {
+		for _, d := range devices {
+			if a.Is(d) {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out, true
 }
 
 // retOptStrings reads list<option<string>>: 12-byte elements, tag at 0.

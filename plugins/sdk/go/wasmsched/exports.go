@@ -124,7 +124,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -177,7 +177,7 @@ func eventsOut(a addr) {
 	putU32(a+8, uint32(len(events)))
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#metric-sources
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#metric-sources
 func exportMetricSources() addr {
 	begin()
 	defer end()
@@ -207,7 +207,7 @@ func exportMetricSources() addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#configure
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -247,7 +247,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -267,7 +267,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -297,7 +297,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -356,7 +356,7 @@ func scoresIn(tag uint32, ptr addr, n uint32) ([]int64, error) {
 	return nil, fmt.Errorf("normalize-score: scores of unknown case %d", tag)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#score
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -377,7 +377,7 @@ func exportScore(pod, nodes int32) addr {
 	return scoresOut(scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.5.0#normalize-score
+//go:wasmexport wasmsched:plugin/plugin@0.6.0#normalize-score
 func exportNormalizeScore(pod int32, tag uint32, ptr addr, n uint32) addr {
 	begin()
 	defer end()

@@ -109,6 +109,14 @@ const (
 	// ResourceNamespace: a namespace (its labels, which namespace selectors
 	// read).
 	ResourceNamespace
+	// ResourceClaim: a ResourceClaim; a deallocation frees devices (since
+	// contract 0.6).
+	ResourceClaim
+	// ResourceSlice: a ResourceSlice; devices published or changed (since
+	// contract 0.6).
+	ResourceSlice
+	// ResourceDeviceClass: a DeviceClass (since contract 0.6).
+	ResourceDeviceClass
 )
 
 // EventActions is how it changed, a set of flags (kube-scheduler's

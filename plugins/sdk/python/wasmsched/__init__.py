@@ -22,8 +22,12 @@ reads with ``nodes.metrics`` (default: none). Raise :class:`PluginError` (or
 any exception) to return an error to the host. ``pod`` and ``nodes`` are the contract's handles: see
 :class:`Pod` and :class:`Nodes` for their accessors (snake_case names of the
 WIT functions); the pod views take a :class:`PodSelector`. The SDK builds
-against contract 0.5 (``wit/plugin.wit``): the numeric columns and the
+against contract 0.6 (``wit/plugin.wit``): the numeric columns and the
 scores cross packed, as bytes, which componentize-py moves in one copy.
+Devices (Dynamic Resource Allocation, 0.6): ``pod.claims()``,
+``nodes.devices(i)``, ``nodes.allocation(i)`` and the SDK's
+``nodes.allocated_devices(i)``, ``device.attribute(name)`` and
+``device.capacity_of(name)``.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Iterable, List, Mapping, Optional, Protocol, Tuple, Union
 __all__ = [
     "Plugin", "PluginError", "Code", "Status", "Rejection", "Points", "Level",
     "EventResource", "EventActions", "ClusterEvent", "LabelRequirement", "PodSelector",
-    "Pod", "Nodes", "DefinitionError", "log", "trace", "debug", "info", "warn", "error",
+    "Pod", "Nodes", "Device", "DefinitionError", "log", "trace", "debug", "info", "warn", "error",
 ]
 
 # ---------------------------------------------------------------------------
@@ -89,6 +93,12 @@ class EventResource(Enum):
     POD = 1
     #: A namespace (its labels).
     NAMESPACE = 2
+    #: A ResourceClaim (a deallocation frees devices). Since 0.6.
+    RESOURCE_CLAIM = 3
+    #: A ResourceSlice (devices published or changed). Since 0.6.
+    RESOURCE_SLICE = 4
+    #: A DeviceClass. Since 0.6.
+    DEVICE_CLASS = 5
 
 
 class EventActions(Flag):
@@ -238,6 +248,14 @@ class Pod(Protocol):
     def scheduler_name(self) -> str: ...
     def owner_kind(self) -> Optional[str]: ...
     def json(self) -> str: ...
+    # The pod's resource claims (contract 0.6), in spec.resourceClaims
+    # order: [PodClaim(name, claim, requests, allocated, reserved_for)],
+    # `claim` the ResourceClaim's name or None (not created yet), `requests`
+    # [ClaimRequest(name, device_class, allocation_mode, count, selectors,
+    # admin_access)], `allocated` the devices of a claim allocated already
+    # ([AllocatedDevice(request, driver, pool, device)], empty otherwise),
+    # `reserved_for` ["namespace/name"].
+    def claims(self) -> list: ...
 
 
 class Nodes(Protocol):
@@ -294,6 +312,57 @@ class Nodes(Protocol):
     # source of that name is configured (declare it in Plugin.metric_sources
     # and that is found when the plugin loads).
     def metrics(self, source: str) -> list: ...       # [Optional[Metric]]
+    # Devices (contract 0.6), per node index. `devices(i)`: every device
+    # the node can use ([Device], see that class), at most 4096.
+    # `allocation(i)`: what DynamicResources allocated for the pod's
+    # unallocated claims on the node in this cycle (at PreScore and Score,
+    # for every feasible node), [AllocatedDevice(request, driver, pool,
+    # device)] by claim in the pod's order; None when the pod has no claim
+    # to allocate or the node was not allocated for. `allocated_devices(i)`
+    # (the SDK's): those devices as Device records (with attributes and
+    # capacity), in allocation order; None when `allocation(i)` is None.
+    def devices(self, index: int) -> list: ...         # [Device]
+    def allocation(self, index: int) -> Optional[list]: ...  # [AllocatedDevice]
+    def allocated_devices(self, index: int) -> Optional[list]: ...  # [Device]
+
+
+class Device(Protocol):
+    """A device a node can use (contract 0.6), from a ResourceSlice."""
+
+    driver: str
+    pool: str
+    #: ``spec.devices[].name``, unique in its pool.
+    name: str
+    #: [DeviceAttribute(name, value)]: ``name`` fully qualified
+    #: (``gpu.example.com/model``), ``value`` one of
+    #: ``AttributeValue_Int``, ``_Boolean``, ``_Text``, ``_Version``, each
+    #: with ``.value``.
+    attributes: list
+    #: [DeviceCapacity(name, quantity, value)]: ``name`` fully qualified,
+    #: ``quantity`` as written (``"80Gi"``), ``value`` an int (bytes).
+    capacity: list
+    #: Allocated to a claim already (or to one whose pod is being bound):
+    #: not available to this pod, unless it is one of its claims' devices.
+    taken: bool
+
+    def attribute(self, name: str) -> Union[int, bool, str, None]:
+        """The value of the attribute ``name`` (qualified, or the driver's
+        when it has no domain: ``model`` is ``gpu.example.com/model`` on that
+        driver's devices) as an int, bool or str (a version as written),
+        None when the device lacks it."""
+        ...
+
+    def capacity_of(self, name: str) -> Optional[int]:
+        """The value of the capacity ``name`` (qualified, or the driver's
+        when it has no domain: ``memory`` is ``gpu.example.com/memory``), an
+        int (bytes for ``80Gi``), None when the device publishes none."""
+        ...
+
+
+def _qualify(driver: str, name: str) -> str:
+    """A device attribute's or capacity's name as the host gives it: a
+    name without a domain is the driver's."""
+    return name if "/" in name else f"{driver}/{name}"
 
 
 # ---------------------------------------------------------------------------

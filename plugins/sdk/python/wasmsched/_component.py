@@ -51,6 +51,37 @@ _metrics = _cluster.Nodes.metrics
 _cluster.Nodes.metrics = lambda self, source: _view(_metrics, self, source)
 
 
+# Devices (contract 0.6): a device's attribute and capacity by name, and the
+# devices of a node's allocation with their attributes and capacity.
+def _attribute(self, name):
+    name = _sdk._qualify(self.driver, name)
+    for a in self.attributes:
+        if a.name == name:
+            return a.value.value
+    return None
+
+
+def _capacity_of(self, name):
+    name = _sdk._qualify(self.driver, name)
+    for c in self.capacity:
+        if c.name == name:
+            return c.value
+    return None
+
+
+def _allocated_devices(self, index):
+    chosen = self.allocation(index)
+    if not chosen:
+        return chosen
+    by_id = {(d.driver, d.pool, d.name): d for d in self.devices(index)}
+    return [d for d in (by_id.get((a.driver, a.pool, a.device)) for a in chosen) if d is not None]
+
+
+_cluster.Device.attribute = _attribute
+_cluster.Device.capacity_of = _capacity_of
+_cluster.Nodes.allocated_devices = _allocated_devices
+
+
 # The numeric columns cross packed (contract 0.5): componentize-py lifts a
 # list element by element through its interpreter, `bytes` in one copy, and
 # `array` unpacks them in C.

@@ -24,7 +24,7 @@
 //!
 //! Build for `wasm32-unknown-unknown` and turn the module into a component
 //! (`plugins/build.sh rust DIR` does both). The SDK builds against contract
-//! 0.5 (`wit/plugin.wit`; its packed columns and packed scores are for
+//! 0.6 (`wit/plugin.wit`; its packed columns and packed scores are for
 //! interpreted guests, and this SDK returns scores as values): [`Nodes::pod_counts`], [`Nodes::domain_counts`]
 //! and [`Nodes::domains`] count the cluster's pods by [`PodSelector`],
 //! [`Plugin::events`] declares the changes a rejected pod waits for,
@@ -32,6 +32,17 @@
 //! value, its age, and what was placed on the node since), and
 //! [`Plugin::metric_sources`] declares the sources read, checked against
 //! the scheduler's configuration when the plugin loads.
+//!
+//! Devices (Dynamic Resource Allocation, contract 0.6): [`Pod::claims`]
+//! lists the pod's resource claims ([`PodClaim`]: its requests, the devices
+//! of a claim allocated already, whom it is reserved for),
+//! [`Nodes::devices`] the devices a node can use ([`Device`]: driver, pool,
+//! name, attributes, capacity, `taken`), and [`Nodes::allocation`] what
+//! kube-scheduler's DynamicResources allocated for the pod on a node in
+//! this cycle (at PreScore and Score, for every feasible node).
+//! [`Nodes::allocated_devices`] joins the two, [`Device::attribute`] and
+//! [`Device::capacity_of`] read a device's attribute or capacity by name
+//! (`memory` or `gpu.example.com/memory`).
 
 #[doc(hidden)]
 pub mod bindings {
@@ -48,9 +59,98 @@ pub use bindings::exports::wasmsched::plugin::plugin::{
     ClusterEvent, Code, EventActions, EventResource, Points, Rejection, Status,
 };
 pub use bindings::wasmsched::plugin::cluster::{
-    Condition, Image, LabelRequirement, Metric, Nodes, Pod, PodSelector, Quantity, Taint, Toleration,
+    AllocatedDevice, AttributeValue, ClaimRequest, Condition, Device, DeviceAttribute, DeviceCapacity, Image,
+    LabelRequirement, Metric, Nodes, Pod, PodClaim, PodSelector, Quantity, Taint, Toleration,
 };
 pub use serde_json;
+
+use std::borrow::Cow;
+
+impl Device {
+    /// `name` as the host names a device's attributes and capacities:
+    /// fully qualified. A name without a domain (`memory`) is the driver's
+    /// (`gpu.example.com/memory`), as ResourceSlices and CEL's
+    /// `device.capacity` read it; a qualified one is kept.
+    pub fn qualify<'a>(&self, name: &'a str) -> Cow<'a, str> {
+        if name.contains('/') {
+            Cow::Borrowed(name)
+        } else {
+            Cow::Owned(format!("{}/{name}", self.driver))
+        }
+    }
+
+    /// The value of the attribute `name` (qualified, or the driver's when
+    /// it has no domain: `model` is `gpu.example.com/model` on that
+    /// driver's devices), if the device has it.
+    pub fn attribute(&self, name: &str) -> Option<&AttributeValue> {
+        let name = self.qualify(name);
+        self.attributes.iter().find(|a| a.name == name).map(|a| &a.value)
+    }
+
+    /// The capacity `name` (qualified, or the driver's when it has no
+    /// domain: `memory` is `gpu.example.com/memory` on that driver's
+    /// devices), if the device publishes it: `.value` is the integer
+    /// (bytes for `80Gi`), `.quantity` the quantity as written.
+    pub fn capacity_of(&self, name: &str) -> Option<&DeviceCapacity> {
+        let name = self.qualify(name);
+        self.capacity.iter().find(|c| c.name == name)
+    }
+}
+
+impl AllocatedDevice {
+    /// Whether `device` is the one chosen (same driver, pool and name).
+    pub fn is(&self, device: &Device) -> bool {
+        self.device == device.name && self.pool == device.pool && self.driver == device.driver
+    }
+}
+
+impl AttributeValue {
+    /// The integer of an `int` attribute.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            AttributeValue::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The value of a `bool` attribute.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            AttributeValue::Boolean(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The text of a `string` attribute, or a `version` as written.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            AttributeValue::Text(s) | AttributeValue::Version(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Nodes {
+    /// The devices DynamicResources allocated for the pod on node `index`
+    /// in this cycle ([`Nodes::allocation`]), each with its attributes and
+    /// capacity (from [`Nodes::devices`]), in allocation order; none when
+    /// the allocation is none (the pod has no claim to allocate, or the
+    /// node was not allocated for). Two host calls, the second only when
+    /// there is an allocation.
+    pub fn allocated_devices(&self, index: u32) -> Option<Vec<Device>> {
+        let chosen = self.allocation(index)?;
+        if chosen.is_empty() {
+            return Some(Vec::new());
+        }
+        let devices = self.devices(index);
+        Some(
+            chosen
+                .iter()
+                .filter_map(|a| devices.iter().find(|d| a.is(d)).cloned())
+                .collect(),
+        )
+    }
+}
 
 impl PodSelector {
     /// The pods of the scheduled pod's namespace that carry every label of
