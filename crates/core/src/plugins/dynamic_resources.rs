@@ -237,7 +237,7 @@ impl Plugin for DynamicResources {
     }
 
     fn points(&self) -> Points {
-        Points::PRE_FILTER | Points::FILTER | Points::SCORE | Points::RESERVE
+        Points::PRE_FILTER | Points::FILTER | Points::PRE_SCORE | Points::SCORE | Points::RESERVE
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> Status {
@@ -362,6 +362,27 @@ impl Plugin for DynamicResources {
                 Status::error(e)
             }
         }
+    }
+
+    /// Score only where a claim has a `firstAvailable` request (every
+    /// other node would score 0): a pod without one costs nothing per node.
+    fn pre_score(
+        &self,
+        state: &mut CycleState,
+        _pod: &PodInfo,
+        _snapshot: &Snapshot,
+        _nodes: &[&Arc<NodeInfo>],
+    ) -> Status {
+        let prioritized = state.read::<PreFilterState>(NAME).is_some_and(|st| {
+            st.claims.iter().any(|c| {
+                c.spec
+                    .devices
+                    .iter()
+                    .flat_map(|d| d.requests.iter().flatten())
+                    .any(|r| r.first_available.as_ref().is_some_and(|f| !f.is_empty()))
+            })
+        });
+        if prioritized { Status::success() } else { Status::skip() }
     }
 
     fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Result<i64, Status> {
