@@ -326,7 +326,7 @@ async fn an_unschedulable_pod_gets_a_condition_and_one_event_then_binds_when_a_n
             assert_eq!(
                 c.message.as_deref(),
                 Some(
-                    "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+                    "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
                 )
             );
             break;
@@ -1654,7 +1654,7 @@ async fn a_pod_waits_for_its_missing_claim_and_follows_its_volume() {
     let _d = daemon(&s, "replica-a", &free_port());
     add_pod_with_claim(&s, "db-0", "data", "postgres", "1");
     let deadline = Instant::now() + Duration::from_secs(30);
-    let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+    let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
     while scheduled_message(&s, "db-0").as_deref() != Some(want) {
         assert!(
             Instant::now() < deadline,
@@ -2731,7 +2731,7 @@ async fn pods_get_devices_through_resource_claims() {
     };
     assert_eq!(
         message,
-        "0/6 nodes are available: 6 cannot allocate all claims. preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
+        "0/6 nodes are available: 6 cannot allocate all claims. still not schedulable, preemption: 0/6 nodes are available: 6 Preemption is not helpful for scheduling."
     );
     assert_eq!(claim_state(&s, "huge"), (Vec::new(), Vec::new()));
     let failed = s

@@ -209,7 +209,7 @@ async fn no_pod_is_placed_before_the_bound_pods_are_known() {
         (
             "False".to_owned(),
             "Unschedulable".to_owned(),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.".to_owned()
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.".to_owned()
         )
     );
     let _ = stop.send(());

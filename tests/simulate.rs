@@ -532,7 +532,7 @@ fn pod_affinity_spread_gates_volumes_and_refusals_on_a_zoned_cluster() {
         (
             "shop/near-ledger-same-ns",
             &[],
-            "0/5 nodes are available: 5 node(s) didn't match pod affinity rules. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+            "0/5 nodes are available: 5 node(s) didn't match pod affinity rules. no new claims to deallocate, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
         ),
         // The first pod of a group that selects itself may go anywhere.
         ("shop/first-of-group", &["a-1", "a-2", "b-1", "b-2", "c-1"], ""),
@@ -540,7 +540,7 @@ fn pod_affinity_spread_gates_volumes_and_refusals_on_a_zoned_cluster() {
         (
             "shop/spread-by-rack",
             &[],
-            "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required label). preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
+            "0/5 nodes are available: 5 node(s) didn't match pod topology spread constraints (missing required label). no new claims to deallocate, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.",
         ),
     ];
     for (pod, nodes, reason) in cases {
@@ -558,7 +558,7 @@ fn pod_affinity_spread_gates_volumes_and_refusals_on_a_zoned_cluster() {
     assert_eq!(row("shop/with-claim")["node"], "b-2");
     assert_eq!(
         row("shop/claim-missing")["reason"],
-        "0/5 nodes are available: persistentvolumeclaim \"scratch\" not found. preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+        "0/5 nodes are available: persistentvolumeclaim \"scratch\" not found. no new claims to deallocate, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     );
     assert_eq!(out["summary"]["gated"], 1);
 }

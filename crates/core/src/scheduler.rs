@@ -1344,7 +1344,7 @@ items:
         );
         assert_eq!(
             placed[2].1,
-            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+            "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. no new claims to deallocate, preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
         );
         assert!(s.cache.overcommitted_nodes().is_empty());
         // a node is added: the unschedulable pod is retried and placed
@@ -1748,7 +1748,7 @@ mod gate_and_refusal_tests {
         let a = s.schedule_one(now, false).unwrap();
         assert_eq!(
             a.result.unwrap_err().to_string(),
-            "0/1 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            "0/1 nodes are available: persistentvolumeclaim \"data\" not found. not found"
         );
         assert!(s.schedule_one(now, false).is_none(), "it waits for the claim");
 
@@ -1864,23 +1864,20 @@ mod node_subset_tests {
         let e = attempt(json!([name_in(&["n-00"])])).unwrap_err().to_string();
         assert_eq!(
             e,
-            "0/20 nodes are available: 1 Insufficient cpu, 19 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
+            "0/20 nodes are available: 1 Insufficient cpu, 19 node(s) didn't satisfy plugin(s) [NodeAffinity]. no new claims to deallocate, preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
         );
         // A name no node has: every node is absent.
         let e = attempt(json!([name_in(&["gone"])])).unwrap_err().to_string();
         assert_eq!(
             e,
-            "0/20 nodes are available: 20 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
+            "0/20 nodes are available: 20 node(s) didn't satisfy plugin(s) [NodeAffinity]. no new claims to deallocate, preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
         );
         // Fields of one term are ANDed; nothing is in both.
         let conflict = json!([{"matchFields": [
             {"key": "metadata.name", "operator": "In", "values": ["n-01"]},
             {"key": "metadata.name", "operator": "In", "values": ["n-02"]}]}]);
         let e = attempt(conflict).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "0/20 nodes are available: pod affinity terms conflict. preemption: 0/20 nodes are available: 20 Preemption is not helpful for scheduling."
-        );
+        assert_eq!(e, "0/20 nodes are available: pod affinity terms conflict. not found");
         // A term without names lets every node be considered.
         let r = attempt(json!([name_in(&["n-00"]), {"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}]))
             .unwrap();
@@ -1924,7 +1921,7 @@ mod inter_pod_requeue_tests {
         let a = s.schedule_one(t0, false).unwrap();
         assert_eq!(
             a.result.unwrap_err().to_string(),
-            "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            "0/1 nodes are available: 1 node(s) didn't match pod affinity rules. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
         );
         let later = t0 + std::time::Duration::from_secs(20);
         s.on_pod(

@@ -432,7 +432,7 @@ fn no_resources() {
     assert_eq!(
         failed(&a),
         format!(
-            "0/1 nodes are available: 1 cannot allocate all claims. {}",
+            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, {}",
             no_preemption(1)
         )
     );
@@ -494,7 +494,7 @@ fn exhausted_resources_in_informer_cache() {
     assert_eq!(
         failed(&a),
         format!(
-            "0/1 nodes are available: 1 cannot allocate all claims. {}",
+            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, {}",
             no_preemption(1)
         )
     );
@@ -527,7 +527,7 @@ fn exhausted_resources_in_flight_claim() {
     assert_eq!(
         failed(&a),
         format!(
-            "0/1 nodes are available: 1 cannot allocate all claims. {}",
+            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, {}",
             no_preemption(1)
         )
     );
@@ -574,7 +574,7 @@ fn tainted_device_enabled() {
     assert_eq!(
         failed(&a),
         format!(
-            "0/1 nodes are available: 1 cannot allocate all claims. {}",
+            "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, {}",
             no_preemption(1)
         )
     );
@@ -974,14 +974,13 @@ fn multiple_requests_prioritized_list_scoring() {
     );
 }
 
-// ------------------------------------------- divergences (kube's texts)
+// ------------------------------------------- whole messages
 
 /// "no-resources", the whole FitError: in v1.36's default profile
 /// DynamicResources runs at PostFilter before DefaultPreemption, and,
 /// with no allocated claim to deallocate, says `still not schedulable`;
 /// the PostFilter message joins both plugins' reasons with ", ".
 #[test]
-#[ignore = "diverges: wasmsched has no DynamicResources PostFilter, so its FitError lacks kube's `still not schedulable, ` before the preemption message"]
 fn no_resources_full_fit_error() {
     let mut s = sched(&[NODE]);
     add(&mut s, pending_claim());
@@ -1000,7 +999,6 @@ fn no_resources_full_fit_error() {
 /// `no new claims to deallocate` (PreFilter failed before recording the
 /// claims), before DefaultPreemption's message.
 #[test]
-#[ignore = "diverges: wasmsched has no DynamicResources PostFilter, so its FitError lacks kube's `no new claims to deallocate, ` before the preemption message"]
 fn missing_class_full_fit_error() {
     let mut s = sched(&[NODE]);
     add(&mut s, pending_claim());

@@ -193,6 +193,7 @@ impl Framework {
         fit: &mut FitError,
         explain: bool,
     ) {
+        let mut reasons: Vec<String> = Vec::new();
         for e in &self.post_filter {
             let t = state.clock();
             let mut ctx = PostFilterContext {
@@ -211,12 +212,20 @@ impl Framework {
                 fit.nominating = r.nominating;
             }
             if r.status.is_success() {
-                break;
+                return;
             }
-            let msg = r.status.message();
-            if !msg.is_empty() {
-                fit.diagnosis.post_filter_msg = Some(msg);
+            // kube-scheduler's RunPostFilterPlugins: an unresolvable or
+            // failed plugin ends the run with its own message; otherwise
+            // every plugin's reasons are joined with ", ".
+            if r.status.code() != Code::Unschedulable {
+                let msg = r.status.message();
+                fit.diagnosis.post_filter_msg = (!msg.is_empty()).then_some(msg);
+                return;
             }
+            reasons.extend(r.status.reasons().map(str::to_owned));
+        }
+        if !reasons.is_empty() {
+            fit.diagnosis.post_filter_msg = Some(reasons.join(", "));
         }
     }
 }

@@ -578,7 +578,7 @@ mod tests {
         let a = attempt(&mut s, &m);
         assert_eq!(
             message(&a),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         );
         let a = attempt(&mut s, &h);
         assert_eq!(a.result.as_ref().map(|r| r.node.as_str()).ok(), Some("n1"));
@@ -613,13 +613,13 @@ mod tests {
         let a = attempt(&mut s, &never);
         assert_eq!(
             message(&a),
-            "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never."
+            "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
         );
         let equal = pod("q", 0, "2", None, json!({}), json!({}));
         let a = attempt(&mut s, &equal);
         assert_eq!(
             message(&a),
-            "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+            "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
         );
         assert!(a.nomination().is_none());
     }

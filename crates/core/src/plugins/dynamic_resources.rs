@@ -39,6 +39,9 @@ pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 /// A claim allocated already, for nodes that do not include this one.
 pub const ERR_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
 
+/// The cycle state key PreFilter writes before anything else.
+const PRE_FILTER_RAN: &str = "DynamicResources/ran";
+
 /// `FirstAvailableDeviceRequestMaxSize`: the longest `firstAvailable`
 /// list, and what the first choice of one scores.
 const FIRST_AVAILABLE_MAX: i64 = 8;
@@ -237,10 +240,13 @@ impl Plugin for DynamicResources {
     }
 
     fn points(&self) -> Points {
-        Points::PRE_FILTER | Points::FILTER | Points::PRE_SCORE | Points::SCORE | Points::RESERVE
+        Points::PRE_FILTER | Points::FILTER | Points::POST_FILTER | Points::PRE_SCORE | Points::SCORE | Points::RESERVE
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &PodInfo, snapshot: &Snapshot) -> Status {
+        // What kube-scheduler's PreFilter writes first, whatever follows:
+        // PostFilter tells by it whether PreFilter ran.
+        state.write(PRE_FILTER_RAN, ());
         let storage = &snapshot.storage;
         let devices = storage.devices();
         if devices.has_extended_resources()
@@ -362,6 +368,42 @@ impl Plugin for DynamicResources {
                 Status::error(e)
             }
         }
+    }
+
+    /// kube-scheduler's PostFilter for a pod that fits nowhere, whose
+    /// answer joins the failure message: `no new claims to deallocate` for
+    /// a pod without claims to allocate, else `still not schedulable`;
+    /// when an earlier PreFilter stopped the cycle before this plugin's,
+    /// kube-scheduler's finds no state and fails with `not found` (which
+    /// ends PostFilter: no preemption is tried), and so does this one.
+    /// (kube-scheduler would first deallocate a claim allocated for nodes
+    /// that no longer fit and reserved for no one else; wasmsched does not
+    /// write claims outside a binding, so such a pod waits for someone else
+    /// to deallocate it.)
+    fn post_filter(
+        &self,
+        ctx: &mut crate::framework::PostFilterContext<'_>,
+        _pod: &PodInfo,
+        diagnosis: &crate::framework::Diagnosis,
+    ) -> crate::framework::PostFilterResult {
+        // kube-scheduler runs every PreFilter after one that answers
+        // Unschedulable (only UnschedulableAndUnresolvable stops them);
+        // this framework stops at either, so a resolvable rejection counts
+        // as if this PreFilter had run and found nothing to allocate.
+        let stopped_resolvable = diagnosis.pre_filter_msg.is_some()
+            && diagnosis
+                .node_statuses
+                .first()
+                .is_some_and(|(_, st)| st.code() == crate::framework::Code::Unschedulable);
+        if ctx.state.read::<()>(PRE_FILTER_RAN).is_none() && !stopped_resolvable {
+            return crate::framework::PostFilterResult::none(Status::error("not found"));
+        }
+        let msg = if ctx.state.read::<PreFilterState>(NAME).is_some() {
+            "still not schedulable"
+        } else {
+            "no new claims to deallocate"
+        };
+        crate::framework::PostFilterResult::none(Status::unschedulable(msg))
     }
 
     /// Score only where a claim has a `firstAvailable` request (every
@@ -657,7 +699,7 @@ mod tests {
         let third = s.schedule_one(now, false).unwrap();
         assert_eq!(
             third.result.unwrap_err().to_string(),
-            "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+            "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
         );
         // A binding that fails gives its device back.
         s.binding_finished("default/a", "uid-a", false, now);
