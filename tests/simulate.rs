@@ -1143,4 +1143,26 @@ fn a_device_plugin_steers_a_pod_with_a_resource_claim() {
         with["devices"],
         json!(["inference-gpu: gpu=gpu.example.com/gpu-c/gpu-0"])
     );
+    // `--explain` says which devices, above the plugins' scores per node.
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+        .args([
+            "simulate",
+            "--cluster",
+            "plugins/testdata/dra/cluster.yaml",
+            "--pods",
+            "plugins/testdata/dra/pod-gpu.yaml",
+            "--plugins",
+            dir.to_str().unwrap(),
+            "--explain",
+            "ml/inference-0",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("devices DynamicResources allocated on gpu-c: inference-gpu: gpu=gpu.example.com/gpu-c/gpu-0"),
+        "{text}"
+    );
+    assert!(text.contains("gpu-memory×1"), "{text}");
 }

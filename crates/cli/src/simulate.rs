@@ -721,6 +721,13 @@ fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow
             None => "none feasible".to_owned(),
         }
     )?;
+    if let (Some(n), false) = (&row.node, row.devices.is_empty()) {
+        writeln!(
+            out,
+            "  devices DynamicResources allocated on {n}: {}",
+            row.devices.join(", ")
+        )?;
+    }
     let nw = x.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4).max(4);
     let cols: Vec<String> = x.scores.iter().map(|(p, w)| format!("{p}×{w}")).collect();
     write!(out, "  {:nw$}  ", "NODE")?;
