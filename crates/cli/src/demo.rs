@@ -229,15 +229,11 @@ fn allocated_devices(server: &ApiServer, pod: &Pod) -> Vec<String> {
         .filter_map(|n| server.get::<ResourceClaim>(ns, &n))
         .flat_map(|c| {
             let name = c.metadata.name.clone().unwrap_or_default();
-            let results = c
-                .status
-                .and_then(|s| s.allocation)
-                .and_then(|a| a.devices)
-                .and_then(|d| d.results);
-            results
-                .into_iter()
-                .flatten()
-                .map(move |r| format!("{name}: {}={}/{}/{}", r.request, r.driver, r.pool, r.device))
+            let allocation = c.status.and_then(|s| s.allocation);
+            allocation
+                .iter()
+                .flat_map(|a| wasmsched_core::dra::devices::describe(&name, a))
+                .collect::<Vec<_>>()
         })
         .collect()
 }

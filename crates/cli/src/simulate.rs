@@ -784,8 +784,7 @@ pub(crate) fn devices_of(plan: &wasmsched_core::dra::DraPlan) -> Vec<String> {
         .flat_map(|c| {
             c.allocation
                 .iter()
-                .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
-                .map(move |r| format!("{}: {}={}/{}/{}", c.name, r.request, r.driver, r.pool, r.device))
+                .flat_map(|a| wasmsched_core::dra::devices::describe(&c.name, a))
         })
         .collect()
 }

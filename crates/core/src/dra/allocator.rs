@@ -110,6 +110,8 @@ use std::sync::{Arc, Mutex};
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+pub(crate) use pools::{node_matches, parse_selector};
+
 use super::DeviceId;
 use super::cel::CelCache;
 use crate::node::NodeData;

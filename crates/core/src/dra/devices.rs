@@ -30,10 +30,6 @@ use crate::pod::PodKey;
 /// [`DraPlan`] at Reserve, for the scheduler to assume and return.
 pub const DRA_PLAN: &str = "DynamicResources/plan";
 
-/// `status.reservedFor` holds at most this many consumers
-/// (`ResourceClaimReservedForMaxSize`).
-pub const RESERVED_FOR_MAX: usize = 256;
-
 /// The finalizer the scheduler adds to a claim it allocates
 /// (`resourceapi.Finalizer`).
 pub const FINALIZER: &str = "resource.kubernetes.io/delete-protection";
@@ -151,25 +147,27 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
     )
 }
 
-/// Whether a slice's (or a device's) node selection includes the node.
+/// Whether a slice's (or a device's) node selection includes the node,
+/// as the allocator decides it (a selector that cannot be parsed includes
+/// none).
 fn node_selected(
     name: Option<&str>,
     all: Option<bool>,
     selector: Option<&k8s_openapi::api::core::v1::NodeSelector>,
     node: &crate::node::NodeData,
 ) -> bool {
-    if let Some(n) = name.filter(|n| !n.is_empty()) {
-        return n == node.name;
-    }
-    if all == Some(true) {
-        return true;
-    }
-    selector.is_some_and(|sel| {
-        sel.node_selector_terms.iter().any(|t| {
-            crate::selector::Term::parse(t, "ResourceSlice", "spec.nodeSelector")
-                .is_ok_and(|t| t.matches(&node.labels, &node.name))
-        })
-    })
+    use super::allocator::{node_matches, parse_selector};
+    let parsed = selector.map(|sel| parse_selector(sel, "ResourceSlice", "spec.nodeSelector"));
+    node_matches(node, name, all, parsed.as_ref()).unwrap_or(false)
+}
+
+/// An allocation's devices as `claim: request=driver/pool/device`, one
+/// per result, as `simulate` and `demo` print them.
+pub fn describe<'a>(claim: &'a str, a: &'a AllocationResult) -> impl Iterator<Item = String> + 'a {
+    a.devices
+        .iter()
+        .flat_map(|d| d.results.iter().flatten())
+        .map(move |r| format!("{claim}: {}={}/{}/{}", r.request, r.driver, r.pool, r.device))
 }
 
 /// Whether `new` is an earlier version of the same claim than `old`
@@ -230,14 +228,6 @@ impl Devices {
     /// A claim by `namespace/name`, as the assumed plans leave it.
     pub fn claim(&self, key: &str) -> Option<&Arc<ResourceClaim>> {
         self.effective.get(key).or_else(|| self.claims.get(key))
-    }
-
-    /// The claims in a namespace (as the assumed plans leave them).
-    pub fn claims_in<'a>(&'a self, namespace: &'a str) -> impl Iterator<Item = &'a Arc<ResourceClaim>> + 'a {
-        self.claims
-            .iter()
-            .filter(move |(_, c)| c.metadata.namespace.as_deref() == Some(namespace))
-            .map(|(k, c)| self.effective.get(k).unwrap_or(c))
     }
 
     /// The devices allocated to claims (admin access excluded).
@@ -429,9 +419,14 @@ impl Devices {
     /// Recomputes a claim's effective version and the devices it takes.
     fn refresh(&mut self, key: &str) {
         let mut effective: Option<ResourceClaim> = None;
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
         if let Some(api) = self.claims.get(key) {
             for (_, plan) in &self.plans {
-                for pc in plan.claims.iter().filter(|pc| pc.key() == key) {
+                for pc in plan
+                    .claims
+                    .iter()
+                    .filter(|pc| pc.namespace == namespace && pc.name == name)
+                {
                     if api.metadata.uid.as_deref() != Some(pc.uid.as_str()) {
                         continue;
                     }

@@ -457,8 +457,8 @@ impl Plugin for DynamicResources {
                     continue;
                 }
                 for (i, sub) in req.first_available.iter().flatten().enumerate() {
-                    let reference = format!("{}/{}", req.name, sub.name);
-                    if chosen.contains(&reference.as_str()) {
+                    let reference = (req.name.as_str(), sub.name.as_str());
+                    if chosen.iter().any(|c| c.split_once('/') == Some(reference)) {
                         score += FIRST_AVAILABLE_MAX - i as i64;
                     }
                 }

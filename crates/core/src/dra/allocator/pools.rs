@@ -16,7 +16,7 @@ use crate::quantity::{self, QuantityError};
 use crate::selector::Term;
 
 /// A parsed node selector: OR of its terms, or why it cannot be parsed.
-type Selector = Result<Vec<Term>, String>;
+pub(crate) type Selector = Result<Vec<Term>, String>;
 
 /// One slice and what is derived from it on first use.
 pub(super) struct SliceEntry<'a> {
@@ -77,7 +77,7 @@ impl<'a> SliceEntry<'a> {
     }
 }
 
-fn parse_selector(sel: &NodeSelector, object: &str, field: &str) -> Selector {
+pub(crate) fn parse_selector(sel: &NodeSelector, object: &str, field: &str) -> Selector {
     sel.node_selector_terms
         .iter()
         .enumerate()
@@ -90,7 +90,7 @@ fn parse_selector(sel: &NodeSelector, object: &str, field: &str) -> Selector {
 }
 
 /// Go's `NodeMatches`: a node name, all nodes, or a selector, in that order.
-pub(super) fn node_matches(
+pub(crate) fn node_matches(
     node: &NodeData,
     node_name: Option<&str>,
     all_nodes: Option<bool>,
