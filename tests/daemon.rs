@@ -2763,3 +2763,65 @@ async fn pods_get_devices_through_resource_claims() {
         .count();
     assert!(scheduled >= 5, "{scheduled} Scheduled events");
 }
+
+/// A claim allocated for a node where its pod cannot run (the node is
+/// gone) and reserved for no one: PostFilter deallocates it, as
+/// kube-scheduler's does, and the pod's next attempt allocates it on a
+/// node that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_allocated_where_its_pod_cannot_run_is_deallocated_and_allocated_again() {
+    let s = server(2).await;
+    for i in 0..2 {
+        let node = format!("node-{i:03}");
+        add_slice(&s, "gpu.example.com", &node, json!([{"name": "gpu-0"}]));
+    }
+    add_device_class(&s, "gpu", r#"device.driver == "gpu.example.com""#);
+    add_resource_claim(
+        &s,
+        "stale",
+        json!({"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}),
+    );
+    let mut c: serde_json::Value = serde_json::to_value(
+        s.get::<k8s_openapi::api::resource::v1::ResourceClaim>("default", "stale")
+            .unwrap(),
+    )
+    .unwrap();
+    c["status"] = json!({"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-009", "device": "gpu-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["node-009"]}]}]}}});
+    s.store()
+        .update(
+            wasmsched_apiserver_sim::resources::RESOURCE_CLAIMS,
+            "default",
+            "stale",
+            Some("status"),
+            c,
+        )
+        .unwrap();
+    let _d = daemon(&s, "replica-a", &free_port());
+    add_pod_with_devices(
+        &s,
+        "late",
+        json!([{"name": "gpu", "resourceClaimName": "stale"}]),
+        json!({}),
+    );
+    let node = wait_bound(&s, "late", Duration::from_secs(30)).await;
+    let (devices, pods) = claim_state(&s, "stale");
+    assert_eq!(devices, [format!("gpu=gpu.example.com/{node}/gpu-0")]);
+    assert_eq!(pods, ["late"]);
+    let failed: Vec<String> = s
+        .list::<Event>()
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "0/2 nodes are available: 2 resourceclaim not available on the node. deallocation of ResourceClaim completed, \
+          preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        ],
+        "one attempt failed, and deallocated the claim"
+    );
+}

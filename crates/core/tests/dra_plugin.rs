@@ -19,8 +19,6 @@
 //! - workload/PodGroup claims (`podgroup-*`, `postfilter-*-podgroup*`,
 //!   `reserved-okay-podgroup`, `bind-podgroup-failure`): off by default;
 //! - node-allocatable resources (`node-allocatable-resource-*`);
-//! - PostFilter's deallocation (`wrong-topology`'s PostFilter half): not
-//!   implemented (docs/dra.md, "Not yet"); its Filter half is ported;
 //! - what calls the API client: PreBind's writes and their failures
 //!   (`with-resources-has-finalizer`, `with-resources-finalizer-gets-*`,
 //!   `bind-failure`, `bind-failure-concurrent-deallocation`,
@@ -704,24 +702,56 @@ fn missing_class() {
     );
 }
 
-/// "wrong-topology" (Filter; PostFilter's deallocation is not implemented).
+fn wrong_topology_claim() -> Value {
+    allocated(
+        pending_claim(),
+        json!({"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "no-such-label", "operator": "In", "values": ["no-such-value"]}]}]}}),
+    )
+}
+
+/// The claim PostFilter asked the daemon to deallocate.
+fn deallocated(a: &Attempt) -> Option<String> {
+    match &a.result {
+        Err(wasmsched_core::framework::ScheduleError::Unschedulable(fit)) => {
+            fit.deallocate.as_ref().and_then(|c| c.metadata.name.clone())
+        }
+        _ => None,
+    }
+}
+
+/// "wrong-topology": Filter finds the claim not available on the node,
+/// PostFilter deallocates it (the daemon writes it).
 #[test]
 fn wrong_topology() {
     let mut s = sched(&[NODE]);
-    add(
-        &mut s,
-        allocated(
-            pending_claim(),
-            json!({"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
-                {"key": "no-such-label", "operator": "In", "values": ["no-such-value"]}]}]}}),
-        ),
+    add(&mut s, wrong_topology_claim());
+    let a = attempt(&mut s, &pod_with_claim_name());
+    let e = failed(&a);
+    assert_eq!(
+        e,
+        format!(
+            "0/1 nodes are available: 1 resourceclaim not available on the node. \
+             deallocation of ResourceClaim completed, {}",
+            no_preemption(1)
+        )
     );
+    assert_eq!(deallocated(&a).as_deref(), Some(CLAIM));
+}
+
+/// PostFilter leaves alone a claim reserved for another pod: deallocating
+/// it would take the devices from under that pod.
+#[test]
+fn wrong_topology_reserved_for_another_pod_is_not_deallocated() {
+    let mut s = sched(&[NODE]);
+    add(&mut s, reserved_for(wrong_topology_claim(), "other", "other-uid"));
     let a = attempt(&mut s, &pod_with_claim_name());
     let e = failed(&a);
     assert!(
-        e.starts_with("0/1 nodes are available: 1 resourceclaim not available on the node. "),
+        e.starts_with("0/1 nodes are available: 1 resourceclaim not available on the node. still not schedulable, "),
         "{e}"
     );
+    assert_eq!(deallocated(&a), None);
 }
 
 /// "good-topology": the allocation's node selector matches `worker`.

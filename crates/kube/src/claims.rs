@@ -18,6 +18,10 @@
 //! request is bounded in time and made only while the lease holds; the
 //! claims as the API answered go back to the scheduler, which sees them
 //! before it drops the assumption.
+//!
+//! PostFilter's deallocation, too: a claim allocated for nodes where its
+//! pod no longer fits, and reserved for no one else, has its allocation
+//! cleared so that the pod's next attempt may allocate it elsewhere.
 
 use std::time::Duration;
 
@@ -221,4 +225,41 @@ pub(crate) async fn unreserve(
         }
     }
     answers
+}
+
+/// Clears the claim's `status.allocation`, `reservedFor` and `devices`, as
+/// kube-scheduler's PostFilter does: one status update of the claim as the
+/// cycle saw it, so a claim changed since (reserved by another pod,
+/// allocated again) is left alone by the API server's conflict. Failures
+/// are logged; the claim's update, or the pod's next attempt, tells the
+/// scheduler.
+pub(crate) async fn deallocate(
+    client: &kube::Client,
+    claim: &ResourceClaim,
+    leadership: &Leadership,
+    timeout: Duration,
+) {
+    let (ns, name) = (
+        claim.metadata.namespace.clone().unwrap_or_default(),
+        claim.metadata.name.clone().unwrap_or_default(),
+    );
+    let api: Api<ResourceClaim> = Api::namespaced(client.clone(), &ns);
+    let mut cleared = claim.clone();
+    if let Some(s) = cleared.status.as_mut() {
+        s.allocation = None;
+        s.reserved_for = None;
+        s.devices = None;
+    }
+    match request(
+        leadership,
+        timeout,
+        api.replace_status(&name, &PostParams::default(), &cleared),
+    )
+    .await
+    {
+        Ok(_) => {
+            tracing::info!(claim = %format!("{ns}/{name}"), "deallocated the claim: its pod fits nowhere it is allocated")
+        }
+        Err(f) => tracing::warn!(claim = %format!("{ns}/{name}"), error = %other(f), "cannot deallocate the claim"),
+    }
 }

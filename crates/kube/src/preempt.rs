@@ -9,6 +9,10 @@
 //! the victims' calls are done the scheduling thread is told, so a
 //! preemptor whose eviction failed may preempt again; the victims' deletion
 //! itself reaches it through the watch, which retries the preemptor.
+//!
+//! It also writes what DynamicResources' PostFilter decided for the same
+//! pod: the deallocation of a claim allocated where the pod no longer fits
+//! (kube-scheduler's PostFilter writes it before DefaultPreemption runs).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,11 +35,15 @@ pub(crate) struct PreemptJob {
     /// The preemptor's profile (`spec.schedulerName`), for the condition's
     /// message and the events' reporter.
     pub profile: String,
-    /// The node it is nominated to; `None`: clear its nomination.
+    /// Its nomination is written: to `node`, or cleared when `None`.
+    pub nominate: bool,
+    /// The node it is nominated to.
     pub node: Option<String>,
     pub victims: Vec<PodRef>,
     /// Pods whose nomination to that node is cleared.
     pub cleared: Vec<PodRef>,
+    /// A claim of the preemptor's to deallocate first.
+    pub deallocate: Option<Arc<k8s_openapi::api::resource::v1::ResourceClaim>>,
 }
 
 /// The end of one preemption's evictions, for the scheduling thread.
@@ -138,8 +146,11 @@ async fn execute(
         }
         outcome == "ok"
     });
+    if let Some(claim) = &job.deallocate {
+        crate::claims::deallocate(client, claim, leadership, timeout).await;
+    }
     // The nomination first: the victims' deletion retries the preemptor.
-    if !leadership.is_leading() {
+    if !leadership.is_leading() || !job.nominate {
         return true;
     }
     // The decision may be late (jobs queue behind slow evictions): no pod

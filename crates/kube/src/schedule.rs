@@ -291,17 +291,25 @@ impl Loop {
         let Err(ScheduleError::Unschedulable(fit)) = &attempt.result else {
             return Ok(());
         };
-        let (node, victims) = match &fit.nominating {
-            Nominating::Keep => return Ok(()),
+        let deallocate = fit.deallocate.clone();
+        let (nominate, node, victims) = match &fit.nominating {
+            Nominating::Keep if deallocate.is_none() => return Ok(()),
+            Nominating::Keep => (false, None, Vec::new()),
             // Preemption cannot help: the pod's nomination, if it has one, goes.
-            Nominating::Clear if attempt.pod.nominated_node.is_none() => {
+            Nominating::Clear if attempt.pod.nominated_node.is_none() && deallocate.is_none() => {
                 self.status.metrics.preemption_attempts.inc();
                 return Ok(());
             }
-            Nominating::Clear => (None, Vec::new()),
-            Nominating::Node(n) => (Some(n.node.clone()), n.victims.iter().map(|v| PodRef::of(v)).collect()),
+            Nominating::Clear => (attempt.pod.nominated_node.is_some(), None, Vec::new()),
+            Nominating::Node(n) => (
+                true,
+                Some(n.node.clone()),
+                n.victims.iter().map(|v| PodRef::of(v)).collect(),
+            ),
         };
-        self.status.metrics.preemption_attempts.inc();
+        if !matches!(fit.nominating, Nominating::Keep) {
+            self.status.metrics.preemption_attempts.inc();
+        }
         if node.is_some() {
             self.status.metrics.preempted(victims.len());
             tracing::info!(pod = %attempt.pod.key, node = node.as_deref().unwrap_or_default(),
@@ -310,9 +318,11 @@ impl Loop {
         let job = crate::preempt::PreemptJob {
             preemptor: PodRef::of(&attempt.pod),
             profile: attempt.profile.clone(),
+            nominate,
             node,
             victims,
             cleared: attempt.cleared_nominations.iter().map(|p| PodRef::of(p)).collect(),
+            deallocate,
         };
         match self.ch.preemptions.try_send(job) {
             Ok(()) => Ok(()),

@@ -154,6 +154,9 @@ pub struct FitError {
     pub explanation: Option<Explanation>,
     /// What PostFilter did to the pod's nomination (preemption).
     pub nominating: super::Nominating,
+    /// A claim PostFilter asked to deallocate (see
+    /// [`PostFilterResult::deallocate`](super::PostFilterResult)).
+    pub deallocate: Option<std::sync::Arc<k8s_openapi::api::resource::v1::ResourceClaim>>,
 }
 
 impl FitError {
@@ -164,6 +167,7 @@ impl FitError {
             diagnosis,
             explanation: None,
             nominating: super::Nominating::Keep,
+            deallocate: None,
         }
     }
 

@@ -41,6 +41,11 @@ pub struct PostFilterResult {
     pub nominating: Nominating,
     /// The nodes examined and what each would take (when explaining).
     pub search: Vec<PreemptionTry>,
+    /// A resource claim to deallocate (its `status.allocation`,
+    /// `reservedFor` and `devices` cleared), as DynamicResources' PostFilter
+    /// asks for a claim allocated where the pod no longer fits; the daemon
+    /// writes it.
+    pub deallocate: Option<Arc<k8s_openapi::api::resource::v1::ResourceClaim>>,
 }
 
 impl PostFilterResult {
@@ -50,6 +55,7 @@ impl PostFilterResult {
             status,
             nominating: Nominating::Keep,
             search: Vec::new(),
+            deallocate: None,
         }
     }
 }
@@ -210,6 +216,9 @@ impl Framework {
             }
             if !matches!(r.nominating, Nominating::Keep) {
                 fit.nominating = r.nominating;
+            }
+            if r.deallocate.is_some() {
+                fit.deallocate = r.deallocate;
             }
             if r.status.is_success() {
                 return;

@@ -349,6 +349,7 @@ impl Plugin for DefaultPreemption {
                 status: unschedulable(fit.to_string()),
                 nominating: Nominating::Clear,
                 search,
+                deallocate: None,
             };
         }
         let best = candidates.swap_remove(pick(&candidates));
@@ -360,6 +361,7 @@ impl Plugin for DefaultPreemption {
                 pdb_violations: best.violations,
             }),
             search,
+            deallocate: None,
         }
     }
 }

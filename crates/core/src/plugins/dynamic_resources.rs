@@ -214,6 +214,9 @@ struct PreFilterState {
     to_allocate: Vec<usize>,
     /// What Filter allocated on each node it accepted.
     allocations: NodeAllocations,
+    /// Indices of the claims allocated already for nodes Filter found
+    /// them unavailable on: PostFilter may deallocate one.
+    unavailable: Mutex<std::collections::BTreeSet<usize>>,
 }
 
 /// The features of kube-scheduler v1.36's allocator that this one has
@@ -326,6 +329,7 @@ impl Plugin for DynamicResources {
                 available_on,
                 to_allocate,
                 allocations: NodeAllocations::default(),
+                unavailable: Mutex::default(),
             },
         );
         Status::success()
@@ -336,10 +340,24 @@ impl Plugin for DynamicResources {
             return Status::success();
         };
         let data = &node.node;
-        for terms in st.available_on.iter().flatten() {
-            if !terms.iter().any(|t| t.matches(&data.labels, &data.name)) {
-                return Status::unresolvable(ERR_NOT_AVAILABLE);
+        // Every claim not available here is remembered, as kube-scheduler's
+        // Filter does, for PostFilter to deallocate.
+        let unavailable: Vec<usize> = st
+            .available_on
+            .iter()
+            .enumerate()
+            .filter(|(_, terms)| {
+                terms
+                    .as_ref()
+                    .is_some_and(|terms| !terms.iter().any(|t| t.matches(&data.labels, &data.name)))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if !unavailable.is_empty() {
+            if let Ok(mut set) = st.unavailable.lock() {
+                set.extend(unavailable);
             }
+            return Status::unresolvable(ERR_NOT_AVAILABLE);
         }
         let Some(allocator) = &st.allocator else {
             return Status::success();
@@ -372,20 +390,22 @@ impl Plugin for DynamicResources {
 
     /// kube-scheduler's PostFilter for a pod that fits nowhere, whose
     /// answer joins the failure message: `no new claims to deallocate` for
-    /// a pod without claims to allocate, else `still not schedulable`;
-    /// when an earlier PreFilter stopped the cycle before this plugin's,
-    /// kube-scheduler's finds no state and fails with `not found` (which
-    /// ends PostFilter: no preemption is tried), and so does this one.
-    /// (kube-scheduler would first deallocate a claim allocated for nodes
-    /// that no longer fit and reserved for no one else; wasmsched does not
-    /// write claims outside a binding, so such a pod waits for someone else
-    /// to deallocate it.)
+    /// a pod without claims to allocate; `deallocation of ResourceClaim
+    /// completed` when one of its claims is allocated for nodes where the
+    /// pod does not fit and reserved for no one else (the claim is in
+    /// [`PostFilterResult::deallocate`](crate::framework::PostFilterResult),
+    /// which the daemon writes, so that the next attempt may allocate it
+    /// elsewhere); else `still not schedulable`. When an earlier PreFilter
+    /// stopped the cycle before this plugin's, kube-scheduler's finds no
+    /// state and fails with `not found` (which ends PostFilter: no
+    /// preemption is tried), and so does this one.
     fn post_filter(
         &self,
         ctx: &mut crate::framework::PostFilterContext<'_>,
-        _pod: &PodInfo,
+        pod: &PodInfo,
         diagnosis: &crate::framework::Diagnosis,
     ) -> crate::framework::PostFilterResult {
+        use crate::framework::PostFilterResult;
         // kube-scheduler runs every PreFilter after one that answers
         // Unschedulable (only UnschedulableAndUnresolvable stops them);
         // this framework stops at either, so a resolvable rejection counts
@@ -396,14 +416,28 @@ impl Plugin for DynamicResources {
                 .first()
                 .is_some_and(|(_, st)| st.code() == crate::framework::Code::Unschedulable);
         if ctx.state.read::<()>(PRE_FILTER_RAN).is_none() && !stopped_resolvable {
-            return crate::framework::PostFilterResult::none(Status::error("not found"));
+            return PostFilterResult::none(Status::error("not found"));
         }
-        let msg = if ctx.state.read::<PreFilterState>(NAME).is_some() {
-            "still not schedulable"
-        } else {
-            "no new claims to deallocate"
+        let Some(st) = ctx.state.read::<PreFilterState>(NAME) else {
+            return PostFilterResult::none(Status::unschedulable("no new claims to deallocate"));
         };
-        crate::framework::PostFilterResult::none(Status::unschedulable(msg))
+        // kube-scheduler picks one at random (a map's order); the first
+        // keeps a simulation reproducible.
+        let unavailable = st.unavailable.lock().map(|s| s.clone()).unwrap_or_default();
+        for i in unavailable {
+            let claim = &st.claims[i];
+            let reserved = claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            if reserved.is_empty() || reserved.len() == 1 && reserved[0].uid == pod.uid {
+                let mut r = PostFilterResult::none(Status::unschedulable("deallocation of ResourceClaim completed"));
+                r.deallocate = Some(claim.clone());
+                return r;
+            }
+        }
+        PostFilterResult::none(Status::unschedulable("still not schedulable"))
     }
 
     /// Score only where a claim has a `firstAvailable` request (every
