@@ -623,6 +623,38 @@ fn plugin_test_fails_on_what_the_scheduler_refuses() {
     assert!(!err.contains("stack backtrace"), "a user's error is a message: {err}");
 }
 
+/// `plugin test` runs PreScore on the nodes that pass Filter, and a skip
+/// spares Score, as in a cycle: gpu-memory skips a pod without claims (no
+/// score), and scores one with a claim.
+#[test]
+fn plugin_test_runs_pre_score_and_honours_its_skip() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+    let run = |pod: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+            .args(["plugin", "test", "--json"])
+            .arg(format!("{root}plugins/prebuilt/gpu-memory.wasm"))
+            .arg("--pod")
+            .arg(format!("{root}{pod}"))
+            .arg("--nodes")
+            .arg(format!("{root}plugins/testdata/dra/cluster.yaml"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let plain = run("plugins/testdata/fixture/pod-web.yaml");
+    assert_eq!(plain["preScore"], "skip", "{plain}");
+    let nodes = plain["nodes"].as_array().unwrap();
+    assert!(!nodes.is_empty());
+    assert!(nodes.iter().all(|n| n["score"].is_null()), "{plain}");
+    let gpu = run("plugins/testdata/dra/pod-gpu.yaml");
+    assert_eq!(gpu["preScore"], "success", "{gpu}");
+    assert!(
+        gpu["nodes"].as_array().unwrap().iter().any(|n| n["score"] == 100),
+        "{gpu}"
+    );
+}
+
 /// With `--plugins`, simulate says each score plugin's weight (a plugin of
 /// the directory runs at 1, beside built-ins that sum to more), and
 /// `--plugin-weight` changes it; a weight for a plugin no profile enables
@@ -1106,6 +1138,37 @@ fn dir_of(file: &str) -> String {
     dir.to_str().unwrap().to_owned()
 }
 
+/// Pods whose claims come from a ResourceClaimTemplate get them made as
+/// the resourceclaim controller makes them, and each its own device.
+#[test]
+fn simulate_makes_claims_from_templates() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+        .args([
+            "simulate",
+            "--cluster",
+            "plugins/testdata/dra/cluster.yaml",
+            "--pods",
+            "plugins/testdata/dra/pods-template.yaml",
+            "-o",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut devices = std::collections::BTreeSet::new();
+    for p in v["placements"].as_array().unwrap() {
+        let pod = p["pod"].as_str().unwrap().trim_start_matches("ml/").to_owned();
+        assert!(p["node"].is_string(), "{p}");
+        let d = p["devices"][0].as_str().unwrap_or_else(|| panic!("no devices: {p}"));
+        let (claim, device) = d.split_once(": ").unwrap();
+        assert!(claim.starts_with(&format!("{pod}-gpu-")), "{d}");
+        assert!(devices.insert(device.to_owned()), "{device} twice");
+    }
+    assert_eq!(devices.len(), 3);
+}
+
 /// A plugin that reads devices (contract 0.6): without it the GPU pod goes
 /// to gpu-a (the built-ins' choice); with gpu-memory, which prefers the node
 /// where the GPU DynamicResources allocates has the most memory, to gpu-c,
@@ -1165,4 +1228,116 @@ fn a_device_plugin_steers_a_pod_with_a_resource_claim() {
         "{text}"
     );
     assert!(text.contains("gpu-memory×1"), "{text}");
+}
+
+/// The page `simulate --html` writes shows each node's devices, free and
+/// taken (gpu-b's by the claim of the pod running there, gpu-a's by the
+/// pod placed), and the device the placed pod's decision got.
+#[test]
+fn the_html_report_shows_devices() {
+    let repo = env!("CARGO_MANIFEST_DIR").to_owned() + "/../..";
+    let page = std::env::temp_dir().join(format!("wasmsched-html-dra-{}.html", std::process::id()));
+    let out = wasmsched(&[
+        "simulate",
+        "--cluster",
+        &format!("{repo}/plugins/testdata/dra/cluster.yaml"),
+        "--pods",
+        &format!("{repo}/plugins/testdata/dra/pod-gpu.yaml"),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let _ = std::fs::remove_file(&page);
+    let tile = |node: &str| {
+        let start = html.find(&format!(r#"data-node="{node}""#)).unwrap();
+        let end = html[start..]
+            .find(r#"<div class="tile"#)
+            .map_or(html.len(), |e| start + e);
+        html[start..end].to_owned()
+    };
+    let gpu_a = tile("gpu-a");
+    assert!(gpu_a.contains("devices 1 of 2 free"), "{gpu_a}");
+    assert!(gpu_a.contains("gpu.example.com/gpu-a/gpu-0 (taken)"), "{gpu_a}");
+    assert!(gpu_a.contains("<li>gpu.example.com/gpu-a/gpu-1</li>"), "{gpu_a}");
+    let gpu_b = tile("gpu-b");
+    assert!(gpu_b.contains("devices 1 of 2 free"), "{gpu_b}");
+    assert!(gpu_b.contains("gpu.example.com/gpu-b/gpu-0 (taken)"), "{gpu_b}");
+    assert!(tile("gpu-c").contains("devices 1 of 1 free"));
+    assert!(!tile("cpu-1").contains("devices"));
+    assert!(
+        html.contains("devices: inference-gpu: gpu=gpu.example.com/gpu-a/gpu-0"),
+        "{html}"
+    );
+}
+
+/// `plugin diff` on pods with claims: a pod the new version keeps on its
+/// node but with another device (an earlier pod took the first) is a
+/// change of its own, and each version's devices are printed.
+#[test]
+fn plugin_diff_shows_other_devices_on_the_same_node() {
+    // `big` (eu-west-1a, preferred: more room) has one GPU, `small` two.
+    // 1.0.0 puts job-1 on big and job-2 on small's gpu-0; 2.0.0 rejects
+    // eu-west-1a, so job-1 takes small's gpu-0 and job-2 gets gpu-1.
+    let mut fixture = r#"
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: resource.k8s.io/v1, kind: DeviceClass, metadata: {name: gpu.example.com},
+   spec: {selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]}}
+- {apiVersion: v1, kind: Node, metadata: {name: big, labels: {topology.kubernetes.io/zone: eu-west-1a}},
+   status: {allocatable: {cpu: "32", memory: 128Gi, pods: "110"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: small, labels: {topology.kubernetes.io/zone: eu-west-1b}},
+   status: {allocatable: {cpu: "16", memory: 64Gi, pods: "110"}}}
+- {apiVersion: resource.k8s.io/v1, kind: ResourceSlice, metadata: {name: big},
+   spec: {driver: gpu.example.com, nodeName: big, pool: {name: big, generation: 1, resourceSliceCount: 1},
+     devices: [{name: gpu-0}]}}
+- {apiVersion: resource.k8s.io/v1, kind: ResourceSlice, metadata: {name: small},
+   spec: {driver: gpu.example.com, nodeName: small, pool: {name: small, generation: 1, resourceSliceCount: 1},
+     devices: [{name: gpu-0}, {name: gpu-1}]}}
+"#
+    .to_owned();
+    for i in 1..=2 {
+        fixture += &format!(
+            r#"- {{apiVersion: resource.k8s.io/v1, kind: ResourceClaim, metadata: {{name: job-{i}, namespace: ml, uid: claim-{i}}},
+   spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}}}
+- {{apiVersion: v1, kind: Pod, metadata: {{name: job-{i}, namespace: ml, uid: pod-{i}}},
+   spec: {{resourceClaims: [{{name: gpu, resourceClaimName: job-{i}}}],
+     containers: [{{name: c, image: i, resources: {{requests: {{cpu: "2", memory: 8Gi}}, claims: [{{name: gpu}}]}}}}]}}}}
+"#
+        );
+    }
+    let file = std::env::temp_dir().join(format!("wasmsched-diff-dra-{}.yaml", std::process::id()));
+    std::fs::write(&file, fixture).unwrap();
+    let (v1, v2) = (guest::zone_gate(None), guest::zone_gate(Some("eu-west-1a")));
+    let (v1, v2, cluster) = (v1.to_str().unwrap(), v2.to_str().unwrap(), file.to_str().unwrap());
+    let d = stdout_json(&["plugin", "diff", v1, v2, "--cluster", cluster, "-o", "json"]);
+    let changed = d["changed"].as_array().unwrap();
+    assert_eq!(changed.len(), 2, "{d:#}");
+    assert_eq!(
+        (&changed[0]["pod"], &changed[0]["change"]),
+        (&json!("ml/job-1"), &json!("moved"))
+    );
+    assert_eq!(
+        changed[0]["new"]["devices"],
+        json!(["job-1: gpu=gpu.example.com/small/gpu-0"])
+    );
+    assert_eq!(
+        (&changed[1]["pod"], &changed[1]["change"]),
+        (&json!("ml/job-2"), &json!("devices"))
+    );
+    assert_eq!(
+        (&changed[1]["old"], &changed[1]["new"]),
+        (
+            &json!({"node": "small", "reason": null, "devices": ["job-2: gpu=gpu.example.com/small/gpu-0"]}),
+            &json!({"node": "small", "reason": null, "devices": ["job-2: gpu=gpu.example.com/small/gpu-1"]})
+        )
+    );
+    let table =
+        String::from_utf8_lossy(&wasmsched(&["plugin", "diff", v1, v2, "--cluster", cluster]).stdout).into_owned();
+    assert!(
+        table.contains("ml/job-2 (devices)\n  old: small with devices job-2: gpu=gpu.example.com/small/gpu-0\n  new: small with devices job-2: gpu=gpu.example.com/small/gpu-1"),
+        "{table}"
+    );
+    let _ = std::fs::remove_file(&file);
 }

@@ -76,6 +76,7 @@ use tokio::task::JoinHandle;
 pub use auth::{API_AUDIENCE, StaticToken};
 pub use faults::{FailRule, FaultRequest, Faults, LoseRule, Match, SlowRule};
 pub use patch::{json_patch, merge, strategic};
+pub use resourceclaim::offline_claims;
 pub use selector::{FieldSelector, LabelSelector};
 pub use status::ApiError;
 pub use store::{BindRecord, Change, Counters, EventType, Filter, Page, Store, Stored, WatchFrom, WatchMsg};
@@ -369,7 +370,12 @@ impl ApiServer {
                 created += 1;
             }
         }
-        for w in objects.workloads.iter().chain(&objects.storage) {
+        for w in objects
+            .workloads
+            .iter()
+            .chain(&objects.storage)
+            .chain(&objects.claim_templates)
+        {
             let api_version = w.get("apiVersion").and_then(Value::as_str).unwrap_or("v1");
             let kind = w.get("kind").and_then(Value::as_str).unwrap_or("");
             let name = w

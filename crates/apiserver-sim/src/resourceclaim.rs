@@ -426,6 +426,58 @@ fn claim_from_template(pod: &Value, pc_name: &str, template: &Value) -> Value {
     })
 }
 
+/// What the controller would make for a pending pod, without a store (for
+/// `simulate`, which has no controller manager either): for each claim
+/// entry naming a template that `template` finds (by name, in the pod's
+/// namespace) and that the pod's status does not name yet, the claim made
+/// from it, named `<pod>-<claim>-` and five characters drawn from the
+/// names (not at random, so that a simulation is reproducible), with the
+/// pod's `status.resourceClaimStatuses` entries naming them. Entries whose
+/// template is missing are left out: the pod then waits, as it would.
+pub fn offline_claims(pod: &Value, template: impl Fn(&str) -> Option<Value>) -> (Vec<Value>, Vec<Value>) {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let (mut claims, mut statuses) = (Vec::new(), Vec::new());
+    let named: BTreeSet<&str> = list(pod, "/status/resourceClaimStatuses")
+        .iter()
+        .map(|s| text(s, "/name"))
+        .collect();
+    for pc in pod_claims(pod) {
+        let pc_name = text(pc, "/name");
+        let Some(t) = pc.get("resourceClaimTemplateName").and_then(Value::as_str) else {
+            continue;
+        };
+        if named.contains(pc_name) {
+            continue;
+        }
+        let Some(template) = template(t) else { continue };
+        let mut claim = claim_from_template(pod, pc_name, &template);
+        let base = generate_name(text(pod, "/metadata/name"), pc_name);
+        // FNV-1a of the pod's key and the entry's name.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in format!(
+            "{}/{}/{pc_name}",
+            text(pod, "/metadata/namespace"),
+            text(pod, "/metadata/name")
+        )
+        .bytes()
+        {
+            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+        let suffix: String = (0..5)
+            .map(|i| char::from(ALPHABET[((h >> (i * 8)) % ALPHABET.len() as u64) as usize]))
+            .collect();
+        let name = format!("{base}{suffix}");
+        if let Some(m) = claim["metadata"].as_object_mut() {
+            m.remove("generateName");
+            m.insert("name".into(), json!(name));
+            m.insert("namespace".into(), json!(text(pod, "/metadata/namespace")));
+        }
+        claims.push(claim);
+        statuses.push(json!({"name": pc_name, "resourceClaimName": name}));
+    }
+    (claims, statuses)
+}
+
 /// `<pod>-<claim>-`; when that is over 57 characters both names are cut in
 /// proportion to their lengths (the controller's rule, so that a long pod
 /// name does not push the claim's name out), and the last hyphen is dropped.
@@ -739,6 +791,40 @@ fn has(v: &Value, ptr: &str) -> bool {
 mod tests {
     use super::*;
     use crate::resources::NAMESPACES;
+
+    /// Offline, a pod's template claims are made as the controller makes
+    /// them, under names that do not change from one run to the next; a
+    /// claim the status names already, or whose template is missing, is not.
+    #[test]
+    fn offline_claims_are_made_from_templates_reproducibly() {
+        let pod = json!({"metadata": {"name": "trainer", "namespace": "ml", "uid": "u1"},
+            "spec": {"resourceClaims": [
+                {"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
+                {"name": "nic", "resourceClaimTemplateName": "missing"},
+                {"name": "done", "resourceClaimTemplateName": "one-gpu"},
+                {"name": "plain", "resourceClaimName": "shared"}]},
+            "status": {"resourceClaimStatuses": [{"name": "done", "resourceClaimName": "trainer-done-abcde"}]}});
+        let template = |name: &str| {
+            (name == "one-gpu").then(|| {
+                json!({"spec": {"metadata": {"labels": {"team": "a"}},
+                "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu"}}]}}}})
+            })
+        };
+        let (claims, statuses) = offline_claims(&pod, template);
+        assert_eq!(claims.len(), 1);
+        let c = &claims[0];
+        let name = c["metadata"]["name"].as_str().unwrap();
+        assert!(
+            name.starts_with("trainer-gpu-") && name.len() == "trainer-gpu-".len() + 5,
+            "{name}"
+        );
+        assert_eq!(c["metadata"]["namespace"], "ml");
+        assert_eq!(c["metadata"]["labels"]["team"], "a");
+        assert_eq!(c["metadata"]["ownerReferences"][0]["uid"], "u1");
+        assert_eq!(c["metadata"]["annotations"][POD_CLAIM_NAME_ANNOTATION], "gpu");
+        assert_eq!(statuses, [json!({"name": "gpu", "resourceClaimName": name})]);
+        assert_eq!(offline_claims(&pod, template).0, claims, "the same names every run");
+    }
 
     const NS: &str = "ml";
 

@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .iter()
             .cloned()
             .partition(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some());
-        server.load(&Objects { nodes: objs.nodes.clone(), pods: bound, namespaces: objs.namespaces.clone(), workloads: objs.workloads.clone(), storage: objs.storage.clone(), priority_classes: objs.priority_classes.clone(), ignored: Vec::new() })?;
+        server.load(&Objects { nodes: objs.nodes.clone(), pods: bound, namespaces: objs.namespaces.clone(), workloads: objs.workloads.clone(), storage: objs.storage.clone(), priority_classes: objs.priority_classes.clone(), claim_templates: objs.claim_templates.clone(), ignored: Vec::new() })?;
         println!("API server double on {} ({} nodes)", server.url(), objs.nodes.len());
         let client = kube::Client::try_from(kube::Config::new(server.url().parse()?))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();

@@ -574,7 +574,27 @@ fn test(
         }
         timed(&mut log, "Filter", t);
     }
-    if l.implements(P::SCORE) {
+    // PreScore sees the nodes that passed Filter, as in a cycle; its skip
+    // spares Score.
+    let mut pre_score: Option<&str> = None;
+    if l.implements(P::PRE_SCORE) {
+        let feasible: Vec<_> = nodes
+            .iter()
+            .zip(&verdicts)
+            .filter(|(_, v)| *v == "feasible")
+            .map(|(n, _)| *n)
+            .collect();
+        let t = Instant::now();
+        match l.pre_score_in(&pod, &feasible, &view) {
+            Ok(s) => {
+                pre_score = Some(code_name(s.code));
+                log.push(format!("PreScore: {} {}", code_name(s.code), s.reason));
+            }
+            Err(e) => show_err(&mut errors, "PreScore", &e),
+        }
+        timed(&mut log, "PreScore", t);
+    }
+    if l.implements(P::SCORE) && pre_score != Some("skip") {
         let t = Instant::now();
         match l.score_in(&pod, &nodes, &view) {
             Ok(raw) => {
@@ -619,7 +639,8 @@ fn test(
         let out = serde_json::json!({
             "plugin": l.name, "version": l.version, "points": l.point_names(),
             "metricSources": l.metric_sources(),
-            "pod": pod.key.to_string(), "preFilter": pre_filter, "errors": errors, "nodes": rows,
+            "pod": pod.key.to_string(), "preFilter": pre_filter, "preScore": pre_score,
+            "errors": errors, "nodes": rows,
         });
         println!("{out}");
     } else {

@@ -1,7 +1,8 @@
 //! `wasmsched plugin diff OLD NEW`: places a cluster snapshot's pending pods
 //! with each version of a plugin, and prints the pods that land elsewhere,
-//! become unschedulable or schedulable, and why: each version's verdict and
-//! score on the nodes involved.
+//! become unschedulable or schedulable, or get other DRA devices on the
+//! same node, and why: each version's verdict and score on the nodes
+//! involved.
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,9 @@ struct Run {
 enum Change {
     /// Placed by both, on other nodes.
     Moved,
+    /// Placed by both on the same node, with other DRA devices (earlier
+    /// pods took others).
+    Devices,
     /// Placed by the old version only.
     Unschedulable,
     /// Placed by the new version only.
@@ -63,6 +67,7 @@ impl Change {
     fn name(self) -> &'static str {
         match self {
             Change::Moved => "moved",
+            Change::Devices => "devices",
             Change::Unschedulable => "unschedulable",
             Change::Schedulable => "schedulable",
             Change::Reason => "reason",
@@ -180,7 +185,8 @@ fn compare<'r>(old: &'r Run, new: &'r Run) -> Vec<(Change, &'r Row, &'r Row)> {
         .filter_map(|n| {
             let o = by_pod.get(n.pod.as_str())?;
             let change = match (&o.node, &n.node) {
-                (Some(a), Some(b)) if a == b => return None,
+                (Some(a), Some(b)) if a == b && o.devices == n.devices => return None,
+                (Some(a), Some(b)) if a == b => Change::Devices,
                 (Some(_), Some(_)) => Change::Moved,
                 (Some(_), None) => Change::Unschedulable,
                 (None, Some(_)) => Change::Schedulable,
@@ -239,7 +245,11 @@ fn nodes_of<'r>(o: &'r Row, n: &'r Row) -> Vec<&'r str> {
 }
 
 fn outcome(r: &Row) -> String {
-    r.node.clone().unwrap_or_else(|| format!("unschedulable: {}", r.reason))
+    match &r.node {
+        Some(n) if r.devices.is_empty() => n.clone(),
+        Some(n) => format!("{n} with devices {}", r.devices.join(", ")),
+        None => format!("unschedulable: {}", r.reason),
+    }
 }
 
 fn print_table(
@@ -289,7 +299,13 @@ fn own_verdicts_differ(old: &Run, new: &Run, o: &Row, n: &Row) -> bool {
 }
 
 fn to_json(old: &Run, new: &Run, changes: &[(Change, &Row, &Row)]) -> Value {
-    let side = |r: &Row| json!({"node": r.node, "reason": if r.node.is_none() { Some(&r.reason) } else { None }});
+    let side = |r: &Row| {
+        let mut v = json!({"node": r.node, "reason": if r.node.is_none() { Some(&r.reason) } else { None }});
+        if !r.devices.is_empty() {
+            v["devices"] = json!(r.devices);
+        }
+        v
+    };
     json!({
         "plugin": new.name,
         "old": {"file": old.file, "version": old.version},

@@ -14,6 +14,7 @@ use wasmsched_core::fixture::{Objects, parse_objects};
 use wasmsched_core::framework::{Explanation, PreemptionTry, ScheduleError};
 use wasmsched_core::plugins::Registry;
 use wasmsched_core::scheduler::{Responsibility, Scheduler};
+use wasmsched_kube::web::devices_of;
 
 /// The bundled example cluster.
 pub const EXAMPLE_CLUSTER: &str = include_str!("../data/example-cluster.yaml");
@@ -272,6 +273,7 @@ fn report(
                 decided: outcome(r),
                 again: outcome(r),
                 explanation: x.clone(),
+                devices: r.devices.clone(),
                 now: None,
             });
         }
@@ -410,6 +412,48 @@ fn score_weights(config: &Config, registry: &Registry) -> anyhow::Result<String>
     ))
 }
 
+/// The claims kube-controller-manager's resourceclaim controller would
+/// make from a pending pod's claim templates (found among the objects),
+/// and the pod naming them in its status; none when it makes none.
+fn template_claims(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    objs: &Objects,
+) -> Option<(Vec<serde_json::Value>, k8s_openapi::api::core::v1::Pod)> {
+    let uses_templates = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|l| l.iter().any(|c| c.resource_claim_template_name.is_some()));
+    if !uses_templates || pod.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some() {
+        return None;
+    }
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let mut v = serde_json::to_value(pod).ok()?;
+    v["metadata"]["namespace"] = serde_json::json!(ns);
+    let template = |name: &str| {
+        objs.claim_templates
+            .iter()
+            .find(|o| {
+                o.pointer("/metadata/name").and_then(serde_json::Value::as_str) == Some(name)
+                    && o.pointer("/metadata/namespace")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("default")
+                        == ns
+            })
+            .cloned()
+    };
+    let (claims, statuses) = wasmsched_apiserver_sim::offline_claims(&v, template);
+    if claims.is_empty() {
+        return None;
+    }
+    let list = &mut v["status"]["resourceClaimStatuses"];
+    match list.as_array_mut() {
+        Some(l) => l.extend(statuses),
+        None => *list = serde_json::Value::Array(statuses),
+    }
+    Some((claims, serde_json::from_value(v).ok()?))
+}
+
 /// Places the pending pods of `objs` (the attempts `explain` names
 /// explained): one row per pod, in the order of their last attempt.
 pub(crate) fn simulate(
@@ -444,6 +488,13 @@ pub(crate) fn simulate(
     }
     let mut rows = Vec::new();
     for p in &objs.pods {
+        let generated = template_claims(p, objs);
+        if let Some((claims, _)) = &generated {
+            for c in claims {
+                sched.on_storage(c, now)?;
+            }
+        }
+        let p = generated.as_ref().map_or(p, |(_, p)| p);
         if let Err(e) = sched.on_pod(p, now) {
             // A malformed pod is reported, not fatal: the others are still placed.
             let ns = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -774,19 +825,6 @@ fn explanation_json(x: &Explanation) -> Value {
             "selected": n.selected,
         })).collect::<Vec<_>>(),
     })
-}
-
-/// A plan's allocations as `claim: request=driver/pool/device` (a claim
-/// allocated before, only reserved, is not listed).
-pub(crate) fn devices_of(plan: &wasmsched_core::dra::DraPlan) -> Vec<String> {
-    plan.claims
-        .iter()
-        .flat_map(|c| {
-            c.allocation
-                .iter()
-                .flat_map(|a| wasmsched_core::dra::devices::describe(&c.name, a))
-        })
-        .collect()
 }
 
 fn to_json(rows: &[Row]) -> Value {

@@ -33,6 +33,10 @@ pub struct Objects {
     pub storage: Vec<Value>,
     /// Every `scheduling.k8s.io/v1` PriorityClass found, as JSON.
     pub priority_classes: Vec<Value>,
+    /// Every `resource.k8s.io/v1` ResourceClaimTemplate found, as JSON
+    /// (`simulate` makes pods' claims from them, as the resourceclaim
+    /// controller does).
+    pub claim_templates: Vec<Value>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -46,6 +50,7 @@ impl Objects {
         self.workloads.extend(other.workloads);
         self.storage.extend(other.storage);
         self.priority_classes.extend(other.priority_classes);
+        self.claim_templates.extend(other.claim_templates);
         self.ignored.extend(other.ignored);
     }
 }
@@ -220,6 +225,17 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
             return Err(format!("PriorityClass {name}: `value` must be a 32-bit integer"));
         }
         out.priority_classes.push(value);
+        return Ok(());
+    }
+    if (api_version, kind.as_str()) == ("resource.k8s.io/v1", "ResourceClaimTemplate") {
+        if let Value::Object(map) = &mut value {
+            map.entry("kind").or_insert_with(|| Value::from(kind.clone()));
+            map.entry("apiVersion").or_insert_with(|| Value::from(api_version));
+            if let Value::Object(m) = map.entry("metadata").or_insert_with(|| serde_json::json!({})) {
+                m.entry("namespace").or_insert_with(|| Value::from("default"));
+            }
+        }
+        out.claim_templates.push(value);
         return Ok(());
     }
     if kind != "Node" && kind != "Pod" && kind != "Namespace" {

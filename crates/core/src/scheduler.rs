@@ -110,29 +110,33 @@ impl ShadowCase {
     /// as in [`Scheduler::schedule_one`].
     pub fn decide(&self, fw: &Framework, explain: bool) -> (Result<ScheduleResult, ScheduleError>, CycleRecord) {
         let mut state = CycleState::default();
-        state.set_snapshot(self.snapshot.clone());
-        state.set_nominator(self.nominator.clone());
         if !explain {
             state.keep_record();
         }
+        let result = self.decide_in(fw, &mut state, explain);
+        (result, state.take_record().unwrap_or_default())
+    }
+
+    /// [`ShadowCase::decide`] in `state`, which the caller reads after
+    /// (what the cycle's plugins left there, for Reserve).
+    pub fn decide_in(
+        &self,
+        fw: &Framework,
+        state: &mut CycleState,
+        explain: bool,
+    ) -> Result<ScheduleResult, ScheduleError> {
+        state.set_snapshot(self.snapshot.clone());
+        state.set_nominator(self.nominator.clone());
         let (mut next_start, mut rng) = (self.next_start, self.rng.clone());
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            fw.schedule(
-                &mut state,
-                &self.pod,
-                &self.snapshot,
-                &mut next_start,
-                &mut rng,
-                explain,
-            )
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            fw.schedule(state, &self.pod, &self.snapshot, &mut next_start, &mut rng, explain)
         }))
         .unwrap_or_else(|panic| {
             Err(ScheduleError::Error(format!(
                 "scheduling cycle panicked: {}",
                 panic_message(&*panic)
             )))
-        });
-        (result, state.take_record().unwrap_or_default())
+        })
     }
 }
 

@@ -22,7 +22,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
-use wasmsched_core::framework::{CycleOutcome, Explanation, Framework, explanation_of};
+use wasmsched_core::CycleState;
+use wasmsched_core::dra::DraPlan;
+use wasmsched_core::framework::{CycleOutcome, Explanation, Framework, ScheduleError, ScheduleResult, explanation_of};
 use wasmsched_core::queue::Location;
 use wasmsched_core::scheduler::{Scheduler, ShadowCase, ShadowTap};
 
@@ -30,6 +32,8 @@ use wasmsched_core::scheduler::{Scheduler, ShadowCase, ShadowTap};
 pub const NODES_PER_PAGE: usize = 200;
 /// Pods named on a node's tile (the rest are counted).
 const PODS_PER_TILE: usize = 8;
+/// DRA devices named on a node's tile (the rest are counted).
+const DEVICES_PER_TILE: usize = 8;
 /// Pending pods listed in the queue view (the rest are counted).
 const QUEUE_ROWS: usize = 500;
 /// Attempts listed, while the page is open.
@@ -97,6 +101,15 @@ pub struct NodeTile {
     /// Pods on it per profile of this scheduler (by index in
     /// [`View::profiles`]; pods of other schedulers are not counted).
     pub by_profile: Vec<(usize, usize)>,
+    /// The DRA devices it can use (ResourceSlices of the node, of nodes it
+    /// matches, or of all nodes).
+    pub devices: usize,
+    /// Of those, the ones taken: allocated to a claim, or assumed for a
+    /// pod whose binding is in flight.
+    pub devices_taken: usize,
+    /// The first devices as `driver/pool/device`, each with whether it is
+    /// taken.
+    pub device_names: Vec<(String, bool)>,
 }
 
 /// One pending pod.
@@ -364,7 +377,7 @@ impl Board {
         let fw = self.frameworks.get()?.get(case.profile)?;
         // The serving versions decide again, but a plugin failing here
         // leaves no mark on the back-off that live cycles follow.
-        let (result, _) = wasmsched_wasm::off_the_record(|| case.decide(fw, true));
+        let (result, devices) = wasmsched_wasm::off_the_record(|| decide_with_devices(&case, fw));
         let explanation = explanation_of(&result).cloned();
         let decision = Decision {
             at,
@@ -373,6 +386,7 @@ impl Board {
             decided: case.serving.clone(),
             again: CycleOutcome::of(&result),
             explanation: explanation.unwrap_or_default(),
+            devices,
             now,
         };
         *last = Some((Instant::now(), decision.clone()));
@@ -430,6 +444,78 @@ impl Board {
     }
 }
 
+/// Decides `case` again, explained, as [`ShadowCase::decide`] does, and
+/// names the pod's devices on the node chosen.
+fn decide_with_devices(case: &ShadowCase, fw: &Framework) -> (Result<ScheduleResult, ScheduleError>, Vec<String>) {
+    let mut state = CycleState::default();
+    let result = case.decide_in(fw, &mut state, true);
+    let devices = match &result {
+        Ok(r) => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            devices_on(fw, &mut state, case, &r.node)
+        }))
+        .unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    (result, devices)
+}
+
+/// The pod's devices on `node` after its cycle in `state`: what
+/// DynamicResources' Reserve allocates there (it only writes the cycle's
+/// state; no other Reserve plugin runs), then the devices of its claims
+/// allocated before, marked so.
+fn devices_on(fw: &Framework, state: &mut CycleState, case: &ShadowCase, node: &str) -> Vec<String> {
+    use wasmsched_core::dra::devices::{allocation, describe};
+    use wasmsched_core::plugins::dynamic_resources::NAME;
+    let pod = &case.pod;
+    if pod.resource_claims.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut planned = Vec::new();
+    if let Some(e) = fw.reserve.iter().find(|e| e.plugin.name() == NAME)
+        && e.plugin.reserve(state, pod, node).is_success()
+        && let Some(plan) = state.read::<DraPlan>(wasmsched_core::dra::DRA_PLAN)
+    {
+        out = devices_of(plan);
+        planned = plan
+            .claims
+            .iter()
+            .filter(|c| c.allocation.is_some())
+            .map(|c| c.name.clone())
+            .collect();
+    }
+    let claims = case.snapshot.storage.devices();
+    for c in &pod.resource_claims {
+        use wasmsched_core::pod::ClaimName;
+        let (ClaimName::Named(name) | ClaimName::Generated(name)) = &c.claim else {
+            continue;
+        };
+        if planned.contains(name) {
+            continue;
+        }
+        if let Some(a) = claims
+            .claim(&format!("{}/{name}", pod.namespace))
+            .and_then(|c| allocation(c))
+        {
+            out.extend(describe(name, a).map(|d| format!("{d} (allocated before)")));
+        }
+    }
+    out
+}
+
+/// A plan's allocations as `claim: request=driver/pool/device` (a claim
+/// allocated before, only reserved, is not listed).
+pub fn devices_of(plan: &DraPlan) -> Vec<String> {
+    plan.claims
+        .iter()
+        .flat_map(|c| {
+            c.allocation
+                .iter()
+                .flat_map(|a| wasmsched_core::dra::devices::describe(&c.name, a))
+        })
+        .collect()
+}
+
 /// One attempt made while the page was open.
 #[derive(Debug, Clone)]
 pub struct Attempt {
@@ -454,6 +540,10 @@ pub struct Decision {
     /// a plugin is not deterministic or changed since).
     pub again: CycleOutcome,
     pub explanation: Explanation,
+    /// The pod's DRA devices on the node chosen, as
+    /// `claim: request=driver/pool/device`: those DynamicResources
+    /// allocated for it, and those of its claims allocated before.
+    pub devices: Vec<String>,
     /// Not an attempt kept but the pod decided against the cluster as it
     /// is now, without it.
     pub now: Option<Now>,
@@ -495,6 +585,9 @@ impl ShadowTap for DecisionTap {
 /// The view of `sched` now, with what `notes` knows of its pending pods.
 pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
     let profiles: Vec<String> = sched.frameworks().iter().map(|f| f.profile.clone()).collect();
+    // Devices only where the cluster publishes any.
+    let dra = sched.cache.storage().devices();
+    let dra = (!dra.slices().is_empty()).then_some(dra);
     let mut nodes = sched
         .cache
         .nodes()
@@ -508,7 +601,7 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
                 .and_then(|s| s.conditions.as_ref())
                 .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
                 .is_none_or(|c| c.status != "True");
-            NodeTile {
+            let mut tile = NodeTile {
                 name: d.name.clone(),
                 zone: d.zone.clone(),
                 cpu_allocatable_m: d.allocatable.milli_cpu,
@@ -541,7 +634,14 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
                     }
                     counts.into_iter().enumerate().filter(|(_, c)| *c > 0).collect()
                 },
+                devices: 0,
+                devices_taken: 0,
+                device_names: Vec::new(),
+            };
+            if let Some(dra) = dra {
+                node_devices(&mut tile, dra, d);
             }
+            tile
         })
         .collect::<Vec<_>>();
     nodes.sort_by(|a, b| (&a.zone, &a.name).cmp(&(&b.zone, &b.name)));
@@ -591,6 +691,22 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
         pending,
         pending_total,
         has_queue: true,
+    }
+}
+
+/// Counts the DRA devices `node` can use on its tile, free and taken
+/// (allocated, or assumed for a pod being bound: what a plugin's
+/// `nodes.devices` calls taken), and names the first ones.
+fn node_devices(tile: &mut NodeTile, dra: &wasmsched_core::dra::Devices, node: &wasmsched_core::NodeData) {
+    let allocated = dra.allocated();
+    for (slice, d) in dra.node_devices(node) {
+        let id = wasmsched_core::dra::DeviceId::new(&slice.spec.driver, &slice.spec.pool.name, &d.name);
+        let taken = allocated.contains(&id);
+        tile.devices += 1;
+        tile.devices_taken += usize::from(taken);
+        if tile.device_names.len() < DEVICES_PER_TILE {
+            tile.device_names.push((id.to_string(), taken));
+        }
     }
 }
 
@@ -749,6 +865,15 @@ pub fn cluster(view: &View, q: &ClusterQuery, report: bool) -> Markup {
                                 @if n.pods > n.pod_names.len() { li.more { "+" (n.pods - n.pod_names.len()) } }
                             }
                         }
+                        @if n.devices > 0 {
+                            div.devices { "devices " (n.devices - n.devices_taken) " of " (n.devices) " free" }
+                            ul.devices {
+                                @for (d, taken) in &n.device_names {
+                                    @if *taken { li.taken { (d) " (taken)" } } @else { li { (d) } }
+                                }
+                                @if n.devices > n.device_names.len() { li.more { "+" (n.devices - n.device_names.len()) } }
+                            }
+                        }
                     }
                 }
             }
@@ -901,6 +1026,7 @@ pub fn decision(d: Option<&Decision>, pod: &str) -> Markup {
             p.summary {
                 "profile " (d.profile) " · at " (d.at) " · " (outcome(&d.decided))
                 @if d.again != d.decided { " · decided again now: " (outcome(&d.again)) }
+                @if !d.devices.is_empty() { " · devices: " (d.devices.join(", ")) }
                 " · " (x.nodes.len()) " nodes looked at (wanted " (x.nodes_to_find) " feasible)"
             }
             table.sortable.explain {
@@ -1201,6 +1327,9 @@ mod tests {
                 not_ready: false,
                 labels: vec![(hostile.into(), hostile.into())],
                 by_profile: vec![(0, 1)],
+                devices: 1,
+                devices_taken: 1,
+                device_names: vec![(hostile.into(), true)],
             }],
             pending: vec![Pending {
                 pod: hostile.into(),
@@ -1246,5 +1375,168 @@ mod tests {
             ..ClusterQuery::default()
         };
         assert!(cluster(&view, &other, false).into_string().contains("0 of 1 nodes"));
+    }
+    /// A node's tile counts its DRA devices, free of all, and names the
+    /// first, the taken ones (allocated, or assumed for a pod being bound)
+    /// marked; a node without devices shows none. A decision names the
+    /// devices allocated for the pod on the node chosen.
+    #[test]
+    fn devices_show_on_tiles_and_decisions() {
+        use wasmsched_core::dra::Devices;
+        use wasmsched_core::storage::StorageKind;
+        let mut dra = Devices::default();
+        let devices: Vec<serde_json::Value> = (0..10)
+            .map(|i| serde_json::json!({"name": format!("gpu-{i}")}))
+            .collect();
+        dra.upsert(
+            StorageKind::ResourceSlice,
+            &serde_json::json!({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": "gpu-a-slice"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "gpu-a",
+                    "pool": {"name": "gpu-a", "generation": 1, "resourceSliceCount": 1}, "devices": devices},
+            }),
+        )
+        .unwrap();
+        dra.upsert(
+            StorageKind::ResourceClaim,
+            &serde_json::json!({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "trainer", "namespace": "ml", "uid": "c1"},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+                "status": {"allocation": {"devices": {"results": [
+                    {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu-a", "device": "gpu-1"},
+                ]}}},
+            }),
+        )
+        .unwrap();
+        let node = |name: &str| {
+            let n: k8s_openapi::api::core::v1::Node =
+                serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+            wasmsched_core::NodeData::from_node(&n).unwrap()
+        };
+        let tile = |name: &str| {
+            let mut t = NodeTile {
+                name: name.into(),
+                zone: String::new(),
+                cpu_allocatable_m: 1000,
+                cpu_requested_m: 0,
+                memory_allocatable: 1 << 30,
+                memory_requested: 0,
+                pods: 0,
+                pod_names: Vec::new(),
+                taints: Vec::new(),
+                unschedulable: false,
+                not_ready: false,
+                labels: Vec::new(),
+                by_profile: Vec::new(),
+                devices: 0,
+                devices_taken: 0,
+                device_names: Vec::new(),
+            };
+            node_devices(&mut t, &dra, &node(name));
+            t
+        };
+        let (gpu, cpu) = (tile("gpu-a"), tile("cpu-1"));
+        assert_eq!(
+            (gpu.devices, gpu.devices_taken, gpu.device_names.len()),
+            (10, 1, DEVICES_PER_TILE)
+        );
+        assert_eq!((cpu.devices, cpu.device_names.len()), (0, 0));
+        let view = View {
+            nodes: vec![gpu, cpu],
+            ..View::default()
+        };
+        let html = cluster(&view, &ClusterQuery::default(), false).into_string();
+        assert!(html.contains("devices 9 of 10 free"), "{html}");
+        assert!(html.contains("<li>gpu.example.com/gpu-a/gpu-0</li>"), "{html}");
+        assert!(
+            html.contains(r#"<li class="taken">gpu.example.com/gpu-a/gpu-1 (taken)</li>"#),
+            "{html}"
+        );
+        assert!(html.contains(r#"<li class="more">+2</li>"#), "{html}");
+        assert_eq!(html.matches("devices ").count(), 1, "cpu-1 has none: {html}");
+
+        let d = Decision {
+            at: "now".into(),
+            pod: "ml/inference-0".into(),
+            profile: "default-scheduler".into(),
+            decided: CycleOutcome::Placed("gpu-a".into()),
+            again: CycleOutcome::Placed("gpu-a".into()),
+            explanation: Explanation::default(),
+            devices: vec!["inference-gpu: gpu=gpu.example.com/gpu-a/gpu-0".into()],
+            now: None,
+        };
+        let html = decision(Some(&d), &d.pod).into_string();
+        assert!(
+            html.contains("devices: inference-gpu: gpu=gpu.example.com/gpu-a/gpu-0"),
+            "{html}"
+        );
+    }
+    /// A pod decided again names the devices DynamicResources allocates
+    /// for it on the node chosen (not one another claim holds); a bound
+    /// pod, whose claims are allocated already, names those.
+    #[test]
+    fn a_decision_decided_again_names_the_pods_devices() {
+        use serde_json::json;
+        use wasmsched_core::config::Config;
+        use wasmsched_core::plugins::Registry;
+        use wasmsched_core::scheduler::Responsibility;
+        let now = Instant::now();
+        let mut sched = Scheduler::new(&Config::default(), &Registry::builtin(), 1, Responsibility::AllPods).unwrap();
+        let node = json!({"metadata": {"name": "gpu-a", "labels": {"kubernetes.io/hostname": "gpu-a"}},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}});
+        sched.on_node(&serde_json::from_value(node).unwrap(), now).unwrap();
+        let claim = |name: &str, status: serde_json::Value| {
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "ml", "uid": format!("claim-{name}")},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}},
+                "status": status})
+        };
+        for o in [
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}}),
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "gpu-a"},
+                "spec": {"driver": "gpu.example.com", "nodeName": "gpu-a",
+                    "pool": {"name": "gpu-a", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}),
+            claim(
+                "trainer",
+                json!({
+                "allocation": {"devices": {"results": [
+                    {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu-a", "device": "gpu-0"}]}},
+                "reservedFor": [{"resource": "pods", "name": "trainer", "uid": "pod-trainer"}]}),
+            ),
+            claim("inference", json!({})),
+        ] {
+            sched.on_storage(&o, now).unwrap();
+        }
+        let pod = |name: &str, node: Option<&str>| {
+            let p = json!({"metadata": {"name": name, "namespace": "ml", "uid": format!("pod-{name}")},
+                "spec": {"nodeName": node, "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                    "containers": [{"name": "c", "image": "i", "resources": {"claims": [{"name": "gpu"}]}}]}});
+            serde_json::from_value(p).unwrap()
+        };
+        sched.on_pod(&pod("trainer", Some("gpu-a")), now).unwrap();
+        sched.on_pod(&pod("inference", None), now).unwrap();
+        let decided = |sched: &mut Scheduler, key: &str| {
+            let (case, _) = sched.case_now(key).unwrap();
+            let (result, devices) = decide_with_devices(&case, &sched.frameworks()[case.profile]);
+            (CycleOutcome::of(&result), devices)
+        };
+        assert_eq!(
+            decided(&mut sched, "ml/inference"),
+            (
+                CycleOutcome::Placed("gpu-a".into()),
+                vec!["inference: gpu=gpu.example.com/gpu-a/gpu-1".to_owned()]
+            )
+        );
+        assert_eq!(
+            decided(&mut sched, "ml/trainer"),
+            (
+                CycleOutcome::Placed("gpu-a".into()),
+                vec!["trainer: gpu=gpu.example.com/gpu-a/gpu-0 (allocated before)".to_owned()]
+            )
+        );
     }
 }

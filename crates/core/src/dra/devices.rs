@@ -427,7 +427,9 @@ impl Devices {
                     .iter()
                     .filter(|pc| pc.namespace == namespace && pc.name == name)
                 {
-                    if api.metadata.uid.as_deref() != Some(pc.uid.as_str()) {
+                    // A claim written without a UID (a file's, in `simulate`)
+                    // is planned with an empty one.
+                    if api.metadata.uid.as_deref().unwrap_or_default() != pc.uid {
                         continue;
                     }
                     let c = effective.get_or_insert_with(|| (**api).clone());
@@ -491,6 +493,34 @@ mod tests {
         serde_json::from_value(json!({"devices": {"results": [
             {"request": "r", "driver": "d", "pool": "p", "device": device}]}}))
         .unwrap()
+    }
+
+    /// A claim of a file, without a UID, is allocated by its plan like any
+    /// other (it was planned with an empty UID): its device is taken.
+    #[test]
+    fn a_claim_without_uid_takes_its_planned_device() {
+        let mut d = Devices::default();
+        let mut c = claim("c", json!({}));
+        c["metadata"].as_object_mut().unwrap().remove("uid");
+        d.upsert(StorageKind::ResourceClaim, &c).unwrap();
+        let plan = DraPlan {
+            node: "n".into(),
+            pod_name: "p".into(),
+            pod_uid: String::new(),
+            claims: vec![PlannedClaim {
+                namespace: "ns".into(),
+                name: "c".into(),
+                uid: String::new(),
+                allocation: Some(allocation_of("gpu-0")),
+            }],
+        };
+        d.assume("ns/p", plan);
+        assert!(d.allocated().contains(&DeviceId::new("d", "p", "gpu-0")));
+        d.confirm("ns/p");
+        assert!(
+            d.allocated().contains(&DeviceId::new("d", "p", "gpu-0")),
+            "kept once bound"
+        );
     }
 
     /// An assumed plan takes its devices and reserves its claims; the API's
