@@ -2825,3 +2825,185 @@ async fn a_claim_allocated_where_its_pod_cannot_run_is_deallocated_and_allocated
         "one attempt failed, and deallocated the claim"
     );
 }
+
+/// A gang's pod (`example.com/gang`, of `size`) of 1.5 CPU.
+fn add_gang_pod(s: &ApiServer, gang: &str, i: usize, size: usize) {
+    s.create(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("{gang}-{i}"), "namespace": "default",
+                     "labels": {"example.com/gang": gang},
+                     "annotations": {"example.com/gang-size": size.to_string()}},
+        "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "trainer",
+                 "resources": {"requests": {"cpu": "1500m", "memory": "128Mi"}}}]}
+    }))
+    .unwrap();
+}
+
+/// How many pods of each gang are bound.
+fn gangs_bound(s: &ApiServer) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for p in s.list::<Pod>() {
+        let Some(g) = p
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("example.com/gang"))
+            .cloned()
+        else {
+            continue;
+        };
+        *out.entry(g).or_insert(0) += usize::from(bound(&p));
+    }
+    out
+}
+
+const COSCHEDULING: &str = "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: coscheduling}]\n  pluginConfig:\n  - name: coscheduling\n    args: {timeoutSeconds: 5}\nwasmPlugins:\n  cacheDirectory: {CACHE}\n  plugins: [{name: coscheduling, failurePolicy: fail}]\n";
+
+/// The coscheduling example plugin holds a gang's pods at Permit until the
+/// whole gang is placed: three of a gang of four wait, unbound, until the
+/// fourth comes; three gangs of four pods of 1.5 CPU on four nodes of 4 CPU
+/// (room for eight) end with two whole gangs bound and none of the third,
+/// past its Permit timeout; once a bound gang is deleted, the third binds
+/// whole. A daemon restarted while part of a gang waits binds none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gangs_bind_whole_or_not_at_all() {
+    let s = ApiServer::start("127.0.0.1:0".parse().unwrap(), SimConfig::default())
+        .await
+        .unwrap();
+    for i in 0..4 {
+        add_node(&s, &format!("node-{i:03}"), "4", "16Gi");
+    }
+    let prebuilt = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/prebuilt/coscheduling.wasm"
+    ));
+    let (mut d, _admin, _plugins, dir) =
+        daemon_with_plugins(&s, "gangs", COSCHEDULING, &[("coscheduling.wasm", prebuilt.clone())]);
+    let whole = |m: &BTreeMap<String, usize>| m.values().all(|&n| n == 0 || n == 4);
+    let until = |what: &str, done: &dyn Fn(&BTreeMap<String, usize>) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let m = gangs_bound(&s);
+            if done(&m) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: {m:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    for i in 0..3 {
+        add_gang_pod(&s, "a", i, 4);
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(gangs_bound(&s).get("a"), Some(&0), "three of four wait at Permit");
+    add_gang_pod(&s, "a", 3, 4);
+    until("a bound whole", &|m| m.get("a") == Some(&4));
+    for gang in ["b", "c"] {
+        for i in 0..4 {
+            add_gang_pod(&s, gang, i, 4);
+        }
+    }
+    until("b bound whole", &|m| m.get("b") == Some(&4));
+    // The third stays out, whole, past its Permit timeout.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let m = gangs_bound(&s);
+    assert_eq!(m.get("c"), Some(&0), "{m:?}");
+    assert!(whole(&m), "{m:?}");
+    let delete_gang = |gang: &str| {
+        for i in 0..4 {
+            s.store()
+                .delete(
+                    wasmsched_apiserver_sim::resources::PODS,
+                    "default",
+                    &format!("{gang}-{i}"),
+                    None,
+                )
+                .unwrap();
+        }
+    };
+    delete_gang("a");
+    until("c bound whole", &|m| m.get("c") == Some(&4));
+    // Room for four: three of a gang of four wait; a restart binds none of
+    // them; the fourth's arrival binds all four.
+    delete_gang("b");
+    for i in 0..3 {
+        add_gang_pod(&s, "d", i, 4);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(gangs_bound(&s).get("d"), Some(&0));
+    sigterm(&mut d);
+    drop(d);
+    let (_d2, _admin, _plugins, dir2) =
+        daemon_with_plugins(&s, "gangs-again", COSCHEDULING, &[("coscheduling.wasm", prebuilt)]);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(gangs_bound(&s).get("d"), Some(&0), "no partial gang after the restart");
+    add_gang_pod(&s, "d", 3, 4);
+    until("d bound whole", &|m| m.get("d") == Some(&4));
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&dir2);
+}
+
+/// The namespace-quota example caps a namespace exactly: 200 pods of 100m
+/// created at once in a namespace capped at 5 CPU bind 50, whatever
+/// instance of the plugin each call lands on (the usage lives in the
+/// host's state); the others wait, unschedulable, naming the quota.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_quota_caps_exactly_while_pods_arrive_at_once() {
+    let s = server(3).await;
+    s.create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}))
+        .unwrap();
+    let prebuilt = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugins/prebuilt/namespace-quota.wasm"
+    ));
+    let (_d, _admin, _plugins, dir) = daemon_with_plugins(
+        &s,
+        "quota",
+        "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    multiPoint:\n      enabled: [{name: namespace-quota}]\n  pluginConfig:\n  - name: namespace-quota\n    args: {limits: {team: 5000}}\nwasmPlugins:\n  cacheDirectory: {CACHE}\n  plugins: [{name: namespace-quota, failurePolicy: fail}]\n",
+        &[("namespace-quota.wasm", prebuilt)],
+    );
+    for i in 0..200 {
+        s.create(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("job-{i:03}"), "namespace": "team"},
+            "spec": {"schedulerName": "wasm-scheduler", "containers": [{"name": "c", "image": "worker",
+                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+        }))
+        .unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (bound, refused) = loop {
+        let pods = s.list::<Pod>();
+        let placed = pods.iter().filter(|p| bound(p)).count();
+        let refused: Vec<String> = pods
+            .iter()
+            .filter(|p| !bound(p))
+            .filter_map(|p| {
+                p.status
+                    .as_ref()?
+                    .conditions
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.type_ == "PodScheduled")?
+                    .message
+                    .clone()
+            })
+            .collect();
+        // (Pods tried while the plugin still compiles say so, and are
+        // tried again once it loads.)
+        let quota = "namespace team: cpu quota exceeded (used 5000 + requested 100 > limit 5000)";
+        if placed + refused.len() == 200 && refused.iter().all(|m| m.contains(quota)) {
+            break (placed, refused);
+        }
+        let other: Vec<&String> = refused.iter().filter(|m| !m.contains(quota)).take(3).collect();
+        assert!(
+            Instant::now() < deadline,
+            "{placed} bound, {} refused, some otherwise: {other:?}",
+            refused.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(bound, 50, "5 CPU of 100m pods");
+    assert_eq!(refused.len(), 150);
+    let _ = std::fs::remove_dir_all(&dir);
+}

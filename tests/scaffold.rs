@@ -28,7 +28,7 @@ fn scaffolds_build_and_load_in_every_language() {
     let bin = env!("CARGO_BIN_EXE_wasmsched");
     let out = std::env::temp_dir().join(format!("wasmsched-scaffold-{}", std::process::id()));
     for lang in ["rust", "c", "zig", "go", "python", "js", "ts"] {
-        for kind in ["score", "filter"] {
+        for kind in ["score", "filter", "permit"] {
             let name = format!("t{}-{lang}-{kind}", std::process::id());
             run(Command::new(bin)
                 .current_dir(repo())
@@ -59,12 +59,27 @@ fn scaffolds_build_and_load_in_every_language() {
                 .arg(fixture.join("nodes.yaml")));
             let v: serde_json::Value = serde_json::from_str(&test).unwrap();
             assert_eq!(v["errors"], serde_json::json!([]), "{lang} {kind}: {v}");
-            let want_points = if kind == "score" {
-                serde_json::json!(["Score"])
-            } else {
-                serde_json::json!(["Filter"])
-            };
-            assert_eq!(v["points"], want_points, "{lang} {kind}");
+            match kind {
+                "score" => assert_eq!(v["points"], serde_json::json!(["Score"]), "{lang} {kind}"),
+                "filter" => assert_eq!(v["points"], serde_json::json!(["Filter"]), "{lang} {kind}"),
+                _ => {
+                    let points = v["points"].as_array().unwrap();
+                    for p in ["Reserve", "Permit"] {
+                        assert!(points.contains(&serde_json::json!(p)), "{lang} {kind}: {v}");
+                    }
+                    // The pod of the fixture is no gang's: Reserve, then Permit allows.
+                    let steps: Vec<&str> = v["binding"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|s| s["point"].as_str().unwrap())
+                        .collect();
+                    assert!(
+                        steps.contains(&"Reserve") && steps.contains(&"Permit"),
+                        "{lang} {kind}: {v}"
+                    );
+                }
+            }
         }
     }
 }

@@ -1169,6 +1169,51 @@ fn simulate_makes_claims_from_templates() {
     assert_eq!(devices.len(), 3);
 }
 
+/// simulate runs Permit (contract 0.7): with the coscheduling example, a
+/// whole gang is placed; a gang that cannot fit is rejected whole (its
+/// waiting pods by its PostFilter); one that waits for a missing member is
+/// rejected when the wait times out.
+#[test]
+fn simulate_holds_gangs_at_permit() {
+    let dir = guest::prebuilt_dir("sim-gangs", &["coscheduling"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+        .args([
+            "simulate",
+            "--cluster",
+            "plugins/testdata/gangs/cluster.yaml",
+            "--pods",
+            "plugins/testdata/gangs/pods.yaml",
+            "-o",
+            "json",
+            "--plugins",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["placements"].as_array().unwrap();
+    let of = |gang: &'static str| {
+        rows.iter()
+            .filter(move |r| r["pod"].as_str().unwrap().starts_with(&format!("ml/{gang}-")))
+    };
+    assert!(of("a").all(|r| r["node"].is_string()), "{v}");
+    assert_eq!(of("a").count(), 4);
+    assert!(of("e").all(|r| r["node"].is_null()), "{v}");
+    assert!(
+        of("e").any(|r| r["reason"].as_str().unwrap().contains("then rejected: gang e: member")),
+        "{v}"
+    );
+    assert!(
+        of("d").all(|r| r["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("then rejected: rejected due to timeout after waiting 1m0s at plugin coscheduling")),
+        "{v}"
+    );
+}
+
 /// A plugin that reads devices (contract 0.6): without it the GPU pod goes
 /// to gpu-a (the built-ins' choice); with gpu-memory, which prefers the node
 /// where the GPU DynamicResources allocates has the most memory, to gpu-c,

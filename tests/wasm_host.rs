@@ -677,7 +677,7 @@ fn out_of_range_scores_and_foreign_components_are_refused() {
     let host = host_for(None, json!({}));
     match host.load_file(&other, "{}").unwrap_err() {
         LoadError::Invalid(m) => assert!(
-            m.contains("does not export wasmsched:plugin/plugin@0.6.0 (or 0.5.0 to 0.1.0, the earlier contracts)"),
+            m.contains("does not export wasmsched:plugin/plugin@0.7.0 (or 0.6.0 to 0.1.0, the earlier contracts)"),
             "{m}"
         ),
         e => panic!("{e:?}"),
@@ -1291,9 +1291,9 @@ fn a_file_that_compiles_too_long_is_refused() {
     assert_eq!(host.compiling(), 0);
 }
 
-/// Components built against contracts 0.1 to 0.4 still load on the host
-/// of 0.5, keep their event registrations (0.1: every change), and answer
-/// as the same plugin built from today's source (against 0.5), which
+/// Components built against contracts 0.1 to 0.6 still load on the host
+/// of 0.7, keep their event registrations (0.1: every change), and answer
+/// as the same plugin built from today's source (against 0.7), which
 /// declares the metric sources it reads (0.3 could not); a 0.4 plugin's
 /// scores, raw and normalized, are those of today's build.
 #[test]
@@ -1304,6 +1304,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
     let v0_3 = host.load_file(&guest::v0_3("label-gate"), "{}").unwrap();
     let v0_4 = host.load_file(&guest::v0_4("label-gate"), "{}").unwrap();
     let v0_5 = host.load_file(&guest::v0_5("label-gate"), "{}").unwrap();
+    let v0_6 = host.load_file(&guest::v0_6("label-gate"), "{}").unwrap();
     let new = host.load_file(&guest::label_gate(), "{}").unwrap();
     assert_eq!(
         (
@@ -1312,11 +1313,14 @@ fn components_built_against_earlier_contracts_keep_loading() {
             v0_3.contract,
             v0_4.contract,
             v0_5.contract,
+            v0_6.contract,
             new.contract
         ),
-        ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6")
+        ("0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7")
     );
     assert_eq!(v0_5.events, new.events, "0.5 registrations carry over");
+    assert_eq!(v0_6.events, new.events, "0.6 registrations carry over");
+    assert_eq!(v0_6.point_names(), new.point_names());
     assert_eq!(v0_5.metric_sources(), new.metric_sources());
     assert_eq!(v0_1.events, None, "0.1 plugins register for every change");
     assert_eq!(v0_3.events, new.events, "0.3 registrations carry over");
@@ -1325,6 +1329,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
     assert_eq!(v0_4.metric_sources(), new.metric_sources());
     let price_v0_4 = host.load_file(&guest::v0_4("node-price"), "{}").unwrap();
     let price_v0_5 = host.load_file(&guest::v0_5("node-price"), "{}").unwrap();
+    let price_v0_6 = host.load_file(&guest::v0_6("node-price"), "{}").unwrap();
     let price = host.load_file(&guest::node_price(), "{}").unwrap();
     let priced = nodes(&[Some("0.10"), Some("0.30"), None, Some("0.20")]);
     let anyone = pod(json!({}));
@@ -1335,6 +1340,7 @@ fn components_built_against_earlier_contracts_keep_loading() {
     };
     assert_eq!(scored(&price_v0_4), scored(&price));
     assert_eq!(scored(&price_v0_5), scored(&price));
+    assert_eq!(scored(&price_v0_6), scored(&price));
     assert_eq!(scored(&price).1, [100, 0, 0, 50]);
     let args = r#"{"source": "rtt"}"#;
     let fastest_v0_3 = host.load_file(&guest::v0_3("fastest-node"), args).unwrap();
@@ -2212,4 +2218,77 @@ fn a_slot_starting_does_not_block_readers_of_the_host() {
     let slot = making.join().unwrap().unwrap();
     assert!(slot.current().is_some());
     assert!(slowest < Duration::from_millis(500), "a reader waited {slowest:?}");
+}
+
+/// A hostile plugin at the points of contract 0.7 is bounded: a Permit
+/// that would wait 49 days holds its pod 15 minutes at most; `allow` and
+/// `reject` of pods another plugin holds change nothing; a Reserve that
+/// fills the plugin's store is refused past a quarter of its memory cap,
+/// with the host's reason.
+#[test]
+fn a_hostile_plugin_at_reserve_and_permit_is_bounded() {
+    use wasmsched_core::framework::{MAX_PERMIT_WAIT, Permit, WaitingPods};
+    let hostile = guest::build_with("testdata/misbehave", None, &[("MISBEHAVE_BINDING", "1")]);
+    let mut cache = Cache::new();
+    let node: Node = serde_json::from_value(json!({"metadata": {"name": "n0"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}))
+    .unwrap();
+    cache.upsert_node(NodeData::from_node(&node).unwrap());
+    let snapshot = Arc::new(cache.snapshot());
+    let waiting = Arc::new(WaitingPods::default());
+    let state = || {
+        let mut st = CycleState::default();
+        st.set_snapshot(snapshot.clone());
+        st.set_waiting(waiting.clone());
+        st
+    };
+    let p = pod(json!({}));
+
+    let (_h, forever) = slot("misbehave", &hostile, r#"{"mode": "wait-forever"}"#, json!({}));
+    let Permit::Wait(d) = forever.permit(&mut state(), &p, "n0") else {
+        panic!("no wait")
+    };
+    assert_eq!(d, Duration::from_millis(u64::from(u32::MAX)));
+    let now = Instant::now();
+    waiting.add(Arc::new(p.clone()), "n0", &[("misbehave".into(), d)], now);
+    assert_eq!(waiting.deadline(&p.uid), Some(now + MAX_PERMIT_WAIT));
+    waiting.remove(&p.uid);
+
+    // Another plugin holds a pod: the hostile one can neither release nor
+    // reject it.
+    let held = pod(json!({"held": "yes"}));
+    let other = PodInfo {
+        uid: "u-held".into(),
+        ..held
+    };
+    waiting.add(
+        Arc::new(other),
+        "n0",
+        &[("coscheduling".into(), Duration::from_secs(60))],
+        now,
+    );
+    let (_h, meddler) = slot("misbehave", &hostile, r#"{"mode": "allow-others"}"#, json!({}));
+    assert!(matches!(meddler.permit(&mut state(), &p, "n0"), Permit::Wait(_)));
+    assert_eq!(waiting.len(), 1);
+    assert!(
+        waiting.outcome("u-held", || {}).is_none(),
+        "still held, by its own plugin"
+    );
+
+    // (Time enough to write 16 MiB through the host in a test build.)
+    let (_h, filler) = slot(
+        "misbehave",
+        &hostile,
+        r#"{"mode": "fill-state"}"#,
+        json!({"plugins": [{"name": "misbehave", "timeoutMs": 10000}]}),
+    );
+    let st = filler.reserve(&mut state(), &p, "n0");
+    assert!(!st.is_success());
+    assert!(
+        st.message()
+            .contains("over its limit of 16777216 (a quarter of the plugin's memory cap)"),
+        "{}",
+        st.message()
+    );
+    assert!(filler.store().bytes() <= 16 << 20);
 }

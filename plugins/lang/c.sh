@@ -43,7 +43,7 @@ trap 'rm -f "$log"' EXIT
 # line of WS_PLUGIN, with the ws_ functions that are no hook (a misspelling).
 explain() {
   local hook point at others
-  for hook in $(grep -oE 'undefined symbol: ws_(pre_filter|filter|pre_score|score|normalize_score)$' "$log" | sed 's/.*: //' | sort -u); do
+  for hook in $(grep -oE 'undefined symbol: ws_(pre_filter|filter|pre_score|score|normalize_score|post_filter|reserve|permit|pre_bind|post_bind)$' "$log" | sed 's/.*: //' | sort -u); do
     point="WS_$(echo "${hook#ws_}" | tr a-z A-Z)"
     at="$(grep -nE 'WS_PLUGIN[[:space:]]*\(' "${srcs[@]}" /dev/null | head -1 | cut -d: -f1,2)"
     others="$(grep -ohE '\bws_[A-Za-z0-9_]+[[:space:]]*\(' "${srcs[@]}" | tr -d ' (' | sort -u \

@@ -431,21 +431,28 @@ out.splice(first, 0, [
   "  (core instance $wasmsched-traps (instantiate $wasmsched-trap-module))",
 ]);
 
-// Borrowed handles: the exports that receive them, their core arity and the
-// resources they borrow (as params 0 and 1).
+// Borrowed handles: the exports that receive them, their core arity, the
+// resources they borrow (as params 0 and 1) and whether they return a
+// value (a pointer to it).
 const PLUGIN = "wasmsched:plugin/plugin@";
+const BORROWS = {
+  "pre-filter": [1, ["pod"], true],
+  filter: [2, ["pod", "nodes"], true],
+  "pre-score": [2, ["pod", "nodes"], true],
+  score: [2, ["pod", "nodes"], true],
+  "normalize-score": [4, ["pod"], true], // the pod, then `scores` as tag, pointer, length
+  "post-filter": [4, ["pod", "nodes"], true], // then `statuses` as pointer, length
+  reserve: [2, ["pod", "nodes"], true],
+  unreserve: [3, ["pod"], false], // the pod, then `node` as pointer, length
+  permit: [2, ["pod", "nodes"], true],
+  "pre-bind": [3, ["pod"], true],
+  "post-bind": [3, ["pod"], false],
+};
 const lifts = [];
 for (const [i, b] of out.entries()) {
-  const m = b && new RegExp(String.raw`^  \(func ${NAME} .*\(canon lift \(core func (\$${PLUGIN}[0-9.]+#(pre-filter|filter|pre-score|score|normalize-score))\)`).exec(b[0]);
+  const m = b && new RegExp(String.raw`^  \(func ${NAME} .*\(canon lift \(core func (\$${PLUGIN}[0-9.]+#(${Object.keys(BORROWS).join("|")}))\)`).exec(b[0]);
   if (m) lifts.push([i, m[2], m[3]]);
 }
-const BORROWS = {
-  "pre-filter": [1, ["pod"]],
-  filter: [2, ["pod", "nodes"]],
-  "pre-score": [2, ["pod", "nodes"]],
-  score: [2, ["pod", "nodes"]],
-  "normalize-score": [4, ["pod"]], // the pod, then `scores` as tag, pointer, length
-};
 const dropType = {};
 for (const [i, b] of out.entries()) {
   const m = b && new RegExp(String.raw`^  \(core func ${NAME} .*\(canon resource\.drop ${NAME}\)\)$`).exec(b[0]);
@@ -458,13 +465,14 @@ for (const [i, b] of out.entries()) {
 if (lifts.length === 0 || !dropType.pod || !dropType.nodes) fail("cannot find the plugin's exports or the drops of pod and nodes");
 const params = (n) => Array(n).fill("i32").join(" ");
 const wrap = ["  (core module $wasmsched-borrows"];
-for (const [, , f] of lifts) wrap.push(`    (import "x" "${f}" (func $x-${f} (param ${params(BORROWS[f][0])}) (result i32)))`);
+const result = (f) => (BORROWS[f][2] ? " (result i32)" : "");
+for (const [, , f] of lifts) wrap.push(`    (import "x" "${f}" (func $x-${f} (param ${params(BORROWS[f][0])})${result(f)}))`);
 wrap.push('    (import "d" "pod" (func $d-pod (param i32)))', '    (import "d" "nodes" (func $d-nodes (param i32)))');
 for (const [, , f] of lifts) {
   const [n, rs] = BORROWS[f];
   const args = Array.from({ length: n }, (_, k) => `local.get ${k}`).join(" ");
   const drops = rs.map((r, k) => `local.get ${k} call $d-${r}`).join(" ");
-  wrap.push(`    (func (export "${f}") (param ${params(n)}) (result i32) ${args} call $x-${f} ${drops})`);
+  wrap.push(`    (func (export "${f}") (param ${params(n)})${result(f)} ${args} call $x-${f} ${drops})`);
 }
 wrap.push("  )");
 // The exports themselves, aliased again here (theirs come between the lifts).

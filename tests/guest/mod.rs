@@ -170,6 +170,12 @@ pub fn v0_5(name: &str) -> PathBuf {
     repo().join(format!("plugins/testdata/contract-0.5/{name}.wasm"))
 }
 
+/// label-gate and node-price built against contract 0.6, kept as built
+/// then (no Reserve, Permit or state).
+pub fn v0_6(name: &str) -> PathBuf {
+    repo().join(format!("plugins/testdata/contract-0.6/{name}.wasm"))
+}
+
 /// label-spread built against contract 0.2 (it declares its events).
 pub fn label_spread_v0_2() -> PathBuf {
     repo().join("plugins/testdata/contract-0.2/label-spread.wasm")

@@ -339,9 +339,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut latencies = Vec::with_capacity(args.pods);
     let (mut scheduled, mut unschedulable, mut preemptions) = (0usize, 0usize, 0usize);
     let start = Instant::now();
+    let mut held: Vec<(String, String)> = Vec::new();
+    let mut permits = std::collections::HashMap::new();
     sched.with_pool(|sched| {
         // Victims go at once; the preemptors they make room for wait out
-        // their backoff on a clock that jumps (nothing sleeps).
+        // their backoff on a clock that jumps (nothing sleeps). Pods a
+        // Permit plugin holds are bound once it allows them, as a binding
+        // cycle would; the scheduling thread does not wait for them.
         let mut clock = now;
         let mut preempted = false;
         loop {
@@ -356,6 +360,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     _ => break,
                 }
             };
+            if let Ok(r) = &a.result
+                && r.waiting
+            {
+                held.push((a.pod.key.clone(), a.pod.uid.clone()));
+                latencies.push(t.elapsed());
+                crate::simulate::settle_permits(sched, &mut held, &mut permits, clock);
+                continue;
+            }
+            if !held.is_empty() {
+                crate::simulate::settle_permits(sched, &mut held, &mut permits, clock);
+            }
             latencies.push(t.elapsed());
             if let Some(status) = &web {
                 // The page asks every two seconds; this keeps it "open".
@@ -381,6 +396,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     });
     let elapsed = start.elapsed();
+    // Pods held at Permit and then allowed are scheduled; those rejected
+    // or still held at the end are not.
+    for outcome in permits.values() {
+        match outcome {
+            Ok(()) => scheduled += 1,
+            Err(_) => unschedulable += 1,
+        }
+    }
+    unschedulable += held.len();
     // What the shadow compared, once it has taken what it was handed.
     let shadow = shadow.map(|sh| {
         drop(sched.set_shadow_off());

@@ -29,6 +29,8 @@ pub enum Lang {
 pub enum Kind {
     Filter,
     Score,
+    /// Reserve, Unreserve and Permit, with the host's state (contract 0.7).
+    Permit,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -40,7 +42,7 @@ pub enum Command {
         /// Language.
         #[arg(long, value_enum)]
         lang: Lang,
-        /// A filter or a score plugin.
+        /// A filter, a score, or a permit plugin (Reserve, Unreserve and Permit).
         #[arg(long, value_enum, default_value_t = Kind::Score)]
         kind: Kind,
         /// Where to create it (default: plugins/local/NAME/LANG of the wasmsched checkout around the current directory).
@@ -346,6 +348,17 @@ fn check(file: &Path, args: &str) -> anyhow::Result<()> {
             Some(names) => names.join(", "),
         }
     );
+    let minor = l.contract.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
+    if minor.is_some_and(|m| m >= 7) {
+        println!(
+            "state:    {}",
+            if l.keep_state {
+                "kept when this version replaces another (keep-state)"
+            } else {
+                "starts empty when this version replaces another"
+            }
+        );
+    }
     println!("loaded:   {ms:.1} ms (compile or cache, instantiate, configure)");
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     if let Some(b) = l.memory_bytes() {
@@ -472,6 +485,150 @@ fn dra_allocations(
     (dynamic_resources::allocations(&state), verdicts)
 }
 
+/// The points after Score (contract 0.7), as a cycle runs them: PostFilter
+/// when no node passed Filter; else, on the best node, Reserve, Permit
+/// (a wait runs to its timeout, as nothing allows the pod here, and is
+/// rejected in kube-scheduler's words), Unreserve on a rejection, PreBind
+/// and PostBind. Each step as `{point, outcome}`.
+#[allow(clippy::too_many_arguments)]
+fn binding_cycle(
+    l: &wasmsched_wasm::Loaded,
+    pod: &PodInfo,
+    nodes: &[&Arc<wasmsched_core::NodeInfo>],
+    verdicts: &[String],
+    scores: &[Option<i64>],
+    view: &wasmsched_wasm::CycleView<'_>,
+    waiting: &wasmsched_core::framework::WaitingPods,
+    log: &mut Vec<String>,
+    errors: &mut Vec<String>,
+) -> Vec<serde_json::Value> {
+    use wasmsched_wasm::GuestPoints as P;
+    let mut steps = Vec::new();
+    let mut step = |log: &mut Vec<String>, point: &str, outcome: String| {
+        log.push(format!("{point}: {outcome}"));
+        steps.push(serde_json::json!({"point": point, "outcome": outcome}));
+    };
+    let feasible: Vec<usize> = (0..nodes.len()).filter(|&i| verdicts[i] == "feasible").collect();
+    let Some(&best) = feasible
+        .iter()
+        .max_by_key(|&&i| (scores[i].unwrap_or(0), std::cmp::Reverse(i)))
+    else {
+        if l.implements(P::POST_FILTER) {
+            let statuses: Vec<_> = nodes
+                .iter()
+                .zip(verdicts)
+                .map(|(n, v)| {
+                    // `DynamicResources: why`, or the plugin's own `code: why`.
+                    let (head, reason) = v.split_once(": ").unwrap_or(("", v));
+                    let (plugin, code) = match head {
+                        "DynamicResources" => {
+                            (head.to_owned(), wasmsched_wasm::GuestCode::UnschedulableAndUnresolvable)
+                        }
+                        "unschedulable-and-unresolvable" => {
+                            (l.name.clone(), wasmsched_wasm::GuestCode::UnschedulableAndUnresolvable)
+                        }
+                        _ => (l.name.clone(), wasmsched_wasm::GuestCode::Unschedulable),
+                    };
+                    wasmsched_wasm::GuestNodeStatus {
+                        node: n.name().to_owned(),
+                        code,
+                        reason: reason.to_owned(),
+                        plugin,
+                    }
+                })
+                .collect();
+            match l.post_filter_in(pod, nodes, &statuses, view) {
+                Ok(r) => step(
+                    log,
+                    "PostFilter",
+                    format!(
+                        "{} {} (nominated {:?}, victims {:?})",
+                        code_name(r.status.code),
+                        r.status.reason,
+                        r.nominated_node,
+                        r.victims
+                    ),
+                ),
+                Err(e) => errors.push(format!("PostFilter: {e}")),
+            }
+        }
+        return steps;
+    };
+    let node = nodes[best];
+    let mut reserved = false;
+    if l.implements(P::RESERVE) {
+        match l.reserve_in(pod, node, view) {
+            Ok(s) => {
+                reserved = true;
+                step(
+                    log,
+                    "Reserve",
+                    format!("{} on {} {}", code_name(s.code), node.name(), s.reason),
+                );
+                if s.code != wasmsched_wasm::GuestCode::Success {
+                    let _ = l.unreserve_in(pod, node.name(), view);
+                    step(log, "Unreserve", format!("on {}", node.name()));
+                    return steps;
+                }
+            }
+            Err(e) => {
+                errors.push(format!("Reserve: {e}"));
+                return steps;
+            }
+        }
+    }
+    let mut allowed = true;
+    if l.implements(P::PERMIT) {
+        match l.permit_in(pod, node, view) {
+            Ok(wasmsched_wasm::GuestPermitVerdict::Allow) => step(log, "Permit", "allow".into()),
+            Ok(wasmsched_wasm::GuestPermitVerdict::Reject(why)) => {
+                allowed = false;
+                step(log, "Permit", format!("reject: {why}"));
+            }
+            Ok(wasmsched_wasm::GuestPermitVerdict::Wait(ms)) => {
+                allowed = false;
+                let wait = std::time::Duration::from_millis(u64::from(ms));
+                step(log, "Permit", format!("wait {ms} ms"));
+                // Nothing allows it here: the wait ends at its deadline.
+                let t0 = Instant::now();
+                let info = Arc::new(pod.clone());
+                waiting.add(info, node.name(), &[(l.name.clone(), wait)], t0);
+                waiting.expire(t0 + wait.min(wasmsched_core::framework::MAX_PERMIT_WAIT));
+                let outcome = waiting.outcome(&pod.uid, || {});
+                if let Some(Err(st)) = outcome {
+                    step(log, "Permit", format!("timed out: {}", st.message()));
+                }
+            }
+            Err(e) => {
+                allowed = false;
+                errors.push(format!("Permit: {e}"));
+            }
+        }
+    }
+    if !allowed {
+        if reserved {
+            match l.unreserve_in(pod, node.name(), view) {
+                Ok(()) => step(log, "Unreserve", format!("on {}", node.name())),
+                Err(e) => errors.push(format!("Unreserve: {e}")),
+            }
+        }
+        return steps;
+    }
+    if l.implements(P::PRE_BIND) {
+        match l.pre_bind_in(pod, node.name(), view) {
+            Ok(s) => step(log, "PreBind", format!("{} {}", code_name(s.code), s.reason)),
+            Err(e) => errors.push(format!("PreBind: {e}")),
+        }
+    }
+    if l.implements(P::POST_BIND) {
+        match l.post_bind_in(pod, node.name(), view) {
+            Ok(()) => step(log, "PostBind", format!("bound to {}", node.name())),
+            Err(e) => errors.push(format!("PostBind: {e}")),
+        }
+    }
+    steps
+}
+
 fn test(
     file: &Path,
     pod: &Path,
@@ -515,12 +672,21 @@ fn test(
     // DynamicResources allocates the pod's claims on each node first, as a
     // cycle runs it before the plugin: `nodes.allocation` answers as there.
     let (allocations, dra_verdicts) = dra_allocations(&pod, &snapshot, &nodes);
+    // What the host keeps for the plugin and its pod's cycle, and the pods
+    // waiting at Permit (contract 0.7).
+    let data = Arc::new(wasmsched_core::framework::PluginData::default());
+    let waiting = Arc::new(wasmsched_core::framework::WaitingPods::default());
     let view = wasmsched_wasm::CycleView {
         snapshot: Some(&snapshot),
         storage: Some(&snapshot.storage),
         allocations,
+        data: Some(&data),
+        waiting: Some(&waiting),
     };
     let (l, load_ms, _host) = load(file, args, seed)?;
+    l.use_store(Arc::new(wasmsched_wasm::state::PluginStore::new(
+        l.limits().memory_bytes / 4,
+    )));
     let mut log: Vec<String> = Vec::new();
     let mut errors: Vec<String> = Vec::new();
     log.push(format!(
@@ -555,6 +721,13 @@ fn test(
             Ok(s) => {
                 pre_filter = Some(code_name(s.code));
                 log.push(format!("PreFilter: {} {}", code_name(s.code), s.reason));
+                // A rejection at PreFilter rejects the pod on every node.
+                if matches!(
+                    s.code,
+                    wasmsched_wasm::GuestCode::Unschedulable | wasmsched_wasm::GuestCode::UnschedulableAndUnresolvable
+                ) {
+                    verdicts.fill(format!("{}: {}", code_name(s.code), s.reason));
+                }
             }
             Err(e) => show_err(&mut errors, "PreFilter", &e),
         }
@@ -630,6 +803,17 @@ fn test(
             Err(e) => show_err(&mut errors, "Score", &e),
         }
     }
+    let binding = binding_cycle(
+        &l,
+        &pod,
+        &nodes,
+        &verdicts,
+        &scores,
+        &view,
+        &waiting,
+        &mut log,
+        &mut errors,
+    );
     if json {
         let rows: Vec<serde_json::Value> = nodes
             .iter()
@@ -640,7 +824,7 @@ fn test(
             "plugin": l.name, "version": l.version, "points": l.point_names(),
             "metricSources": l.metric_sources(),
             "pod": pod.key.to_string(), "preFilter": pre_filter, "preScore": pre_score,
-            "errors": errors, "nodes": rows,
+            "errors": errors, "nodes": rows, "binding": binding,
         });
         println!("{out}");
     } else {
@@ -668,7 +852,11 @@ fn test(
 
 /// The templates, shipped in the binary.
 fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
-    let pick = |f, s| if kind == Kind::Filter { f } else { s };
+    let pick = |f, s, p| match kind {
+        Kind::Filter => f,
+        Kind::Score => s,
+        Kind::Permit => p,
+    };
     match lang {
         Lang::Rust => vec![
             ("Cargo.toml", include_str!("../templates/rust-Cargo.toml")),
@@ -677,6 +865,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
                 pick(
                     include_str!("../templates/rust-filter.rs"),
                     include_str!("../templates/rust-score.rs"),
+                    include_str!("../templates/rust-permit.rs"),
                 ),
             ),
         ],
@@ -685,6 +874,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             pick(
                 include_str!("../templates/c-filter.c"),
                 include_str!("../templates/c-score.c"),
+                include_str!("../templates/c-permit.c"),
             ),
         )],
         Lang::Zig => vec![(
@@ -692,6 +882,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             pick(
                 include_str!("../templates/zig-filter.zig"),
                 include_str!("../templates/zig-score.zig"),
+                include_str!("../templates/zig-permit.zig"),
             ),
         )],
         Lang::Go => vec![
@@ -701,6 +892,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
                 pick(
                     include_str!("../templates/go-filter.go"),
                     include_str!("../templates/go-score.go"),
+                    include_str!("../templates/go-permit.go"),
                 ),
             ),
         ],
@@ -709,6 +901,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             pick(
                 include_str!("../templates/python-filter.py"),
                 include_str!("../templates/python-score.py"),
+                include_str!("../templates/python-permit.py"),
             ),
         )],
         Lang::Js => vec![(
@@ -716,6 +909,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             pick(
                 include_str!("../templates/js-filter.js"),
                 include_str!("../templates/js-score.js"),
+                include_str!("../templates/js-permit.js"),
             ),
         )],
         Lang::Ts => vec![(
@@ -723,6 +917,7 @@ fn template(lang: Lang, kind: Kind) -> Vec<(&'static str, &'static str)> {
             pick(
                 include_str!("../templates/ts-filter.ts"),
                 include_str!("../templates/ts-score.ts"),
+                include_str!("../templates/ts-permit.ts"),
             ),
         )],
     }
@@ -783,7 +978,11 @@ fn scaffold(name: &str, lang: Lang, kind: Kind, dir: Option<PathBuf>) -> anyhow:
     println!(
         "created {} ({l} {} plugin {name})",
         dir.display(),
-        if kind == Kind::Filter { "filter" } else { "score" }
+        match kind {
+            Kind::Filter => "filter",
+            Kind::Score => "score",
+            Kind::Permit => "permit",
+        }
     );
     println!("next:");
     println!("  plugins/build.sh {l} {} /tmp/{name}.wasm", dir.display());

@@ -539,7 +539,25 @@ mod tests {
                     .any(|e| e.plugin.name() == "ImageLocality" && e.weight == 7)
             },
         );
-        for point in ["preEnqueue", "queueSort", "permit", "preBind", "bind", "postBind"] {
+        // Points of the framework's plugins: an unknown plugin, or one that
+        // does not extend the point, is refused; disabling them all is
+        // honoured (no built-in plugin extends them).
+        for point in ["permit", "preBind", "postBind"] {
+            refused(
+                &format!(
+                    "profiles: [{{schedulerName: a, plugins: {{{point}: {{enabled: [{{name: NodeResourcesFit}}]}}}}}}]"
+                ),
+                "does not extend",
+            );
+            honoured(
+                &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{disabled: [{{name: '*'}}]}}}}}}]"),
+                |r| {
+                    let f = fw(r, 0);
+                    f.permit.is_empty() && f.pre_bind.is_empty() && f.post_bind.is_empty()
+                },
+            );
+        }
+        for point in ["preEnqueue", "queueSort", "bind"] {
             refused(
                 &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{enabled: [{{name: Other}}]}}}}}}]"),
                 &format!("profiles[0].plugins.{point}.enabled[0].name"),

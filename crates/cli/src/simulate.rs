@@ -264,6 +264,7 @@ fn report(
             profile: r.profile.clone(),
             outcome: outcome(r),
             explained: r.explanation.is_some(),
+            held: false,
         });
         if let Some(x) = &r.explanation {
             decided.push(web::Decision {
@@ -454,6 +455,34 @@ fn template_claims(
     Some((claims, serde_json::from_value(v).ok()?))
 }
 
+/// Binds the held pods a Permit plugin allowed, and fails those it
+/// rejected (recording why); true when some were rejected (their retry
+/// is worth another round).
+pub(crate) fn settle_permits(
+    sched: &mut Scheduler,
+    held: &mut Vec<(String, String)>,
+    permit: &mut std::collections::HashMap<String, Result<(), String>>,
+    clock: Instant,
+) -> bool {
+    let mut rejected = false;
+    let waiting = sched.waiting().clone();
+    held.retain(|(key, uid)| match waiting.outcome(uid, || {}) {
+        None => true,
+        Some(Ok(())) => {
+            sched.binding_finished(key, uid, true, clock);
+            permit.insert(key.clone(), Ok(()));
+            false
+        }
+        Some(Err(st)) => {
+            sched.binding_finished(key, uid, false, clock);
+            permit.insert(key.clone(), Err(st.message()));
+            rejected = true;
+            false
+        }
+    });
+    rejected
+}
+
 /// Places the pending pods of `objs` (the attempts `explain` names
 /// explained): one row per pod, in the order of their last attempt.
 pub(crate) fn simulate(
@@ -506,23 +535,46 @@ pub(crate) fn simulate(
     // were over): the preemptor is retried and lands on its node.
     // Time stands still but for that: when a round of cycles preempted,
     // the clock jumps to the end of the backoff of the pods it requeued.
+    // Pods a Permit plugin holds are bound once allowed; one rejected
+    // (by a plugin, or at its deadline) is retried after backoff, as a
+    // binding cycle's failure. When nothing else can happen, time jumps to
+    // the deadlines of those still held.
+    let mut permit: std::collections::HashMap<String, Result<(), String>> = Default::default();
     let attempts = sched.with_pool(|sched| {
         let mut attempts = Vec::new();
+        let mut held: Vec<(String, String)> = Vec::new();
         let mut clock = now;
+        let mut rounds = 0;
         loop {
-            let mut preempted = false;
+            let mut retry = false;
             while let Some(a) = sched.schedule_one(clock, !explain.pods.is_empty() || attempts.len() < explain.first) {
-                if a.result.is_ok() {
-                    sched.binding_finished(&a.pod.key, &a.pod.uid, true, clock);
+                match &a.result {
+                    Ok(r) if r.waiting => held.push((a.pod.key.clone(), a.pod.uid.clone())),
+                    Ok(_) => sched.binding_finished(&a.pod.key, &a.pod.uid, true, clock),
+                    Err(_) => {}
                 }
                 for v in a.nomination().map(|n| n.victims.as_slice()).unwrap_or_default() {
                     sched.on_pod_deleted(&v.key, &v.uid, clock);
-                    preempted = true;
+                    retry = true;
                 }
                 attempts.push(a);
+                retry |= settle_permits(sched, &mut held, &mut permit, clock);
+            }
+            if !held.is_empty() && rounds == 0 {
+                // Nothing allows them any more: their waits time out.
+                let latest = held.iter().filter_map(|(_, uid)| sched.waiting().deadline(uid)).max();
+                if let Some(t) = latest {
+                    clock = clock.max(t);
+                    sched.waiting().expire(clock);
+                    settle_permits(sched, &mut held, &mut permit, clock);
+                }
+                rounds += 1;
             }
             match sched.queue.next_backoff_expiry() {
-                Some(t) if preempted => clock = clock.max(t),
+                Some(t) if retry && rounds < 10 => {
+                    clock = clock.max(t);
+                    rounds += 1;
+                }
                 _ => break,
             }
         }
@@ -539,6 +591,17 @@ pub(crate) fn simulate(
         let profile = attempt.profile.clone();
         let nomination = attempt.nomination().cloned();
         let mut row = match attempt.result {
+            Ok(r) if r.waiting && !matches!(permit.get(&key), Some(Ok(()))) => Row {
+                evaluated: r.evaluated_nodes,
+                feasible: r.feasible_nodes,
+                ..Row::new(
+                    key.clone(),
+                    match permit.get(&key) {
+                        Some(Err(why)) => format!("held at Permit on {}, then rejected: {why}", r.node),
+                        _ => format!("waiting at Permit on {}", r.node),
+                    },
+                )
+            },
             Ok(r) => {
                 let score = r
                     .explanation

@@ -350,6 +350,11 @@ impl Snapshot {
             .filter_map(|(i, e)| e.as_deref().map(|e| (i as u32, e)))
     }
 
+    /// A node by name (a hash lookup).
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.position(name).map(|p| &self.nodes[p])
+    }
+
     /// The position of the node named `name`.
     pub fn position(&self, name: &str) -> Option<usize> {
         self.by_name.get(name).copied()

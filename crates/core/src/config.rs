@@ -109,22 +109,23 @@ pub struct Plugins {
     #[serde(default)]
     pub reserve: PluginSet,
     /// kube-scheduler points wasmsched runs natively (`PrioritySort`,
-    /// `DefaultBinder`, `SchedulingGates`); accepted when they name only those.
+    /// `DefaultBinder`, `SchedulingGates`); accepted when they name only those
+    /// (`preEnqueue`, `queueSort`, `bind`).
     #[serde(default)]
     pub pre_enqueue: PluginSet,
     /// See `pre_enqueue`.
     #[serde(default)]
     pub queue_sort: PluginSet,
-    /// See `pre_enqueue`.
+    /// Permit.
     #[serde(default)]
     pub permit: PluginSet,
-    /// See `pre_enqueue`.
+    /// PreBind.
     #[serde(default)]
     pub pre_bind: PluginSet,
     /// See `pre_enqueue`.
     #[serde(default)]
     pub bind: PluginSet,
-    /// See `pre_enqueue`.
+    /// PostBind.
     #[serde(default)]
     pub post_bind: PluginSet,
 }
@@ -226,18 +227,21 @@ impl Default for Config {
 }
 
 /// The extension points a profile's plugin lists are built for.
-const POINTS: [(&str, Points); 6] = [
+const POINTS: [(&str, Points); 9] = [
     ("preFilter", Points::PRE_FILTER),
     ("filter", Points::FILTER),
     ("postFilter", Points::POST_FILTER),
     ("preScore", Points::PRE_SCORE),
     ("score", Points::SCORE),
     ("reserve", Points::RESERVE),
+    ("permit", Points::PERMIT),
+    ("preBind", Points::PRE_BIND),
+    ("postBind", Points::POST_BIND),
 ];
 
 impl Plugins {
     /// `multiPoint` and the sets of the extension points plugins extend.
-    fn sets(&self) -> [&PluginSet; 7] {
+    fn sets(&self) -> [&PluginSet; 10] {
         [
             &self.multi_point,
             &self.pre_filter,
@@ -246,6 +250,9 @@ impl Plugins {
             &self.pre_score,
             &self.score,
             &self.reserve,
+            &self.permit,
+            &self.pre_bind,
+            &self.post_bind,
         ]
     }
 
@@ -256,6 +263,9 @@ impl Plugins {
             "postFilter" => &self.post_filter,
             "preScore" => &self.pre_score,
             "score" => &self.score,
+            "permit" => &self.permit,
+            "preBind" => &self.pre_bind,
+            "postBind" => &self.post_bind,
             _ => &self.reserve,
         }
     }
@@ -376,10 +386,7 @@ impl Config {
             for (point, set) in [
                 ("preEnqueue", &pl.pre_enqueue),
                 ("queueSort", &pl.queue_sort),
-                ("permit", &pl.permit),
-                ("preBind", &pl.pre_bind),
                 ("bind", &pl.bind),
-                ("postBind", &pl.post_bind),
             ] {
                 for (j, e) in set.enabled.iter().enumerate() {
                     if !natively.contains(&e.name.as_str()) {
@@ -698,6 +705,9 @@ fn build_profile(p: &Profile, i: usize, registry: &Registry) -> Result<Framework
             "postFilter" => fw.post_filter = enabled,
             "preScore" => fw.pre_score = enabled,
             "score" => fw.score = enabled,
+            "permit" => fw.permit = enabled,
+            "preBind" => fw.pre_bind = enabled,
+            "postBind" => fw.post_bind = enabled,
             _ => fw.reserve = enabled,
         }
     }

@@ -5,6 +5,7 @@
 
 mod cycle;
 mod extender;
+mod permit;
 mod post_filter;
 mod status;
 
@@ -13,6 +14,7 @@ pub use cycle::{
     ScheduleResult, explanation_of,
 };
 pub use extender::ExtenderVerdicts;
+pub use permit::{MAX_PERMIT_WAIT, Permit, PermitOutcome, PluginData, WaitingPod, WaitingPods};
 pub use post_filter::{Nominating, Nomination, PostFilterContext, PostFilterResult, PreemptionTry};
 pub use status::{Code, MAX_MESSAGE_BYTES, Reason, Status, truncate_message};
 
@@ -31,7 +33,7 @@ pub const MIN_NODE_SCORE: i64 = 0;
 
 /// A set of extension points, as a plugin declares which it implements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Points(u8);
+pub struct Points(u16);
 
 impl Points {
     /// PreFilter.
@@ -46,6 +48,12 @@ impl Points {
     pub const SCORE: Points = Points(16);
     /// Reserve/Unreserve.
     pub const RESERVE: Points = Points(32);
+    /// Permit.
+    pub const PERMIT: Points = Points(64);
+    /// PreBind.
+    pub const PRE_BIND: Points = Points(128);
+    /// PostBind.
+    pub const POST_BIND: Points = Points(256);
     /// None.
     pub const NONE: Points = Points(0);
 
@@ -68,6 +76,9 @@ impl Points {
             (Self::PRE_SCORE, "PreScore"),
             (Self::SCORE, "Score"),
             (Self::RESERVE, "Reserve"),
+            (Self::PERMIT, "Permit"),
+            (Self::PRE_BIND, "PreBind"),
+            (Self::POST_BIND, "PostBind"),
         ]
         .into_iter()
         .filter(|(p, _)| self.contains(*p))
@@ -108,6 +119,11 @@ pub struct CycleState {
     nominator: Option<Arc<crate::nominator::Nominator>>,
     /// What the cycle found, when kept ([`CycleState::keep_record`]).
     record: Option<CycleRecord>,
+    /// What plugins keep for the pod's cycle through the binding cycle
+    /// (made when a plugin first asks for it).
+    plugin_data: std::sync::OnceLock<Arc<PluginData>>,
+    /// The pods waiting at Permit, for plugins that read them.
+    waiting: Option<Arc<WaitingPods>>,
 }
 
 /// How long one plugin took at one extension point in a sampled cycle (for
@@ -126,6 +142,35 @@ pub struct PluginTiming {
 }
 
 impl CycleState {
+    /// The data plugins keep for this pod's cycle (made on first use).
+    pub fn plugin_data(&self) -> &Arc<PluginData> {
+        self.plugin_data.get_or_init(Default::default)
+    }
+
+    /// The data, if a plugin made it (for the binding cycle).
+    pub fn take_plugin_data(&mut self) -> Option<Arc<PluginData>> {
+        self.plugin_data.take()
+    }
+
+    /// A state holding only `data` (Unreserve after the scheduling cycle).
+    pub fn with_plugin_data(data: Option<Arc<PluginData>>) -> Self {
+        let state = CycleState::default();
+        if let Some(d) = data {
+            let _ = state.plugin_data.set(d);
+        }
+        state
+    }
+
+    /// Lets plugins read the pods waiting at Permit.
+    pub fn set_waiting(&mut self, waiting: Arc<WaitingPods>) {
+        self.waiting = Some(waiting);
+    }
+
+    /// The pods waiting at Permit (none outside a scheduler).
+    pub fn waiting(&self) -> Option<&Arc<WaitingPods>> {
+        self.waiting.as_ref()
+    }
+
     /// Records per-plugin timings for this cycle.
     pub fn sample_plugin_timings(&mut self) {
         self.timings = Some(std::sync::Mutex::new(Vec::new()));
@@ -324,8 +369,27 @@ pub trait Plugin: Send + Sync {
         Status::success()
     }
 
-    /// Unreserve: undo Reserve (a later step failed).
+    /// Unreserve: undo Reserve (a later step failed). Called on the
+    /// scheduling thread, in the cycle's state when the cycle itself failed,
+    /// else (Permit rejected or timed out, the binding failed, the pod was
+    /// deleted while waiting) in a state holding only [`CycleState::plugin_data`].
     fn unreserve(&self, _state: &mut CycleState, _pod: &PodInfo, _node: &str) {}
+
+    /// Permit: after Reserve, whether the pod may be bound now, never, or
+    /// once released from [`WaitingPods`] (see [`Permit::Wait`]).
+    fn permit(&self, _state: &mut CycleState, _pod: &PodInfo, _node: &str) -> Permit {
+        Permit::Allow
+    }
+
+    /// PreBind: in the binding cycle (off the scheduling thread), before
+    /// the binding is written; a failure fails the binding. `state` holds
+    /// only the cycle's [`CycleState::plugin_data`] and the waiting pods.
+    fn pre_bind(&self, _state: &CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        Status::success()
+    }
+
+    /// PostBind: the pod is bound (informational), in the binding cycle.
+    fn post_bind(&self, _state: &CycleState, _pod: &PodInfo, _node: &str) {}
 
     /// The kinds of cluster change after which a pod this plugin rejected
     /// may fit (kube-scheduler's `EventsToRegister`). The default, every
@@ -411,6 +475,13 @@ pub struct Framework {
     pub score: Vec<Enabled>,
     /// Reserve plugins.
     pub reserve: Vec<Enabled>,
+    /// Permit plugins.
+    pub permit: Vec<Enabled>,
+    /// PreBind plugins (besides the built-in volume and device writes,
+    /// which the daemon makes first).
+    pub pre_bind: Vec<Enabled>,
+    /// PostBind plugins.
+    pub post_bind: Vec<Enabled>,
     /// `percentageOfNodesToScore`: 0 means kube-scheduler's adaptive default.
     pub percentage_of_nodes_to_score: u32,
     pool: Option<Arc<rayon::ThreadPool>>,
@@ -448,6 +519,9 @@ impl Framework {
             pre_score: Vec::new(),
             score: Vec::new(),
             reserve: Vec::new(),
+            permit: Vec::new(),
+            pre_bind: Vec::new(),
+            post_bind: Vec::new(),
             percentage_of_nodes_to_score: 0,
             pool: None,
         }

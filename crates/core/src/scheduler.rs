@@ -17,7 +17,7 @@ use crate::ModelError;
 use crate::cache::{Cache, Snapshot};
 use crate::config::{Config, ConfigError};
 use crate::events::{self, Action, Change, ClusterEvent, QueueingHint};
-use crate::framework::{CycleRecord, CycleState, Framework, Nominating, ScheduleError, ScheduleResult};
+use crate::framework::{CycleRecord, CycleState, Framework, Nominating, ScheduleError, ScheduleResult, WaitingPods};
 use crate::node::NodeData;
 use crate::nominator::Nominator;
 use crate::plugins::Registry;
@@ -199,6 +199,58 @@ pub struct Scheduler {
     null_placement: bool,
     /// Where sampled cycles go ([`Scheduler::set_shadow`]), at most 64.
     taps: Vec<Shadow>,
+    /// The pods waiting at Permit.
+    waiting: Arc<WaitingPods>,
+    /// Placed pods whose binding is in flight: their profile, node and
+    /// plugins' cycle data, for Unreserve when the binding fails.
+    reserved: rustc_hash::FxHashMap<String, Reserved>,
+}
+
+/// A placed pod whose binding is in flight.
+struct Reserved {
+    profile: usize,
+    pod: Arc<PodInfo>,
+    node: String,
+    data: Option<Arc<crate::framework::PluginData>>,
+}
+
+/// Runs Permit after a successful Reserve (kube-scheduler's
+/// `RunPermitPlugins` in the scheduling cycle): a rejection undoes every
+/// Reserve and fails the attempt as a one-node `FitError`; a wait marks
+/// the placement so its binding cycle waits.
+fn permit(
+    fw: &Framework,
+    state: &mut CycleState,
+    pod: &Arc<PodInfo>,
+    result: Result<crate::framework::ScheduleResult, ScheduleError>,
+    waiting: &WaitingPods,
+    now: Instant,
+) -> Result<crate::framework::ScheduleResult, ScheduleError> {
+    use crate::framework::{Diagnosis, FitError, PermitOutcome};
+    let mut r = result?;
+    if fw.permit.is_empty() {
+        return Ok(r);
+    }
+    match fw.run_permit(state, pod, &r.node, waiting, now) {
+        PermitOutcome::Allowed => Ok(r),
+        PermitOutcome::Waiting => {
+            r.waiting = true;
+            Ok(r)
+        }
+        PermitOutcome::Rejected(st) => {
+            fw.run_unreserve(state, pod, &r.node);
+            if !st.is_rejected() {
+                return Err(ScheduleError::Error(st.message()));
+            }
+            let plugin = st.plugin().unwrap_or_default().to_owned();
+            let diagnosis = Diagnosis {
+                node_statuses: vec![(r.node.clone(), st)],
+                unschedulable_plugins: vec![plugin],
+                ..Default::default()
+            };
+            Err(ScheduleError::Unschedulable(Box::new(FitError::new(1, diagnosis))))
+        }
+    }
 }
 
 /// The next node in turn that the pod's node selector and required node
@@ -223,6 +275,8 @@ fn null_place(
         explanation: None,
         volumes: None,
         devices: None,
+        waiting: false,
+        plugin_data: None,
     })
 }
 
@@ -279,7 +333,15 @@ impl Scheduler {
             nominator: Arc::default(),
             null_placement: false,
             taps: Vec::new(),
+            waiting: Arc::default(),
+            reserved: Default::default(),
         })
+    }
+
+    /// The pods waiting at Permit (shared with the binding cycles, which
+    /// wait for their outcome).
+    pub fn waiting(&self) -> &Arc<WaitingPods> {
+        &self.waiting
     }
 
     /// What deciding the pod `key` (`namespace/name`) again against the
@@ -745,6 +807,12 @@ impl Scheduler {
     /// A pod was deleted (`uid` empty: whichever pod has that name). If it
     /// used a node, unschedulable pods it may make room for are retried.
     pub fn on_pod_deleted(&mut self, key: &str, uid: &str, now: Instant) {
+        if let Some(r) = self.reserved.get(key)
+            && (uid.is_empty() || r.pod.uid == uid)
+        {
+            // Its binding cycle ends, and Unreserve runs, when it hears.
+            self.waiting.reject(&r.pod.uid, "", "removed");
+        }
         self.queue.delete(key, uid);
         self.gated.remove(key);
         if self.nominator.node_of(key).is_some() {
@@ -826,6 +894,7 @@ impl Scheduler {
             let mut state = CycleState::default();
             state.set_snapshot(self.snapshot.clone());
             state.set_nominator(self.nominator.clone());
+            state.set_waiting(self.waiting.clone());
             self.cycles += 1;
             if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
                 state.sample_plugin_timings();
@@ -854,7 +923,8 @@ impl Scheduler {
                 }
                 (self.next_start, self.rng.clone(), Instant::now())
             });
-            let (snapshot, next_start, rng) = (&self.snapshot, &mut self.next_start, &mut self.rng);
+            let (snapshot, next_start, rng, waiting) =
+                (&self.snapshot, &mut self.next_start, &mut self.rng, &self.waiting);
             // A panic in a plugin (or in the engine) fails this attempt, not
             // the scheduler: the pod is retried after backoff.
             let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
@@ -878,6 +948,8 @@ impl Scheduler {
                             st.plugin().unwrap_or_default(),
                             st.message()
                         )));
+                    } else {
+                        result = permit(fw, &mut state, &qp.pod, result, waiting, now);
                     }
                 }
                 result
@@ -915,7 +987,12 @@ impl Scheduler {
             // The cycle's state shares the snapshot and the nominations:
             // dropped here, both are unique again for the updates below.
             let plugin_timings = state.take_plugin_timings();
+            let plugin_data = state.take_plugin_data();
             drop(state);
+            let mut result = result;
+            if let Ok(r) = &mut result {
+                r.plugin_data = plugin_data.clone();
+            }
             let uid = &qp.pod.uid;
             let mut cleared_nominations = Vec::new();
             match &result {
@@ -925,9 +1002,21 @@ impl Scheduler {
                     }
                     if !self.cache.assume_pod(qp.pod.clone(), &r.node) {
                         // Already bound (a bound pod is never moved): nothing to do.
+                        if r.waiting {
+                            self.waiting.remove(uid);
+                        }
                         self.queue.done(&key, uid);
                         continue;
                     }
+                    self.reserved.insert(
+                        key.clone(),
+                        Reserved {
+                            profile: fi,
+                            pod: qp.pod.clone(),
+                            node: r.node.clone(),
+                            data: plugin_data,
+                        },
+                    );
                     if let Some(plan) = &r.volumes {
                         // The chosen volumes are taken until the API shows
                         // the binding or it fails.
@@ -999,9 +1088,31 @@ impl Scheduler {
             }
             self.cache.finish_binding(key, uid);
             self.queue.done(key, uid);
+            self.reserved.remove(key);
         } else {
+            self.unreserve(key, uid);
             self.forget(key, uid, now);
             self.queue.add_backoff(key, uid, now);
+        }
+    }
+
+    /// Runs the Unreserve plugins of a placed pod whose binding cycle
+    /// failed (Permit rejected or timed out, PreBind or the binding
+    /// failed, the pod was deleted meanwhile), in reverse order, with what
+    /// its plugins kept for the cycle.
+    fn unreserve(&mut self, key: &str, uid: &str) {
+        let Some(r) = self.reserved.remove(key) else { return };
+        if r.pod.uid != uid {
+            return;
+        }
+        self.waiting.remove(uid);
+        let mut state = CycleState::with_plugin_data(r.data);
+        state.set_waiting(self.waiting.clone());
+        if let Some(fw) = self.frameworks.get(r.profile) {
+            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| fw.run_unreserve(&mut state, &r.pod, &r.node)));
+            if outcome.is_err() {
+                self.panics += 1;
+            }
         }
     }
 
@@ -1009,6 +1120,7 @@ impl Scheduler {
     /// someone else, or deleted) whatever its state in the queue, and
     /// forgets its assumption.
     pub fn drop_pod(&mut self, key: &str, uid: &str, now: Instant) {
+        self.unreserve(key, uid);
         self.forget(key, uid, now);
         self.queue.delete(key, uid);
         self.queue.done(key, uid);

@@ -169,7 +169,15 @@ pub enum Workload {
     /// each with a claim for one device of the class that selects them
     /// by CEL (made already, as the resourceclaim controller would have).
     Dra,
+    /// Gangs of [`GANG_SIZE`] pods (label `example.com/gang`, annotation
+    /// `example.com/gang-size`), for a gang-scheduling plugin such as the
+    /// coscheduling example, which holds each gang at Permit until it is
+    /// whole.
+    Gangs,
 }
+
+/// Pods per gang of the `gangs` workload.
+pub const GANG_SIZE: usize = 8;
 
 /// Devices the `dra` workload's driver publishes per node
 /// (scheduler_perf's `maxClaimsPerNode`).
@@ -187,6 +195,7 @@ impl Workload {
         ("preferred-topology-spreading", Workload::PreferredTopologySpreading),
         ("preemption", Workload::Preemption),
         ("dra", Workload::Dra),
+        ("gangs", Workload::Gangs),
     ];
 
     /// The nodes this workload runs on: scheduler_perf's default node for
@@ -286,6 +295,21 @@ pub fn workload_stream(
             .expect("synthetic pod is valid")
         }));
     }
+    if workload == Workload::Gangs {
+        return Box::new((first..first + n).map(move |i| {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}"),
+                    "labels": {"example.com/gang": format!("gang-{:05}", i / GANG_SIZE)},
+                    "annotations": {"example.com/gang-size": GANG_SIZE.to_string()}},
+                "spec": {"schedulerName": scheduler_name,
+                    "containers": [{"name": "train", "image": "registry.local/ml/trainer:2.0",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+                "status": {"phase": "Pending"}
+            }))
+            .expect("synthetic pod is valid")
+        }));
+    }
     if workload == Workload::Preemption {
         // The initial batch (from 0) is the low-priority filler.
         let (preemptor, cpu) = if first == 0 { (false, "900m") } else { (true, "3") };
@@ -310,7 +334,7 @@ pub fn workload_stream(
     const HOST: &str = "kubernetes.io/hostname";
     const ZONE: &str = "topology.kubernetes.io/zone";
     let (labels, extra) = match workload {
-        Workload::Plain | Workload::Preemption | Workload::Dra => unreachable!(),
+        Workload::Plain | Workload::Preemption | Workload::Dra | Workload::Gangs => unreachable!(),
         Workload::PodAntiAffinity => (
             json!({"color": "green"}),
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("color", "green", HOST)]}}}),

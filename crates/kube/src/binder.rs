@@ -34,6 +34,90 @@ pub(crate) struct BindJob {
     /// Claim allocations and reservations to write next
     /// (DynamicResources' PreBind).
     pub devices: Option<wasmsched_core::dra::DraPlan>,
+    /// The profile's plugins of the binding cycle, when it has any, or
+    /// when a Permit plugin holds the pod.
+    pub plugins: Option<Box<BindPlugins>>,
+}
+
+/// What the binding cycle runs besides the built-in writes: the wait for
+/// Permit, then the PreBind plugins, and after the binding the PostBind
+/// ones (WebAssembly plugins, called off the async threads).
+pub(crate) struct BindPlugins {
+    pub pod: Arc<wasmsched_core::PodInfo>,
+    /// A Permit plugin holds the pod: wait for its outcome first.
+    pub wait: bool,
+    pub waiting: Arc<wasmsched_core::framework::WaitingPods>,
+    pub data: Option<Arc<wasmsched_core::framework::PluginData>>,
+    pub pre_bind: Vec<Arc<dyn wasmsched_core::Plugin>>,
+    pub post_bind: Vec<Arc<dyn wasmsched_core::Plugin>>,
+}
+
+impl std::fmt::Debug for BindPlugins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BindPlugins").field("wait", &self.wait).finish()
+    }
+}
+
+impl BindPlugins {
+    fn state(&self) -> wasmsched_core::CycleState {
+        let mut state = wasmsched_core::CycleState::with_plugin_data(self.data.clone());
+        state.set_waiting(self.waiting.clone());
+        state
+    }
+
+    /// Waits until the pod is allowed or rejected (at its deadline at the
+    /// latest): kube-scheduler's `WaitOnPermit`.
+    async fn wait_on_permit(&self) -> Result<(), wasmsched_core::framework::Status> {
+        let uid = self.pod.uid.clone();
+        loop {
+            let notify = Arc::new(tokio::sync::Notify::new());
+            let woken = notify.clone();
+            if let Some(outcome) = self.waiting.outcome(&uid, move || woken.notify_one()) {
+                return outcome;
+            }
+            let deadline = self.waiting.deadline(&uid);
+            match deadline {
+                Some(d) => {
+                    let at = tokio::time::Instant::from_std(d);
+                    tokio::select! {
+                        _ = notify.notified() => {}
+                        _ = tokio::time::sleep_until(at) => {
+                            self.waiting.expire(std::time::Instant::now());
+                        }
+                    }
+                }
+                None => notify.notified().await,
+            }
+        }
+    }
+
+    /// Runs the PreBind plugins in order; the first failure's message.
+    async fn pre_bind(&self, node: &str) -> Result<(), String> {
+        for p in &self.pre_bind {
+            let (p, pod, node, state) = (p.clone(), self.pod.clone(), node.to_owned(), self.state());
+            let name = p.name().to_owned();
+            let st = tokio::task::spawn_blocking(move || p.pre_bind(&state, &pod, &node))
+                .await
+                .map_err(|e| format!("running PreBind plugin {name:?}: {e}"))?;
+            if !st.is_success() {
+                return Err(format!("running PreBind plugin {name:?}: {}", st.message()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the PostBind plugins (informational; nobody waits for them).
+    fn post_bind(&self, node: &str) {
+        if self.post_bind.is_empty() {
+            return;
+        }
+        let (plugins, pod, node, state) = (self.post_bind.clone(), self.pod.clone(), node.to_owned(), self.state());
+        tokio::task::spawn_blocking(move || {
+            for p in plugins {
+                p.post_bind(&state, &pod, &node);
+            }
+        });
+    }
 }
 
 impl BindJob {
@@ -52,6 +136,9 @@ pub(crate) enum BindResult {
     /// Not bound (lost leadership, retries exhausted, refused): forget the
     /// assumption and retry the pod after backoff.
     Failed(String),
+    /// A Permit plugin rejected it (or its wait timed out): unschedulable,
+    /// with kube-scheduler's one-node message.
+    Rejected(String),
 }
 
 #[derive(Debug)]
@@ -101,7 +188,9 @@ pub(crate) async fn run(
                 let Some(job) = job else { break };
                 let (client, outcomes, leadership, status) =
                     (client.clone(), outcomes.clone(), leadership.clone(), status.clone());
-                let to = if job.volumes.as_ref().is_some_and(|p| !p.is_empty()) { &mut waiting } else { &mut set };
+                let waits = job.volumes.as_ref().is_some_and(|p| !p.is_empty())
+                    || job.plugins.as_ref().is_some_and(|p| p.wait);
+                let to = if waits { &mut waiting } else { &mut set };
                 to.spawn(async move {
                     let mut claims = Vec::new();
                     let result = settle(&status, &job, bind(&client, &job, &leadership, &status, settings.request_timeout, &mut claims)).await;
@@ -152,7 +241,16 @@ pub(crate) async fn bind(
     timeout: Duration,
     claims: &mut Vec<Value>,
 ) -> BindResult {
+    if let Some(p) = job.plugins.as_ref().filter(|p| p.wait)
+        && let Err(st) = p.wait_on_permit().await
+    {
+        status.metrics.binding("rejected");
+        return BindResult::Rejected(format!("0/1 nodes are available: {}.", st.message()));
+    }
     let result = bind_pod(client, job, leadership, status, timeout, claims).await;
+    if let (BindResult::Ok, Some(p)) = (&result, &job.plugins) {
+        p.post_bind(&job.node);
+    }
     if !matches!(result, BindResult::Ok)
         && let Some(plan) = job.devices.as_ref().filter(|_| !claims.is_empty())
     {
@@ -190,6 +288,12 @@ async fn bind_pod(
             status.metrics.binding("error");
             return BindResult::Failed(format!("running PreBind plugin \"DynamicResources\": {e}"));
         }
+    }
+    if let Some(p) = &job.plugins
+        && let Err(e) = p.pre_bind(&job.node).await
+    {
+        status.metrics.binding("error");
+        return BindResult::Failed(e);
     }
     let api: Api<Pod> = Api::namespaced(client.clone(), &job.namespace);
     let body = json!({
@@ -346,6 +450,7 @@ mod tests {
             queued_at: Instant::now(),
             volumes: None,
             devices: None,
+            plugins: None,
         };
         let r = settle(&status, &job, async {
             panic!("a bug");

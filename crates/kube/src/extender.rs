@@ -448,10 +448,11 @@ async fn bind_verb(ext: Arc<Extender>, req: axum::extract::Request) -> Response 
             // claims itself before it calls the extender's bind.
             volumes: None,
             devices: None,
+            plugins: None,
         };
         match crate::binder::bind(client, &job, leadership, &ext.status, *timeout, &mut Vec::new()).await {
             BindResult::Ok => Ok(()),
-            BindResult::Drop(why) | BindResult::Failed(why) => Err(why),
+            BindResult::Drop(why) | BindResult::Failed(why) | BindResult::Rejected(why) => Err(why),
         }
     }
     .await;

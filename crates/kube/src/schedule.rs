@@ -175,6 +175,18 @@ impl Loop {
                 tracing::info!(pod = %key, reason = %why, "not binding: the pod is bound elsewhere or gone");
                 self.sched.drop_pod(&key, &job.uid, now);
             }
+            BindResult::Rejected(why) => {
+                tracing::info!(pod = %key, reason = %why, "rejected at Permit; the pod is retried after backoff");
+                self.sched.binding_finished(&key, &job.uid, false, now);
+                // The queue view says why it waits again.
+                self.notes.reasons.insert(key.clone(), why.clone());
+                if self.leadership.is_leading()
+                    && let Some(q) = self.sched.queue.get(&key).filter(|q| q.pod.uid == job.uid)
+                {
+                    let report = Report::failed(&q.pod.object.pod(), &job.profile, REASON_UNSCHEDULABLE, why);
+                    self.report(report);
+                }
+            }
             BindResult::Failed(why) => {
                 tracing::warn!(pod = %key, error = %why, "binding failed; the pod is retried after backoff");
                 self.sched.binding_finished(&key, &job.uid, false, now);
@@ -197,6 +209,29 @@ impl Loop {
                 }
             }
         }
+    }
+
+    /// The binding cycle's plugins for a placed pod (none when the profile
+    /// has none and no Permit plugin holds it).
+    fn bind_plugins(
+        &self,
+        profile: &str,
+        pod: &Arc<wasmsched_core::PodInfo>,
+        r: &wasmsched_core::framework::ScheduleResult,
+    ) -> Option<Box<crate::binder::BindPlugins>> {
+        let fw = self.sched.frameworks().iter().find(|f| f.profile == profile)?;
+        if !r.waiting && fw.pre_bind.is_empty() && fw.post_bind.is_empty() {
+            return None;
+        }
+        let plugins = |l: &[wasmsched_core::framework::Enabled]| l.iter().map(|e| e.plugin.clone()).collect();
+        Some(Box::new(crate::binder::BindPlugins {
+            pod: pod.clone(),
+            wait: r.waiting,
+            waiting: self.sched.waiting().clone(),
+            data: r.plugin_data.clone(),
+            pre_bind: plugins(&fw.pre_bind),
+            post_bind: plugins(&fw.post_bind),
+        }))
     }
 
     /// One scheduling cycle; false when no pod was ready.
@@ -232,6 +267,7 @@ impl Loop {
                     queued_at: attempt.queued_at,
                     volumes: r.volumes.clone(),
                     devices: r.devices.clone(),
+                    plugins: self.bind_plugins(&attempt.profile, pod, r),
                 };
                 // Waits when the binder is behind (backpressure); outcomes
                 // never wait, so this cannot deadlock; a stop ends the wait

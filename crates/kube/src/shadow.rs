@@ -13,6 +13,11 @@
 //! plugin of the same name in every profile that enables it. Its memory
 //! comes from a share of the budget of its own, so a shadow that eats
 //! memory, traps or loops fails its own calls, never serving's.
+//!
+//! It runs the points that decide the node, PostFilter included, and skips
+//! Reserve, Permit, PreBind and PostBind: they act on the decision (the
+//! plugin's state, pods held at Permit, the binding), which a shadow must
+//! not.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

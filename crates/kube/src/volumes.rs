@@ -272,6 +272,7 @@ mod tests {
             queued_at: Instant::now(),
             volumes: None,
             devices: None,
+            plugins: None,
         }
     }
 

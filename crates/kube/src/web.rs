@@ -117,7 +117,8 @@ pub struct NodeTile {
 pub struct Pending {
     pub pod: String,
     pub profile: String,
-    /// `active`, `backoff`, `unschedulable`, `in flight` or `gated`.
+    /// `active`, `backoff`, `unschedulable`, `in flight`, `gated` or
+    /// `permit` (placed, held at Permit).
     pub state: &'static str,
     pub waited: Duration,
     pub attempts: u32,
@@ -304,7 +305,7 @@ impl Board {
     /// Lists an attempt (the scheduling thread calls it after each cycle
     /// while the page is open). Its decision can be explained when the
     /// cycle was sampled: the last case recorded is its own.
-    fn attempt(&self, profile: &str, pod: &str, outcome: CycleOutcome) {
+    fn attempt(&self, profile: &str, pod: &str, outcome: CycleOutcome, held: bool) {
         let explained = self
             .decisions
             .lock()
@@ -321,13 +322,20 @@ impl Board {
             profile: profile.to_owned(),
             outcome,
             explained,
+            held,
         });
     }
 
     /// Lists `attempt` while the page is open.
     pub fn list_attempt(&self, attempt: &wasmsched_core::scheduler::Attempt) {
         if self.watched() {
-            self.attempt(&attempt.profile, &attempt.pod.key, CycleOutcome::of(&attempt.result));
+            let held = attempt.result.as_ref().is_ok_and(|r| r.waiting);
+            self.attempt(
+                &attempt.profile,
+                &attempt.pod.key,
+                CycleOutcome::of(&attempt.result),
+                held,
+            );
         }
     }
 
@@ -526,6 +534,8 @@ pub struct Attempt {
     pub outcome: CycleOutcome,
     /// It was sampled: [`Board::explain`] decides it again.
     pub explained: bool,
+    /// Placed, and held at Permit (its binding waits for the plugins).
+    pub held: bool,
 }
 
 /// A recorded attempt decided again, explained.
@@ -676,6 +686,23 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
             attempts: 0,
             reason: None,
             gates: p.scheduling_gates.clone(),
+            nominated: None,
+            victims: Vec::new(),
+        });
+    }
+    // Pods held at Permit: placed, their binding waiting for plugins.
+    let instant = now;
+    for w in sched.waiting().list(instant) {
+        // (Its queue entry says "in flight": this says more.)
+        pending.retain(|p| p.pod != w.pod.key.as_str());
+        pending.push(Pending {
+            pod: w.pod.key.to_string(),
+            profile: w.pod.scheduler_name.clone(),
+            state: "permit",
+            waited: w.waited,
+            attempts: 0,
+            reason: Some(format!("held at Permit on {} by {}", w.node, w.plugins.join(", "))),
+            gates: Vec::new(),
             nominated: None,
             victims: Vec::new(),
         });
@@ -990,7 +1017,10 @@ fn attempts_table(list: &[Attempt], profile: &str, summary: Markup, link: impl F
                                 }
                             }
                             td { (a.profile) }
-                            td.outcome { (outcome(&a.outcome)) }
+                            td.outcome {
+                                (outcome(&a.outcome))
+                                @if a.held { " · held at Permit" }
+                            }
                         }
                     }
                 }
@@ -1356,6 +1386,7 @@ mod tests {
             profile: hostile.into(),
             outcome: CycleOutcome::Unschedulable(hostile.into()),
             explained: true,
+            held: false,
         };
         for html in [
             page(cluster(&view, &q, false), "cluster").into_string(),

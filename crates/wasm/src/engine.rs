@@ -11,14 +11,14 @@ use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine};
 
 use crate::LoadError;
-use crate::host::{BindingsPre, HostState, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6};
+use crate::host::{BindingsPre, HostState, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7};
 use crate::limits::Budget;
 
 /// How often the engine's epoch advances: the granularity of call deadlines.
 pub const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The interfaces a plugin may import (of any minor the host serves).
-const ALLOWED_IMPORTS: [&str; 12] = [
+const ALLOWED_IMPORTS: [&str; 16] = [
     "wasmsched:plugin/cluster@0.1.",
     "wasmsched:plugin/host@0.1.",
     "wasmsched:plugin/cluster@0.2.",
@@ -31,6 +31,10 @@ const ALLOWED_IMPORTS: [&str; 12] = [
     "wasmsched:plugin/host@0.5.",
     "wasmsched:plugin/cluster@0.6.",
     "wasmsched:plugin/host@0.6.",
+    "wasmsched:plugin/cluster@0.7.",
+    "wasmsched:plugin/host@0.7.",
+    "wasmsched:plugin/state@0.7.",
+    "wasmsched:plugin/waiting@0.7.",
 ];
 
 /// The engine, its linker and the compiled-artifact cache.
@@ -384,6 +388,8 @@ fn new_linker(engine: &Engine) -> Result<Linker<HostState>, LoadError> {
         .map_err(|e| LoadError::Engine(e.to_string()))?;
     v0_6::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
         .map_err(|e| LoadError::Engine(e.to_string()))?;
+    v0_7::SchedulerPlugin::add_to_linker::<HostState, wasmtime::component::HasSelf<HostState>>(&mut linker, |s| s)
+        .map_err(|e| LoadError::Engine(e.to_string()))?;
     Ok(linker)
 }
 
@@ -560,7 +566,7 @@ impl WasmEngine {
                     _ => "item",
                 };
                 return Err(LoadError::ForbiddenImport(format!(
-                    "it imports the {what} `{name}`; plugins may import only wasmsched:plugin/cluster and wasmsched:plugin/host (no WASI: no filesystem, network, clocks or environment)"
+                    "it imports the {what} `{name}`; plugins may import only wasmsched:plugin/cluster, host, state and waiting (no WASI: no filesystem, network, clocks or environment)"
                 )));
             }
         }
@@ -583,10 +589,12 @@ impl WasmEngine {
             (v0_4::SchedulerPluginPre::new(pre).map(BindingsPre::V0_4), "0.4.0")
         } else if exports("0.5") {
             (v0_5::SchedulerPluginPre::new(pre).map(BindingsPre::V0_5), "0.5.0")
+        } else if exports("0.6") {
+            (v0_6::SchedulerPluginPre::new(pre).map(BindingsPre::V0_6), "0.6.0")
         } else {
             (
-                v0_6::SchedulerPluginPre::new(pre).map(BindingsPre::V0_6),
-                "0.6.0 (or 0.5.0 to 0.1.0, the earlier contracts)",
+                v0_7::SchedulerPluginPre::new(pre).map(BindingsPre::V0_7),
+                "0.7.0 (or 0.6.0 to 0.1.0, the earlier contracts)",
             )
         };
         let pre = pre.map_err(|e| {

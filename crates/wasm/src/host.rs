@@ -1,5 +1,5 @@
 //! The host side of the contract: bindings generated from `wit/` (the
-//! current minor, 0.6) and from `wit/0.5.0/` down to `wit/0.1.0/` (so that
+//! current minor, 0.7) and from `wit/0.6.0/` down to `wit/0.1.0/` (so that
 //! plugins built against earlier minors keep loading), and the read-only
 //! views of the pod, the node batch, the cluster's pods and the live
 //! metrics a plugin call receives. Every minor's imports are served by the
@@ -39,9 +39,14 @@ macro_rules! minor {
 }
 
 minor!(
-    /// Contract 0.6 (`wit/plugin.wit`): what the SDKs build against.
-    v0_6,
+    /// Contract 0.7 (`wit/plugin.wit`): what the SDKs build against.
+    v0_7,
     "../../wit"
+);
+minor!(
+    /// Contract 0.6 (`wit/0.6.0/plugin.wit`), served unchanged.
+    v0_6,
+    "../../wit/0.6.0"
 );
 minor!(
     /// Contract 0.5 (`wit/0.5.0/plugin.wit`), served unchanged.
@@ -69,10 +74,10 @@ minor!(
     "../../wit/0.1.0"
 );
 
-pub use v0_6::exports;
+pub use v0_7::exports;
 
 /// An instance's exports, whichever minor it was built against; calls
-/// return 0.6's types (earlier minors' are subsets).
+/// return 0.7's types (earlier minors' are subsets).
 pub(crate) enum Bindings {
     V0_1(v0_1::SchedulerPlugin),
     V0_2(v0_2::SchedulerPlugin),
@@ -80,6 +85,7 @@ pub(crate) enum Bindings {
     V0_4(v0_4::SchedulerPlugin),
     V0_5(v0_5::SchedulerPlugin),
     V0_6(v0_6::SchedulerPlugin),
+    V0_7(v0_7::SchedulerPlugin),
 }
 
 /// A component made ready to instantiate, for its minor.
@@ -91,6 +97,7 @@ pub(crate) enum BindingsPre {
     V0_4(v0_4::SchedulerPluginPre<HostState>),
     V0_5(v0_5::SchedulerPluginPre<HostState>),
     V0_6(v0_6::SchedulerPluginPre<HostState>),
+    V0_7(v0_7::SchedulerPluginPre<HostState>),
 }
 
 use exports::wasmsched::plugin::plugin as guest;
@@ -150,10 +157,11 @@ from_minor!(from_v0_2, super::v0_2::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_3, super::v0_3::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_4, super::v0_4::exports::wasmsched::plugin::plugin);
 from_minor!(from_v0_5, super::v0_5::exports::wasmsched::plugin::plugin);
+from_minor!(from_v0_6, super::v0_6::exports::wasmsched::plugin::plugin);
 
 /// An earlier minor's event registration, as the current one's.
 macro_rules! events_from {
-    ($name:ident, $minor:ident) => {
+    ($name:ident, $minor:ident $(, $more:ident)*) => {
         fn $name(
             events: Option<Vec<$minor::exports::wasmsched::plugin::plugin::ClusterEvent>>,
         ) -> Option<Vec<guest::ClusterEvent>> {
@@ -185,6 +193,7 @@ macro_rules! events_from {
                             old::EventResource::Node => guest::EventResource::Node,
                             old::EventResource::Pod => guest::EventResource::Pod,
                             old::EventResource::Namespace => guest::EventResource::Namespace,
+                            $(old::EventResource::$more => guest::EventResource::$more,)*
                         },
                         actions: actions(e.actions),
                     })
@@ -198,15 +207,32 @@ events_from!(events_v0_2, v0_2);
 events_from!(events_v0_3, v0_3);
 events_from!(events_v0_4, v0_4);
 events_from!(events_v0_5, v0_5);
+events_from!(events_v0_6, v0_6, ResourceClaim, ResourceSlice, DeviceClass);
 
-/// 0.5's scores as 0.6's (the same variant).
-fn scores_from_v0_5(s: v0_5::exports::wasmsched::plugin::plugin::Scores) -> guest::Scores {
-    use v0_5::exports::wasmsched::plugin::plugin::Scores as Old;
-    match s {
-        Old::Values(v) => guest::Scores::Values(v),
-        Old::Packed(b) => guest::Scores::Packed(b),
-    }
+/// An earlier minor's scores as the current one's (the same variant), and
+/// back.
+macro_rules! scores_from {
+    ($from:ident, $to:ident, $minor:ident) => {
+        fn $from(s: $minor::exports::wasmsched::plugin::plugin::Scores) -> guest::Scores {
+            use $minor::exports::wasmsched::plugin::plugin::Scores as Old;
+            match s {
+                Old::Values(v) => guest::Scores::Values(v),
+                Old::Packed(b) => guest::Scores::Packed(b),
+            }
+        }
+
+        fn $to(s: guest::Scores) -> $minor::exports::wasmsched::plugin::plugin::Scores {
+            use $minor::exports::wasmsched::plugin::plugin::Scores as Old;
+            match s {
+                guest::Scores::Values(v) => Old::Values(v),
+                guest::Scores::Packed(b) => Old::Packed(b),
+            }
+        }
+    };
 }
+
+scores_from!(scores_from_v0_5, scores_to_v0_5, v0_5);
+scores_from!(scores_from_v0_6, scores_to_v0_6, v0_6);
 
 impl BindingsPre {
     /// The minor of the contract, as `0.x`.
@@ -218,6 +244,7 @@ impl BindingsPre {
             BindingsPre::V0_4(_) => "0.4",
             BindingsPre::V0_5(_) => "0.5",
             BindingsPre::V0_6(_) => "0.6",
+            BindingsPre::V0_7(_) => "0.7",
         }
     }
 
@@ -229,6 +256,7 @@ impl BindingsPre {
             BindingsPre::V0_4(p) => p.engine(),
             BindingsPre::V0_5(p) => p.engine(),
             BindingsPre::V0_6(p) => p.engine(),
+            BindingsPre::V0_7(p) => p.engine(),
         }
     }
 
@@ -240,6 +268,7 @@ impl BindingsPre {
             BindingsPre::V0_4(p) => Bindings::V0_4(p.instantiate(store)?),
             BindingsPre::V0_5(p) => Bindings::V0_5(p.instantiate(store)?),
             BindingsPre::V0_6(p) => Bindings::V0_6(p.instantiate(store)?),
+            BindingsPre::V0_7(p) => Bindings::V0_7(p.instantiate(store)?),
         })
     }
 }
@@ -257,6 +286,7 @@ impl Bindings {
                     version: m.version,
                     points: from_v0_1::points(m.points),
                     events: None,
+                    keep_state: false,
                 })
             }
             Bindings::V0_2(b) => {
@@ -266,6 +296,7 @@ impl Bindings {
                     version: m.version,
                     points: from_v0_2::points(m.points),
                     events: events_v0_2(m.events),
+                    keep_state: false,
                 })
             }
             Bindings::V0_3(b) => {
@@ -275,6 +306,7 @@ impl Bindings {
                     version: m.version,
                     points: from_v0_3::points(m.points),
                     events: events_v0_3(m.events),
+                    keep_state: false,
                 })
             }
             Bindings::V0_4(b) => {
@@ -284,6 +316,7 @@ impl Bindings {
                     version: m.version,
                     points: from_v0_4::points(m.points),
                     events: events_v0_4(m.events),
+                    keep_state: false,
                 })
             }
             Bindings::V0_5(b) => {
@@ -293,9 +326,20 @@ impl Bindings {
                     version: m.version,
                     points: from_v0_5::points(m.points),
                     events: events_v0_5(m.events),
+                    keep_state: false,
                 })
             }
-            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_metadata(s),
+            Bindings::V0_6(b) => {
+                let m = b.wasmsched_plugin_plugin().call_metadata(s)?;
+                Ok(guest::PluginMetadata {
+                    name: m.name,
+                    version: m.version,
+                    points: from_v0_6::points(m.points),
+                    events: events_v0_6(m.events),
+                    keep_state: false,
+                })
+            }
+            Bindings::V0_7(b) => b.wasmsched_plugin_plugin().call_metadata(s),
         }
     }
 
@@ -307,6 +351,7 @@ impl Bindings {
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_5(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
             Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
+            Bindings::V0_7(b) => b.wasmsched_plugin_plugin().call_configure(s, args),
         }
     }
 
@@ -317,6 +362,7 @@ impl Bindings {
             Bindings::V0_4(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             Bindings::V0_5(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             Bindings::V0_6(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
+            Bindings::V0_7(b) => Ok(Some(b.wasmsched_plugin_plugin().call_metric_sources(s)?)),
             _ => Ok(None),
         }
     }
@@ -344,7 +390,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_filter(s, pod)?
                 .map(from_v0_5::status)),
-            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
+            Bindings::V0_6(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_filter(s, pod)?
+                .map(from_v0_6::status)),
+            Bindings::V0_7(b) => b.wasmsched_plugin_plugin().call_pre_filter(s, pod),
         }
     }
 
@@ -371,7 +421,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_filter(s, pod, nodes)?
                 .map(from_v0_5::rejections)),
-            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
+            Bindings::V0_6(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_filter(s, pod, nodes)?
+                .map(from_v0_6::rejections)),
+            Bindings::V0_7(b) => b.wasmsched_plugin_plugin().call_filter(s, pod, nodes),
         }
     }
 
@@ -398,7 +452,11 @@ impl Bindings {
                 .wasmsched_plugin_plugin()
                 .call_pre_score(s, pod, nodes)?
                 .map(from_v0_5::status)),
-            Bindings::V0_6(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
+            Bindings::V0_6(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_pre_score(s, pod, nodes)?
+                .map(from_v0_6::status)),
+            Bindings::V0_7(b) => b.wasmsched_plugin_plugin().call_pre_score(s, pod, nodes),
         }
     }
 
@@ -418,6 +476,10 @@ impl Bindings {
             Bindings::V0_6(b) => b
                 .wasmsched_plugin_plugin()
                 .call_score(s, pod, nodes)?
+                .and_then(|scores| unpack_scores(scores_from_v0_6(scores), "score")),
+            Bindings::V0_7(b) => b
+                .wasmsched_plugin_plugin()
+                .call_score(s, pod, nodes)?
                 .and_then(|scores| unpack_scores(scores, "score")),
         })
     }
@@ -430,28 +492,85 @@ impl Bindings {
             Bindings::V0_2(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_3(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
             Bindings::V0_4(b) => b.wasmsched_plugin_plugin().call_normalize_score(s, pod, scores),
-            Bindings::V0_5(b) => {
-                use v0_5::exports::wasmsched::plugin::plugin::Scores as Old;
-                let scores = if packed {
-                    Old::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
-                } else {
-                    Old::Values(scores.to_vec())
-                };
-                Ok(b.wasmsched_plugin_plugin()
-                    .call_normalize_score(s, pod, &scores)?
-                    .and_then(|out| unpack_scores(scores_from_v0_5(out), "normalize-score").map(|(v, _)| v)))
-            }
-            Bindings::V0_6(b) => {
-                let scores = if packed {
-                    guest::Scores::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
-                } else {
-                    guest::Scores::Values(scores.to_vec())
-                };
-                Ok(b.wasmsched_plugin_plugin()
-                    .call_normalize_score(s, pod, &scores)?
-                    .and_then(|out| unpack_scores(out, "normalize-score").map(|(v, _)| v)))
-            }
+            Bindings::V0_5(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_normalize_score(s, pod, &scores_to_v0_5(pack(scores, packed)))?
+                .and_then(|out| unpack_scores(scores_from_v0_5(out), "normalize-score").map(|(v, _)| v))),
+            Bindings::V0_6(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_normalize_score(s, pod, &scores_to_v0_6(pack(scores, packed)))?
+                .and_then(|out| unpack_scores(scores_from_v0_6(out), "normalize-score").map(|(v, _)| v))),
+            Bindings::V0_7(b) => Ok(b
+                .wasmsched_plugin_plugin()
+                .call_normalize_score(s, pod, &pack(scores, packed))?
+                .and_then(|out| unpack_scores(out, "normalize-score").map(|(v, _)| v))),
         }
+    }
+
+    /// The 0.7 bindings, for the points only 0.7 has (the host calls them
+    /// only on plugins that declare them).
+    fn v0_7(&self) -> Result<&v0_7::SchedulerPlugin, String> {
+        match self {
+            Bindings::V0_7(b) => Ok(b),
+            _ => Err("the plugin's contract has no such point".into()),
+        }
+    }
+
+    pub(crate) fn post_filter(&self, s: Store<'_>, statuses: &[guest::NodeStatus]) -> Call<guest::PostFilterResult> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_post_filter(s, pod, nodes, statuses),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    pub(crate) fn reserve(&self, s: Store<'_>) -> Call<guest::Status> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_reserve(s, pod, nodes),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    pub(crate) fn unreserve(&self, s: Store<'_>, node: &str) -> Call<()> {
+        let pod = Resource::new_borrow(0);
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_unreserve(s, pod, node).map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    pub(crate) fn permit(&self, s: Store<'_>) -> Call<guest::PermitVerdict> {
+        let (pod, nodes) = (Resource::new_borrow(0), Resource::new_borrow(0));
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_permit(s, pod, nodes),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    pub(crate) fn pre_bind(&self, s: Store<'_>, node: &str) -> Call<guest::Status> {
+        let pod = Resource::new_borrow(0);
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_pre_bind(s, pod, node),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    pub(crate) fn post_bind(&self, s: Store<'_>, node: &str) -> Call<()> {
+        let pod = Resource::new_borrow(0);
+        match self.v0_7() {
+            Ok(b) => b.wasmsched_plugin_plugin().call_post_bind(s, pod, node).map(Ok),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+}
+
+/// Scores in the form the plugin's Score returned them.
+fn pack(scores: &[i64], packed: bool) -> guest::Scores {
+    if packed {
+        guest::Scores::Packed(scores.iter().flat_map(|v| v.to_le_bytes()).collect())
+    } else {
+        guest::Scores::Values(scores.to_vec())
     }
 }
 
@@ -556,6 +675,12 @@ pub struct HostState {
     pub(crate) storage: Option<Arc<wasmsched_core::storage::Storage>>,
     /// What DynamicResources allocated for the pod on each node this cycle.
     pub(crate) allocations: Option<wasmsched_core::plugins::dynamic_resources::NodeAllocations>,
+    /// The plugin's store (contract 0.7's `state`).
+    pub(crate) store: Option<Arc<crate::state::PluginStore>>,
+    /// What plugins keep for the pod's cycle in progress.
+    pub(crate) cycle: Option<Arc<wasmsched_core::framework::PluginData>>,
+    /// The pods waiting at Permit.
+    pub(crate) waiting: Option<Arc<wasmsched_core::framework::WaitingPods>>,
     /// The engine's epoch after which the call in progress must end: the
     /// same clock as wasmtime's epoch interruption, so guest code and host
     /// functions are held to one deadline.
@@ -585,6 +710,9 @@ impl HostState {
             snapshot: None,
             storage: None,
             allocations: None,
+            store: None,
+            cycle: None,
+            waiting: None,
             deadline: None,
             epochs,
             since_check: std::cell::Cell::new(0),
@@ -1340,7 +1468,7 @@ mod serve_v0_2 {
             self.check_now()?;
             let (Some(pod), Some(snapshot)) = (self.pod.as_deref(), self.snapshot.as_deref()) else {
                 return Err(format_err!(
-                    "pod views are available only in Filter, PreScore and Score"
+                    "pod views are available only in Filter, PreScore, Score, PostFilter, Reserve and Permit"
                 ));
             };
             let selector = match parse_selector(selector) {
@@ -1705,10 +1833,154 @@ macro_rules! node_devices {
     };
 }
 
+/// Contract 0.7's `nodes.pods` and `nodes.cluster-pod-count`.
+macro_rules! node_pods {
+    () => {
+        fn cluster_pod_count(
+            &mut self,
+            _: Resource<NodesHandle>,
+            sel: PodSelector,
+        ) -> wasmtime::Result<Result<u32, String>> {
+            let view = match self.pod_view(&selector(sel))? {
+                Ok(v) => v,
+                Err(e) => return Ok(Err(e)),
+            };
+            let mut total: i64 = 0;
+            for (i, (id, shape)) in view.snapshot.shapes().enumerate() {
+                if i % SHAPES_PER_CHECK == SHAPES_PER_CHECK - 1 {
+                    self.check_now()?;
+                }
+                if view.selected[id as usize] {
+                    total += view.snapshot.positions(shape).map(|(_, c)| c).sum::<i64>();
+                }
+            }
+            Ok(Ok(saturate(total)))
+        }
+
+        fn pods(&mut self, _: Resource<NodesHandle>, i: u32) -> wasmtime::Result<Vec<cluster::PlacedPod>> {
+            self.check_now()?;
+            let n = self.node(i)?;
+            Ok(n.usage
+                .pod_infos
+                .iter()
+                .take(MAX_PLACED_PODS)
+                .map(|p| cluster::PlacedPod {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    uid: p.uid.clone(),
+                    priority: p.priority,
+                    labels: sorted_labels(&p.labels),
+                    requests: quantities(&p.requests.requests, |name, amount| Quantity { name, amount }),
+                    deleting: p.deleting,
+                })
+                .collect())
+        }
+    };
+}
+
+/// Pods `nodes.pods` lists per node at most.
+const MAX_PLACED_PODS: usize = 1000;
+
+/// Contract 0.7's `state` and `waiting`: what the host keeps for the
+/// plugin, and the pods held at Permit.
+mod serve_v0_7_state {
+    use super::v0_7::wasmsched::plugin::{state, waiting};
+    use super::*;
+
+    impl HostState {
+        fn store(&self) -> wasmtime::Result<&crate::state::PluginStore> {
+            self.store
+                .as_deref()
+                .ok_or_else(|| format_err!("the plugin's state is not available here"))
+        }
+
+        fn waiting_pods(&self) -> wasmtime::Result<&wasmsched_core::framework::WaitingPods> {
+            self.waiting
+                .as_deref()
+                .ok_or_else(|| format_err!("waiting pods are not available here"))
+        }
+    }
+
+    impl state::Host for HostState {
+        fn get(&mut self, key: String) -> wasmtime::Result<Option<Vec<u8>>> {
+            self.check()?;
+            Ok(self.store()?.get(&key))
+        }
+
+        fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), String>> {
+            self.check()?;
+            Ok(self.store()?.set(&key, value))
+        }
+
+        fn remove(&mut self, key: String) -> wasmtime::Result<bool> {
+            self.check()?;
+            Ok(self.store()?.remove(&key))
+        }
+
+        fn keys(&mut self, prefix: String) -> wasmtime::Result<Vec<String>> {
+            self.check_now()?;
+            Ok(self.store()?.keys(&prefix))
+        }
+
+        fn add(&mut self, key: String, delta: i64) -> wasmtime::Result<Result<i64, String>> {
+            self.check()?;
+            Ok(self.store()?.add(&key, delta))
+        }
+
+        fn cycle_get(&mut self, key: String) -> wasmtime::Result<Option<Vec<u8>>> {
+            self.check()?;
+            Ok(self.cycle.as_ref().and_then(|d| d.get(&self.plugin, &key)))
+        }
+
+        fn cycle_set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<Result<(), String>> {
+            self.check()?;
+            Ok(match &self.cycle {
+                Some(d) => d.set(&self.plugin, &key, value),
+                None => Err("no pod's cycle is in progress".into()),
+            })
+        }
+    }
+
+    impl waiting::Host for HostState {
+        fn pods(&mut self) -> wasmtime::Result<Vec<waiting::WaitingPod>> {
+            self.check_now()?;
+            let now = std::time::Instant::now();
+            Ok(self
+                .waiting_pods()?
+                .list(now)
+                .into_iter()
+                .map(|w| waiting::WaitingPod {
+                    namespace: w.pod.namespace.clone(),
+                    name: w.pod.name.clone(),
+                    uid: w.pod.uid.clone(),
+                    node: w.node,
+                    labels: sorted_labels(&w.pod.labels),
+                    plugins: w.plugins,
+                    waited_ms: u64::try_from(w.waited.as_millis()).unwrap_or(u64::MAX),
+                })
+                .collect())
+        }
+
+        fn allow(&mut self, uid: String) -> wasmtime::Result<bool> {
+            self.check()?;
+            let plugin = self.plugin.clone();
+            Ok(self.waiting_pods()?.allow(&uid, &plugin))
+        }
+
+        fn reject(&mut self, uid: String, reason: String) -> wasmtime::Result<bool> {
+            self.check()?;
+            let plugin = self.plugin.clone();
+            let reason = crate::text::guest_text(&reason, wasmsched_core::framework::MAX_MESSAGE_BYTES);
+            Ok(self.waiting_pods()?.reject(&uid, &plugin, &reason))
+        }
+    }
+}
+
 serve_metrics_minor!(serve_v0_3, v0_3);
 serve_metrics_minor!(serve_v0_4, v0_4);
 serve_metrics_minor!(serve_v0_5, v0_5, nodes: packed_columns);
 serve_metrics_minor!(serve_v0_6, v0_6, pod: pod_devices, nodes: packed_columns, nodes: node_devices);
+serve_metrics_minor!(serve_v0_7, v0_7, pod: pod_devices, nodes: packed_columns, nodes: node_devices, nodes: node_pods);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,7 @@
 //! The wasmtime host for wasmsched plugins.
 //!
 //! A plugin is a WebAssembly component built against `wit/plugin.wit`
-//! (`wasmsched:plugin@0.6.0`; components built against 0.1.0 to 0.5.0 keep
+//! (`wasmsched:plugin@0.7.0`; components built against 0.1.0 to 0.6.0 keep
 //! loading).
 //! This crate compiles it once (and keeps the compiled artifact on disk; a
 //! big one serves first on baseline code while the optimised code compiles),
@@ -24,7 +24,9 @@ mod engine;
 mod host;
 pub mod limits;
 mod plugin;
+mod post_filter;
 pub mod shape;
+pub mod state;
 pub mod text;
 
 pub use dir::{
@@ -35,7 +37,8 @@ pub use engine::{
     COMPILE_REFUSED, Compiler, EPOCH_TICK, Tier, WasmEngine, cap_memory, compile_to_artifact, lower_priority,
 };
 pub use host::exports::wasmsched::plugin::plugin::{
-    Code as GuestCode, PluginMetadata, Points as GuestPoints, Rejection, Status as GuestStatus,
+    Code as GuestCode, NodeStatus as GuestNodeStatus, PermitVerdict as GuestPermitVerdict, PluginMetadata,
+    Points as GuestPoints, PostFilterResult as GuestPostFilterResult, Rejection, Status as GuestStatus,
 };
 pub use host::unix_ms;
 pub use plugin::{

@@ -224,6 +224,14 @@ impl Limiter {
         self.grant(bytes)
     }
 
+    /// Gives back `bytes` drawn with [`Limiter::reserve_fixed`].
+    pub fn give_back(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.reserved);
+        self.share.release(bytes);
+        self.budget.release(bytes);
+        self.reserved -= bytes;
+    }
+
     fn refuse(&mut self, e: LimitExceeded) -> wasmtime::Result<bool> {
         self.exceeded = Some(e.clone());
         Err(e.into())

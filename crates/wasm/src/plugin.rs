@@ -278,6 +278,10 @@ pub struct Loaded {
     /// Its Score last returned packed scores (contract 0.5): NormalizeScore
     /// gets them packed too.
     packed_scores: std::sync::atomic::AtomicBool,
+    /// It keeps the store of the version it replaces (contract 0.7).
+    pub keep_state: bool,
+    /// The plugin's store, which its slot hands every version.
+    store: std::sync::OnceLock<Arc<crate::state::PluginStore>>,
 }
 
 impl std::fmt::Debug for Loaded {
@@ -325,6 +329,10 @@ pub struct CycleView<'a> {
     pub storage: Option<&'a Arc<wasmsched_core::storage::Storage>>,
     /// DynamicResources' allocations by node, this cycle.
     pub allocations: Option<wasmsched_core::plugins::dynamic_resources::NodeAllocations>,
+    /// What plugins keep for the pod's cycle (contract 0.7's `cycle-get`).
+    pub data: Option<&'a Arc<wasmsched_core::framework::PluginData>>,
+    /// The pods waiting at Permit.
+    pub waiting: Option<&'a Arc<wasmsched_core::framework::WaitingPods>>,
 }
 
 impl<'a> CycleView<'a> {
@@ -335,6 +343,8 @@ impl<'a> CycleView<'a> {
             snapshot,
             storage: snapshot.map(|s| &s.storage),
             allocations: wasmsched_core::plugins::dynamic_resources::allocations(state),
+            data: Some(state.plugin_data()),
+            waiting: state.waiting(),
         }
     }
 
@@ -343,7 +353,7 @@ impl<'a> CycleView<'a> {
         Self {
             snapshot,
             storage: snapshot.map(|s| &s.storage),
-            allocations: None,
+            ..Self::default()
         }
     }
 }
@@ -556,6 +566,8 @@ impl Loaded {
             refilling: Default::default(),
             metric_sources: None,
             packed_scores: std::sync::atomic::AtomicBool::new(false),
+            keep_state: meta.keep_state,
+            store: std::sync::OnceLock::new(),
         };
         let within = loaded.limits.load_deadline();
         let mut inst = loaded.fresh(within).map_err(|e| match e {
@@ -730,6 +742,11 @@ impl Loaded {
             (guest::Points::PRE_SCORE, "PreScore"),
             (guest::Points::SCORE, "Score"),
             (guest::Points::NORMALIZE_SCORE, "NormalizeScore"),
+            (guest::Points::POST_FILTER, "PostFilter"),
+            (guest::Points::RESERVE, "Reserve"),
+            (guest::Points::PERMIT, "Permit"),
+            (guest::Points::PRE_BIND, "PreBind"),
+            (guest::Points::POST_BIND, "PostBind"),
         ]
         .into_iter()
         .filter(|(p, _)| self.points.contains(*p))
@@ -790,6 +807,9 @@ impl Loaded {
             data.snapshot = view.snapshot.cloned();
             data.storage = view.storage.cloned();
             data.allocations = view.allocations.clone();
+            data.cycle = view.data.cloned();
+            data.waiting = view.waiting.cloned();
+            data.store = self.store.get().cloned();
         }
         if !made_now {
             set_deadline(&mut inst.store, self.limits.timeout);
@@ -802,6 +822,8 @@ impl Loaded {
         data.snapshot = None;
         data.storage = None;
         data.allocations = None;
+        data.cycle = None;
+        data.waiting = None;
         // A call that ended past its deadline without entering the guest
         // again (a host function's work) failed all the same.
         let result = match result {
@@ -983,6 +1005,76 @@ impl Loaded {
     }
 }
 
+impl Loaded {
+    /// Hands the version its plugin's store.
+    pub fn use_store(&self, store: Arc<crate::state::PluginStore>) {
+        store.charge_to(crate::limits::Limiter::new(
+            usize::MAX,
+            self.compiled.budget.clone(),
+            self.stats.share.clone(),
+        ));
+        let _ = self.store.set(store);
+    }
+
+    /// PostFilter (0.7): `nodes` and `statuses` in the same order.
+    pub fn post_filter_in(
+        &self,
+        pod: &PodInfo,
+        nodes: &[&Arc<NodeInfo>],
+        statuses: &[guest::NodeStatus],
+        view: &CycleView<'_>,
+    ) -> Result<guest::PostFilterResult, CallError> {
+        self.call(pod, nodes, view, |g, s| g.post_filter(s, statuses))
+    }
+
+    /// Reserve (0.7), with the chosen node as a batch of one.
+    pub fn reserve_in(
+        &self,
+        pod: &PodInfo,
+        node: &Arc<NodeInfo>,
+        view: &CycleView<'_>,
+    ) -> Result<guest::Status, CallError> {
+        self.call(pod, &[node], view, |g, s| g.reserve(s))
+    }
+
+    /// Unreserve (0.7).
+    pub fn unreserve_in(&self, pod: &PodInfo, node: &str, view: &CycleView<'_>) -> Result<(), CallError> {
+        self.call(pod, &[], view, |g, s| g.unreserve(s, node))
+    }
+
+    /// Permit (0.7), with the chosen node as a batch of one.
+    pub fn permit_in(
+        &self,
+        pod: &PodInfo,
+        node: &Arc<NodeInfo>,
+        view: &CycleView<'_>,
+    ) -> Result<guest::PermitVerdict, CallError> {
+        self.call(pod, &[node], view, |g, s| g.permit(s))
+    }
+
+    /// PreBind (0.7).
+    pub fn pre_bind_in(&self, pod: &PodInfo, node: &str, view: &CycleView<'_>) -> Result<guest::Status, CallError> {
+        self.call(pod, &[], view, |g, s| g.pre_bind(s, node))
+    }
+
+    /// PostBind (0.7).
+    pub fn post_bind_in(&self, pod: &PodInfo, node: &str, view: &CycleView<'_>) -> Result<(), CallError> {
+        self.call(pod, &[], view, |g, s| g.post_bind(s, node))
+    }
+}
+
+/// The points of contract 0.7 and the framework's.
+const POINTS_0_7: [(guest::Points, Points); 5] = [
+    (guest::Points::POST_FILTER, Points::POST_FILTER),
+    (guest::Points::RESERVE, Points::RESERVE),
+    (guest::Points::PERMIT, Points::PERMIT),
+    (guest::Points::PRE_BIND, Points::PRE_BIND),
+    (guest::Points::POST_BIND, Points::POST_BIND),
+];
+
+/// Nodes PostFilter is shown at most.
+pub const MAX_POST_FILTER_NODES: usize = 1000;
+
 /// A plugin as the framework sees it: a stable name whose current version
 /// is swapped when the file changes. Calls in flight keep the version they
 /// started with.
@@ -998,6 +1090,9 @@ pub struct PluginSlot {
     /// When a failed call was last logged, and failures not logged since.
     warned: Mutex<Option<std::time::Instant>>,
     unlogged: AtomicU64,
+    /// What the host keeps for the plugin (contract 0.7's `state`), across
+    /// its versions.
+    store: Arc<crate::state::PluginStore>,
 }
 
 /// At most one failed call of a plugin is logged per this interval.
@@ -1012,7 +1107,7 @@ impl std::fmt::Debug for PluginSlot {
     }
 }
 
-fn status_of(s: guest::Status) -> Status {
+pub(crate) fn status_of(s: guest::Status) -> Status {
     let s = guest::Status {
         code: s.code,
         reason: truncate_reason(s.reason),
@@ -1049,6 +1144,15 @@ impl PluginSlot {
             }
             None => points = points.with(Points::FILTER).with(Points::SCORE),
         }
+        for (g, p) in POINTS_0_7 {
+            if initial.as_ref().is_none_or(|l| l.implements(g)) {
+                points = points.with(p);
+            }
+        }
+        let store = Arc::new(crate::state::PluginStore::new(limits.memory_bytes / 4));
+        if let Some(l) = &initial {
+            l.use_store(store.clone());
+        }
         Self {
             name,
             args,
@@ -1059,6 +1163,7 @@ impl PluginSlot {
             stats,
             warned: Mutex::new(None),
             unlogged: AtomicU64::new(0),
+            store,
         }
     }
 
@@ -1095,7 +1200,25 @@ impl PluginSlot {
     }
 
     pub(crate) fn swap(&self, new: Option<Arc<Loaded>>) -> Option<Arc<Loaded>> {
+        if let Some(n) = &new {
+            // A new version starts with the store empty unless it keeps it.
+            let replaces = self.current().is_some_and(|c| !Arc::ptr_eq(&c, n));
+            if replaces && !n.keep_state {
+                self.store.clear();
+            }
+            n.use_store(self.store.clone());
+        }
         std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), new)
+    }
+
+    /// The plugin's store.
+    pub fn store(&self) -> &Arc<crate::state::PluginStore> {
+        &self.store
+    }
+
+    /// The version serving, if it implements `point` (contract 0.7).
+    fn serving_at(&self, point: guest::Points) -> Option<Arc<Loaded>> {
+        self.serving().filter(|v| v.implements(point))
     }
 
     /// Counters.
@@ -1183,13 +1306,18 @@ impl Plugin for PluginSlot {
                 _ => Status::new(Code::Skip, []),
             };
         };
-        if !v.implements(guest::Points::FILTER) {
-            return Status::new(Code::Skip, []);
-        }
+        let filters = v.implements(guest::Points::FILTER);
         if !v.implements(guest::Points::PRE_FILTER) {
-            return Status::success();
+            return if filters {
+                Status::success()
+            } else {
+                Status::new(Code::Skip, [])
+            };
         }
         match v.pre_filter_in(pod, &CycleView::of(state)) {
+            // A plugin without Filter (one for Reserve or Permit) runs its
+            // PreFilter all the same; its Filter is skipped.
+            Ok(s) if !filters && s.code == guest::Code::Success => Status::new(Code::Skip, []),
             Ok(s) => status_of(s),
             Err(e) => {
                 self.failed(pod, "PreFilter", &e);
@@ -1368,6 +1496,143 @@ impl Plugin for PluginSlot {
                     FailurePolicy::Ignore => Status::success(),
                 }
             }
+        }
+    }
+
+    fn post_filter(
+        &self,
+        ctx: &mut wasmsched_core::framework::PostFilterContext<'_>,
+        pod: &PodInfo,
+        diagnosis: &wasmsched_core::framework::Diagnosis,
+    ) -> wasmsched_core::framework::PostFilterResult {
+        use wasmsched_core::framework::PostFilterResult;
+        let none = |st| PostFilterResult::none(st);
+        let Some(v) = self.serving_at(guest::Points::POST_FILTER) else {
+            return none(Status::new(Code::Unschedulable, []));
+        };
+        let snapshot = ctx.snapshot;
+        let mut nodes = Vec::new();
+        let mut statuses = Vec::new();
+        for (name, st) in diagnosis.node_statuses.iter().take(MAX_POST_FILTER_NODES) {
+            let Some(n) = snapshot.node(name) else { continue };
+            nodes.push(n);
+            statuses.push(guest::NodeStatus {
+                node: name.clone(),
+                code: match st.code() {
+                    Code::UnschedulableAndUnresolvable => guest::Code::UnschedulableAndUnresolvable,
+                    _ => guest::Code::Unschedulable,
+                },
+                reason: st.message(),
+                plugin: st.plugin().unwrap_or_default().to_owned(),
+            });
+        }
+        let refs: Vec<&Arc<NodeInfo>> = nodes.clone();
+        let view = CycleView {
+            data: Some(ctx.state.plugin_data()),
+            waiting: ctx.state.waiting(),
+            ..CycleView::snapshot(Some(snapshot))
+        };
+        match v.post_filter_in(pod, &refs, &statuses, &view) {
+            Ok(r) => crate::post_filter::result(&self.name, pod, snapshot, r),
+            Err(e) => {
+                self.failed(pod, "PostFilter", &e);
+                match self.limits.failure_policy {
+                    FailurePolicy::Fail => none(Status::error(self.reason(&e))),
+                    FailurePolicy::Ignore => none(Status::new(Code::Unschedulable, [])),
+                }
+            }
+        }
+    }
+
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let Some(v) = self.serving_at(guest::Points::RESERVE) else {
+            return Status::success();
+        };
+        let Some(n) = state.snapshot().and_then(|s| s.node(node)).map(Arc::clone) else {
+            return Status::error(format!("node {node} is not in the cycle's snapshot"));
+        };
+        match v.reserve_in(pod, &n, &CycleView::of(state)) {
+            Ok(s) if s.code == guest::Code::Skip => Status::success(),
+            Ok(s) => status_of(s),
+            Err(e) => {
+                self.failed(pod, "Reserve", &e);
+                match self.limits.failure_policy {
+                    FailurePolicy::Fail => Status::error(self.reason(&e)),
+                    FailurePolicy::Ignore => Status::success(),
+                }
+            }
+        }
+    }
+
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node: &str) {
+        let Some(v) = self.serving_at(guest::Points::RESERVE) else {
+            return;
+        };
+        let view = CycleView {
+            data: Some(state.plugin_data()),
+            waiting: state.waiting(),
+            ..CycleView::default()
+        };
+        if let Err(e) = v.unreserve_in(pod, node, &view) {
+            self.failed(pod, "Unreserve", &e);
+        }
+    }
+
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node: &str) -> wasmsched_core::framework::Permit {
+        use wasmsched_core::framework::Permit;
+        let Some(v) = self.serving_at(guest::Points::PERMIT) else {
+            return Permit::Allow;
+        };
+        let Some(n) = state.snapshot().and_then(|s| s.node(node)).map(Arc::clone) else {
+            return Permit::Reject(Status::error(format!("node {node} is not in the cycle's snapshot")));
+        };
+        match v.permit_in(pod, &n, &CycleView::of(state)) {
+            Ok(guest::PermitVerdict::Allow) => Permit::Allow,
+            Ok(guest::PermitVerdict::Reject(why)) => Permit::Reject(Status::unschedulable(truncate_reason(why))),
+            Ok(guest::PermitVerdict::Wait(ms)) => Permit::Wait(std::time::Duration::from_millis(u64::from(ms))),
+            Err(e) => {
+                self.failed(pod, "Permit", &e);
+                match self.limits.failure_policy {
+                    FailurePolicy::Fail => Permit::Reject(Status::error(self.reason(&e))),
+                    FailurePolicy::Ignore => Permit::Allow,
+                }
+            }
+        }
+    }
+
+    fn pre_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) -> Status {
+        let Some(v) = self.serving_at(guest::Points::PRE_BIND) else {
+            return Status::success();
+        };
+        let view = CycleView {
+            data: Some(state.plugin_data()),
+            waiting: state.waiting(),
+            ..CycleView::default()
+        };
+        match v.pre_bind_in(pod, node, &view) {
+            Ok(s) if s.code == guest::Code::Success || s.code == guest::Code::Skip => Status::success(),
+            Ok(s) => Status::error(truncate_reason(s.reason)),
+            Err(e) => {
+                self.failed(pod, "PreBind", &e);
+                match self.limits.failure_policy {
+                    FailurePolicy::Fail => Status::error(self.reason(&e)),
+                    FailurePolicy::Ignore => Status::success(),
+                }
+            }
+        }
+    }
+
+    fn post_bind(&self, state: &CycleState, pod: &PodInfo, node: &str) {
+        let Some(v) = self.serving_at(guest::Points::POST_BIND) else {
+            return;
+        };
+        let view = CycleView {
+            data: Some(state.plugin_data()),
+            waiting: state.waiting(),
+            ..CycleView::default()
+        };
+        if let Err(e) = v.post_bind_in(pod, node, &view) {
+            self.failed(pod, "PostBind", &e);
         }
     }
 }

@@ -15,13 +15,25 @@ export declare const Code: {
   readonly UNSCHEDULABLE_AND_UNRESOLVABLE: "unschedulable-and-unresolvable";
   readonly SKIP: "skip";
 };
-export type Point = "preFilter" | "filter" | "preScore" | "score" | "normalizeScore";
+export type Point =
+  | "preFilter" | "filter" | "preScore" | "score" | "normalizeScore"
+  | "postFilter" | "reserve" | "permit" | "preBind" | "postBind";
 export declare const Points: {
   readonly PRE_FILTER: "preFilter";
   readonly FILTER: "filter";
   readonly PRE_SCORE: "preScore";
   readonly SCORE: "score";
   readonly NORMALIZE_SCORE: "normalizeScore";
+  /** Contract 0.7. */
+  readonly POST_FILTER: "postFilter";
+  /** Reserve and Unreserve (contract 0.7). */
+  readonly RESERVE: "reserve";
+  /** Contract 0.7. */
+  readonly PERMIT: "permit";
+  /** Contract 0.7. */
+  readonly PRE_BIND: "preBind";
+  /** Contract 0.7. */
+  readonly POST_BIND: "postBind";
 };
 
 export type EventResource = "node" | "pod" | "namespace" | "resource-claim" | "resource-slice" | "device-class";
@@ -142,6 +154,67 @@ export interface PodClaim {
   /** `status.reservedFor`, as `namespace/name`. */
   reservedFor: string[];
 }
+/** A pod bound or assumed on a node (`nodes.pods(i)`, contract 0.7). */
+export interface PlacedPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** `spec.priority` (0 when unset). */
+  priority: number;
+  /** Its labels, sorted by key. */
+  labels: [string, string][];
+  /** Its effective requests (non-zero), as `pod.requests()`. */
+  requests: Quantity[];
+  /** Being deleted (`metadata.deletionTimestamp` set). */
+  deleting: boolean;
+}
+/** What Filter found on one node, for `postFilter` (contract 0.7). */
+export interface NodeStatus {
+  node: string;
+  /** `unschedulable` or `unschedulable-and-unresolvable`. */
+  code: Code;
+  reason: string;
+  /** The plugin that rejected the node. */
+  plugin: string;
+}
+/** What `postFilter` returns (contract 0.7). `code` defaults to `success`
+ * (the plugin made room: the PostFilter plugins after it do not run) when
+ * a node is nominated, to `unschedulable` otherwise (the reason joins the
+ * pod's failure message). */
+export interface PostFilterResult {
+  code?: Code;
+  reason?: string;
+  /** The node the pod is nominated to: the scheduler holds its room there
+   * for the pod (`status.nominatedNodeName`). */
+  nominatedNode?: string;
+  /** Pods to evict from the nominated node to make that room, as
+   * `namespace/name`. The host evicts them as preemption does, and only if
+   * every one is bound to that node, of lower priority than the pod, not
+   * being deleted already, and not protected by a PodDisruptionBudget that
+   * allows no disruption; otherwise it evicts none and the attempt fails. */
+  victims?: Iterable<string>;
+}
+/** What `permit` returns (contract 0.7): nothing or `{ allow: true }` binds
+ * the pod (once every other Permit plugin allows it too); `{ reject }` does
+ * not (its Reserve is undone and it is retried later); `{ waitMs }` holds
+ * it, with its node's resources, for at most that many milliseconds (at
+ * most 15 minutes) until the plugin allows or rejects it through `waiting`
+ * (at the deadline it is rejected). */
+export type PermitVerdict = { allow: true } | { reject: string } | { waitMs: number };
+/** A pod waiting at Permit (`waiting.pods()`, contract 0.7). */
+export interface WaitingPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** The node it is assumed on. */
+  node: string;
+  /** Its labels, sorted by key. */
+  labels: [string, string][];
+  /** The plugins it still waits for. */
+  plugins: string[];
+  /** u64: how long it has waited, in milliseconds. */
+  waitedMs: number;
+}
 /** `key operator values`: operator `In`, `NotIn` (values: at least one),
  * `Exists` or `DoesNotExist` (no values). */
 export interface LabelRequirement { key: string; operator: string; values?: string[] }
@@ -234,6 +307,9 @@ export interface Nodes {
   /** Every domain of `topologyKey` in the cluster with its selected pods
    * (0 included), sorted by value. */
   domains(topologyKey: string, selector?: PodSelector): [string, number][];
+  /** The selected pods in the whole cluster, on every node, not only the
+   * batch's (contract 0.7): a gang's placed members, in one call. */
+  clusterPodCount(selector?: PodSelector): number;
   /** Live metrics, one host call: per node of the batch, the latest value
    * of the metric source named `source`; none when the source has no value
    * for the node or only a stale one. Throws a PluginError when no source
@@ -253,6 +329,10 @@ export interface Nodes {
    * and capacity (from `devices(index)`), in allocation order; none when
    * `allocation` is none. */
   allocatedDevices(index: number): Opt<Device[]>;
+  /** The pods bound or assumed on node `index`, in no particular order; at
+   * most 1000 (contract 0.7: what a custom preemption picks its victims
+   * from). */
+  pods(index: number): PlacedPod[];
 }
 
 /** A plugin: these keys and no others (an object literal with a misspelt
@@ -265,6 +345,9 @@ export interface PluginDefinition {
   /** The cluster changes after which a pod the plugin rejected may fit;
    * not set: every change. */
   events?: ClusterEvent[];
+  /** Keep the plugin's store (`state`) when this version replaces another
+   * of the same name (contract 0.7); not set: it starts empty. */
+  keepState?: boolean;
   configure?(args: any): void;
   /** The metric sources (`metrics.sources[].name`) the plugin reads with
    * `nodes.metrics`, as `configure` set it up; called once after it, and
@@ -275,6 +358,24 @@ export interface PluginDefinition {
   preScore?(pod: Pod, nodes: Nodes): Status | Code | void;
   score?(pod: Pod, nodes: Nodes): Iterable<number>;
   normalizeScore?(pod: Pod, scores: number[]): Iterable<number>;
+  /** The pod fits on no node (contract 0.7): `statuses` says why on each
+   * node Filter rejected, `nodes` holds those nodes in the same order.
+   * Nothing: no room made. */
+  postFilter?(pod: Pod, nodes: Nodes, statuses: NodeStatus[]): PostFilterResult | Code | void;
+  /** The pod was placed on the one node of `nodes`, its resources about to
+   * be held for it (contract 0.7). Anything but success fails the attempt
+   * and undoes every Reserve made. */
+  reserve?(pod: Pod, nodes: Nodes): Status | Code | void;
+  /** Undo `reserve` for the pod on `node`: at most once per Reserve; it
+   * cannot fail (what it throws is logged). */
+  unreserve?(pod: Pod, node: string): void;
+  /** After Reserve, whether the pod may be bound (contract 0.7). */
+  permit?(pod: Pod, nodes: Nodes): PermitVerdict | void;
+  /** Before the binding is written (contract 0.7); anything but success
+   * fails the binding: the pod is unreserved and retried. */
+  preBind?(pod: Pod, node: string): Status | Code | void;
+  /** The pod is bound to `node` (contract 0.7; what it throws is logged). */
+  postBind?(pod: Pod, node: string): void;
   [own: `_${string}`]: any;
 }
 
@@ -289,5 +390,52 @@ export declare function deviceCapacity(device: Device, name: string): Opt<Device
 /** Whether an allocated device is `device` (same driver, pool and name). */
 export declare function isDevice(chosen: AllocatedDevice, device: Device): boolean;
 export declare class PluginError extends Error {}
+/** State the host keeps for the plugin (contract 0.7). A plugin's instances
+ * are pooled and may run concurrently, so what must outlive a call lives
+ * here. Values are bytes; `set` and `cycleSet` also take a string (as
+ * UTF-8). A write the host refuses (past a bound) throws a PluginError. */
+export declare const state: {
+  /** The plugin's store, shared by every instance and kept across calls
+   * and pods: the value under `key`, or none. */
+  get(key: string): Opt<Uint8Array>;
+  set(key: string, value: Uint8Array | string | number[]): void;
+  /** Whether `key` was there. */
+  remove(key: string): boolean;
+  /** The keys that start with `prefix`, sorted (at most 10 000). */
+  keys(prefix?: string): string[];
+  /** Adds `delta` to the counter under `key` (8 bytes little-endian; none
+   * counts as 0) in one step however many instances call it at once, and
+   * returns its new value. */
+  add(key: string, delta: number | bigint): bigint;
+  /** The counter under `key`: 0n when none; throws when not 8 bytes. */
+  counter(key: string): bigint;
+  /** The value under `key` as UTF-8 text, or none. */
+  getText(key: string): Opt<string>;
+  /** The value under `key` parsed as JSON, or none. */
+  getJson(key: string): any;
+  /** Stores `value` as JSON under `key`. */
+  setJson(key: string, value: unknown): void;
+  /** The pod's cycle state, from PreFilter to PostBind (or Unreserve) of
+   * one attempt: the value under `key`, or none. */
+  cycleGet(key: string): Opt<Uint8Array>;
+  /** Throws outside a pod's cycle (in `configure`, `metricSources`). */
+  cycleSet(key: string, value: Uint8Array | string | number[]): void;
+};
+/** The pods waiting at Permit, of every profile (contract 0.7). */
+export declare const waiting: {
+  /** Longest waiting first. */
+  pods(): WaitingPod[];
+  /** Allows the pod of `uid` for this plugin; false when it does not wait
+   * for this plugin (a plugin releases only the pods it holds). */
+  allow(uid: string): boolean;
+  /** Rejects the pod of `uid`, which this plugin holds: it is not bound,
+   * its Reserve is undone, and it is retried later. False when it does not
+   * wait for this plugin. */
+  reject(uid: string, reason: string): boolean;
+};
+/** `v` as a counter is stored: 8 bytes, little-endian. */
+export declare function int64Bytes(v: number | bigint): Uint8Array;
+/** The value of 8 little-endian bytes; none when not 8 bytes. */
+export declare function bytesInt64(b: Opt<Uint8Array>): Opt<bigint>;
 type Level = "trace" | "debug" | "info" | "warn" | "error";
 export declare const log: ((level: Level, message: string) => void) & { [L in Level]: (message: string) => void };

@@ -9,17 +9,24 @@
 //   });
 //
 // The points a plugin implements are the functions it defines (preFilter,
-// filter, preScore, score, normalizeScore) unless `points` lists them;
+// filter, postFilter, preScore, score, normalizeScore, reserve with
+// unreserve, permit, preBind, postBind) unless `points` lists them;
 // `events` lists the cluster changes a pod it rejected waits for (default:
-// every change). `configure(args)` receives the args as parsed JSON;
+// every change); `keepState: true` keeps the plugin's store when a new
+// version replaces it. `configure(args)` receives the args as parsed JSON;
 // `metricSources()` then names the metric sources the plugin reads with
 // `nodes.metrics` (default: none). Throwing (a PluginError, an Error or a
 // string) returns an error to the host. `pod` and `nodes` are the contract's
 // handles, with the WIT accessors in camelCase (see README.md and
-// wasmsched.d.ts); the pod views take a plain-object selector. The SDK
-// builds against contract 0.6 (wit/plugin.wit).
+// wasmsched.d.ts); the pod views take a plain-object selector. `state` is
+// the plugin's store and the pod's cycle state, kept by the host; `waiting`
+// the pods waiting at Permit. The SDK builds against contract 0.7
+// (wit/plugin.wit).
 
-import { log as hostLog } from "wasmsched:plugin/host@0.6.0";
+import { log as hostLog } from "wasmsched:plugin/host@0.7.0";
+// Namespace imports: a module that names no function of them still links.
+import * as hostState from "wasmsched:plugin/state@0.7.0";
+import * as hostWaiting from "wasmsched:plugin/waiting@0.7.0";
 
 /** kube-scheduler's status codes. */
 export const Code = Object.freeze({
@@ -36,6 +43,13 @@ export const Points = Object.freeze({
   PRE_SCORE: "preScore",
   SCORE: "score",
   NORMALIZE_SCORE: "normalizeScore",
+  // Since contract 0.7.
+  POST_FILTER: "postFilter",
+  /** Reserve and Unreserve. */
+  RESERVE: "reserve",
+  PERMIT: "permit",
+  PRE_BIND: "preBind",
+  POST_BIND: "postBind",
 });
 
 /** The kinds of object, as `events[].resource` takes them. */
@@ -64,9 +78,9 @@ export const EventActions = Object.freeze({
   UPDATE_POD_TOLERATION: "updatePodToleration",
 });
 
-const POINTS = ["preFilter", "filter", "preScore", "score", "normalizeScore"];
+const POINTS = Object.values(Points);
 // The keys of a definition; the plugin's own state and helpers start with _.
-const KEYS = ["name", "version", "points", "events", "configure", "metricSources", ...POINTS];
+const KEYS = ["name", "version", "points", "events", "keepState", "configure", "metricSources", ...POINTS, "unreserve"];
 const CODES = new Set(Object.values(Code));
 const RESOURCES = Object.values(EventResource);
 const ACTIONS = Object.values(EventActions);
@@ -125,6 +139,174 @@ function status(v) {
   return { code: v.code ?? "success", reason: v.reason ?? "" };
 }
 
+// What postFilter returns, as the contract's post-filter-result: nothing
+// (no room made: unschedulable), a Code, or { code, reason, nominatedNode,
+// victims }, whose code is success when a node is nominated, unschedulable
+// otherwise.
+function postFilterResult(v) {
+  if (v === undefined || v === null) return { status: { code: "unschedulable", reason: "" }, nominatedNode: NONE, victims: [] };
+  if (typeof v === "string") return { status: status(v), nominatedNode: NONE, victims: [] };
+  const nominated = v.nominatedNode ?? NONE;
+  if (nominated !== NONE && typeof nominated !== "string") throw new PluginError("postFilter: nominatedNode must be a node name");
+  const victims = Array.from(v.victims ?? [], String);
+  return {
+    status: status({ code: v.code ?? (nominated == null ? "unschedulable" : "success"), reason: v.reason }),
+    nominatedNode: nominated,
+    victims,
+  };
+}
+
+// What permit returns, as the contract's permit-verdict: nothing or
+// { allow: true } (allow), { reject: "why" }, or { waitMs: n }.
+function permitVerdict(v) {
+  if (v === undefined || v === null || v === true || v.allow === true) return { tag: "allow" };
+  if (typeof v.reject === "string") return { tag: "reject", val: v.reject };
+  if (v.waitMs !== undefined) {
+    const ms = Number(v.waitMs);
+    if (!Number.isInteger(ms) || ms < 0 || ms > 0xffffffff) throw new PluginError(`permit: waitMs must be a whole number of milliseconds, not ${v.waitMs}`);
+    return { tag: "wait", val: ms };
+  }
+  throw new PluginError(`permit: return nothing, { allow: true }, { reject: "reason" } or { waitMs: n }, not ${safeJson(v)}`);
+}
+
+// The points without a result (unreserve, postBind) must not fail: an
+// error is logged.
+function quietly(point, f) {
+  try {
+    f();
+  } catch (e) {
+    hostLog("error", `${point}: ${message(e)}`);
+  }
+}
+
+// State the host keeps for the plugin (contract 0.7): instances are pooled
+// and may run concurrently, so what must outlive a call lives there.
+function hostCall(fn, key, f) {
+  try {
+    return f();
+  } catch (e) {
+    // An err result comes as an error whose payload is the host's message.
+    if (e != null && typeof e.payload === "string") throw new PluginError(`state.${fn}(${JSON.stringify(key)}): ${e.payload}`);
+    throw e;
+  }
+}
+function bytes(value) {
+  if (value instanceof Uint8Array) return value;
+  if (typeof value === "string") return utf8(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (Array.isArray(value)) return Uint8Array.from(value);
+  throw new PluginError(`state: a value is bytes (a Uint8Array) or a string, not ${typeof value}`);
+}
+// UTF-8 without TextEncoder/TextDecoder, which an engine may lack.
+function utf8(s) {
+  const out = [];
+  for (const ch of s) {
+    const c = ch.codePointAt(0);
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    else out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+  }
+  return Uint8Array.from(out);
+}
+function text(b) {
+  let s = "";
+  for (let i = 0; i < b.length; ) {
+    const c = b[i++];
+    let cp = c;
+    if (c >= 0xf0) cp = ((c & 7) << 18) | ((b[i++] & 63) << 12) | ((b[i++] & 63) << 6) | (b[i++] & 63);
+    else if (c >= 0xe0) cp = ((c & 15) << 12) | ((b[i++] & 63) << 6) | (b[i++] & 63);
+    else if (c >= 0xc0) cp = ((c & 31) << 6) | (b[i++] & 63);
+    s += String.fromCodePoint(cp);
+  }
+  return s;
+}
+function asBytes(v) {
+  return v == null ? NONE : v instanceof Uint8Array ? v : Uint8Array.from(v);
+}
+
+/** A counter's value as `state.add` stores it: 8 bytes, little-endian. */
+export function int64Bytes(v) {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigInt64(0, BigInt(v), true);
+  return b;
+}
+/** The BigInt of 8 little-endian bytes (`int64Bytes`), or none when the
+ * value is not 8 bytes. */
+export function bytesInt64(b) {
+  if (b == null || b.length !== 8) return NONE;
+  const v = bytes(b);
+  return new DataView(v.buffer, v.byteOffset, 8).getBigInt64(0, true);
+}
+
+/**
+ * The plugin's store, shared by every instance of the plugin and kept
+ * across calls and pods (`get`, `set`, `remove`, `keys`, `add`, `counter`,
+ * and as text `getText`, `getJson`, `setJson`), and the pod's cycle state,
+ * from PreFilter to PostBind (`cycleGet`, `cycleSet`). Values are bytes (a
+ * Uint8Array; `set` takes a string as UTF-8). A write the host refuses (past
+ * a bound) throws a PluginError.
+ */
+export const state = Object.freeze({
+  /** The value under `key` (a Uint8Array), or none. */
+  get: (key) => asBytes(hostState.get(key)),
+  /** Stores `value` (bytes, or a string as UTF-8) under `key`. */
+  set: (key, value) => {
+    hostCall("set", key, () => hostState.set(key, bytes(value)));
+  },
+  /** Removes `key`; whether it was there. */
+  remove: (key) => hostState.remove(key),
+  /** The keys that start with `prefix`, sorted (at most 10 000). */
+  keys: (prefix = "") => Array.from(hostState.keys(prefix)),
+  /** Adds `delta` (a Number or a BigInt, an integer) to the counter under
+   * `key` (none counts as 0) in one step however many instances call it,
+   * and returns its new value, a BigInt. */
+  add: (key, delta) => BigInt(hostCall("add", key, () => hostState.add(key, BigInt(delta)))),
+  /** The counter under `key` (a BigInt): 0n when there is none; throws when
+   * the value there is not 8 bytes. */
+  counter: (key) => {
+    const v = hostState.get(key);
+    if (v == null) return 0n;
+    const n = bytesInt64(v);
+    if (n == null) throw new PluginError(`state.counter(${JSON.stringify(key)}): ${v.length} bytes, not a counter (8)`);
+    return n;
+  },
+  /** The value under `key` as UTF-8 text, or none. */
+  getText: (key) => {
+    const v = hostState.get(key);
+    return v == null ? NONE : text(v);
+  },
+  /** The value under `key` parsed as JSON, or none. */
+  getJson: (key) => {
+    const v = hostState.get(key);
+    return v == null ? NONE : JSON.parse(text(v));
+  },
+  /** Stores `value` as JSON under `key`. */
+  setJson: (key, value) => {
+    hostCall("set", key, () => hostState.set(key, utf8(JSON.stringify(value))));
+  },
+  /** The value the pod's cycle holds under `key`, or none. */
+  cycleGet: (key) => asBytes(hostState.cycleGet(key)),
+  /** Stores `value` under `key` for the rest of the pod's cycle (throws
+   * outside one: in `configure` or `metricSources`). */
+  cycleSet: (key, value) => {
+    hostCall("cycle-set", key, () => hostState.cycleSet(key, bytes(value)));
+  },
+});
+
+/**
+ * The pods waiting at Permit (contract 0.7): `pods()`, longest waiting
+ * first, as `{ namespace, name, uid, node, labels, plugins, waitedMs }`;
+ * `allow(uid)` and `reject(uid, reason)` release one this plugin holds
+ * (false when it does not wait for this plugin).
+ */
+export const waiting = Object.freeze({
+  pods: () => Array.from(hostWaiting.pods()),
+  allow: (uid) => hostWaiting.allow(uid),
+  reject: (uid, reason) => hostWaiting.reject(uid, String(reason)),
+});
+
 // s64 crosses as a BigInt (as a Number on a QuickJS runtime of
 // componentize-qjs 0.4); an absent option as null on QuickJS, as undefined
 // on StarlingMonkey.
@@ -160,8 +342,8 @@ function numbers(s) {
 }
 
 // The pod views take a plain-object selector (every field optional); they
-// and `metrics` return plain arrays and throw a PluginError with the host's
-// error. They replace the generated ones on the class of the `nodes` handle
+// and `metrics` return plain arrays (`clusterPodCount` a Number) and throw a
+// PluginError with the host's error. They replace the generated ones on the class of the `nodes` handle
 // when the first one comes in.
 function podSelector(s) {
   const labels = s?.matchLabels ?? {};
@@ -177,8 +359,11 @@ function podSelector(s) {
   };
 }
 function view(f) {
+  return Array.from(hostResult(f));
+}
+function hostResult(f) {
   try {
-    return Array.from(f());
+    return f();
   } catch (e) {
     // An err result comes as an error whose payload is the host's message.
     if (e != null && typeof e.payload === "string") throw new PluginError(e.payload);
@@ -218,7 +403,7 @@ let viewsReady = false;
 function withViews(nodes) {
   if (viewsReady) return nodes;
   const proto = Object.getPrototypeOf(nodes);
-  const { podCounts, domainCounts, domains, metrics } = proto;
+  const { podCounts, domainCounts, domains, clusterPodCount, metrics } = proto;
   // The devices DynamicResources allocated for the pod on node i (from
   // `allocation`), with their attributes and capacity (from `devices`), in
   // allocation order; none when `allocation` is none.
@@ -242,6 +427,9 @@ function withViews(nodes) {
   };
   proto.domains = function (topologyKey, selector) {
     return view(() => domains.call(this, topologyKey, podSelector(selector)));
+  };
+  proto.clusterPodCount = function (selector) {
+    return Number(hostResult(() => clusterPodCount.call(this, podSelector(selector))));
   };
   proto.metrics = function (source) {
     return view(() => metrics.call(this, source));
@@ -305,12 +493,19 @@ function clusterEvents(events) {
  * @param {string[]} [def.points]  default: the point functions defined
  * @param {{resource: string, actions: string[]}[]} [def.events]  default: every change
  * @param {(args: any) => void} [def.configure]  args parsed from JSON
+ * @param {boolean} [def.keepState]  keep the store when a new version replaces this one; default false
  * @param {() => string[]} [def.metricSources]  the metric sources read, called after configure; default none
  * @param {(pod) => Status|string|void} [def.preFilter]
  * @param {(pod, nodes) => Rejection[]} [def.filter]
+ * @param {(pod, nodes, statuses) => PostFilterResult|string|void} [def.postFilter]
  * @param {(pod, nodes) => Status|string|void} [def.preScore]
  * @param {(pod, nodes) => number[]} [def.score]
  * @param {(pod, scores: number[]) => number[]} [def.normalizeScore]
+ * @param {(pod, nodes) => Status|string|void} [def.reserve]
+ * @param {(pod, node: string) => void} [def.unreserve]
+ * @param {(pod, nodes) => PermitVerdict|void} [def.permit]
+ * @param {(pod, node: string) => Status|string|void} [def.preBind]
+ * @param {(pod, node: string) => void} [def.postBind]
  */
 export function definePlugin(def) {
   if (!def || typeof def.name !== "string" || def.name === "") {
@@ -336,9 +531,15 @@ export function definePlugin(def) {
     }
     if (typeof def[p] !== "function") throw new Error(`definePlugin: point ${p} has no function`);
   }
+  // Unreserve undoes Reserve: one point, declared as reserve.
+  if (def.unreserve !== undefined && typeof def.unreserve !== "function") throw new Error("definePlugin: `unreserve` must be a function");
+  if (def.unreserve && !points.includes("reserve")) {
+    throw new Error("definePlugin: unreserve undoes reserve, which the plugin does not implement");
+  }
   if (points.length === 0) {
     throw new Error(`definePlugin: ${def.name} implements no extension point: define at least one of ${POINTS.join(", ")}`);
   }
+  if (def.keepState !== undefined && typeof def.keepState !== "boolean") throw new Error("definePlugin: `keepState` must be true or false");
   // The sources depend on the args, so a function; anything else would only
   // fail when the host calls it, at load.
   if (def.metricSources !== undefined && typeof def.metricSources !== "function") {
@@ -364,11 +565,21 @@ export function definePlugin(def) {
   const preScore = call("preScore");
   const score = call("score");
   const normalizeScore = call("normalizeScore");
+  // The points of contract 0.7: the world exports them all, and one the
+  // plugin does not implement answers as if it were not there (the host
+  // calls only the points metadata lists).
+  const optional = (p, neutral) => (def[p] ? def[p].bind(def) : () => neutral);
+  const postFilter = optional("postFilter", undefined);
+  const reserve = optional("reserve", undefined);
+  const unreserve = optional("unreserve", undefined);
+  const permit = optional("permit", undefined);
+  const preBind = optional("preBind", undefined);
+  const postBind = optional("postBind", undefined);
   const configure = def.configure ? def.configure.bind(def) : () => {};
   const metricSources = def.metricSources ? def.metricSources.bind(def) : () => [];
 
   return {
-    metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags, events }),
+    metadata: () => ({ name: def.name, version: def.version ?? "0.1.0", points: flags, events, keepState: def.keepState === true }),
     configure: guard((args) => {
       let parsed;
       try {
@@ -407,5 +618,11 @@ export function definePlugin(def) {
     preScore: guard((pod, nodes) => status(preScore(pod, withViews(nodes)))),
     score: guard((pod, nodes) => scores(score(pod, withViews(nodes)))),
     normalizeScore: guard((pod, s) => scores(normalizeScore(pod, numbers(s)))),
+    postFilter: guard((pod, nodes, statuses) => postFilterResult(postFilter(pod, withViews(nodes), Array.from(statuses)))),
+    reserve: guard((pod, nodes) => status(reserve(pod, withViews(nodes)))),
+    unreserve: (pod, node) => quietly("unreserve", () => unreserve(pod, node)),
+    permit: guard((pod, nodes) => permitVerdict(permit(pod, withViews(nodes)))),
+    preBind: guard((pod, node) => status(preBind(pod, node))),
+    postBind: (pod, node) => quietly("postBind", () => postBind(pod, node)),
   };
 }

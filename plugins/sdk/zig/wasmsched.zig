@@ -25,6 +25,20 @@
 //!     pub fn score(pod: ws.Pod, nodes: ws.Nodes, scores: []i64) !void   // scores.len == nodes.len(), preset to 0
 //!     pub fn normalizeScore(pod: ws.Pod, scores: []i64) !void          // in place
 //!
+//! and since contract 0.7 the rest of the framework:
+//!
+//!     pub fn postFilter(pod: ws.Pod, nodes: ws.Nodes, statuses: []const ws.NodeStatus) !ws.PostFilterResult
+//!     pub fn reserve(pod: ws.Pod, nodes: ws.Nodes) !ws.Status            // .reserve = true
+//!     pub fn unreserve(pod: ws.Pod, node: []const u8) void               // .reserve = true; optional
+//!     pub fn permit(pod: ws.Pod, nodes: ws.Nodes) !ws.Permit             // .allow, .{ .reject = why }, .{ .wait = ms }
+//!     pub fn preBind(pod: ws.Pod, node: []const u8) !ws.Status
+//!     pub fn postBind(pod: ws.Pod, node: []const u8) void
+//!
+//! What must outlive a call goes to the host (`ws.state`: the plugin's
+//! store, shared by its instances, and the pod's cycle state; `.keep_state`
+//! in `metadata` keeps the store across versions); `ws.waiting` lists the
+//! pods waiting at Permit and allows or rejects those the plugin holds.
+//!
 //! A plugin that reads live metrics also declares the sources it reads, as
 //! configured (contract 0.4; missing: none), so that the host rejects it at
 //! load when the scheduler's configuration lacks one:
@@ -41,7 +55,7 @@
 //!
 //! The component-model plumbing is the C SDK (plugins/sdk/c, over
 //! wit-bindgen's generated C bindings), linked in by plugins/lang/zig.sh.
-//! The SDK targets contract wasmsched:plugin@0.6.0 (wit/plugin.wit).
+//! The SDK targets contract wasmsched:plugin@0.7.0 (wit/plugin.wit).
 
 const std = @import("std");
 
@@ -361,7 +375,276 @@ comptime {
     std.debug.assert(@sizeOf(AllocatedDevice) == 32);
     std.debug.assert(@sizeOf(ClaimRequest) == 48 and @offsetOf(ClaimRequest, "count") == 24 and @offsetOf(ClaimRequest, "admin_access") == 40);
     std.debug.assert(@sizeOf(PodClaim) == 44 and @offsetOf(PodClaim, "requests_") == 20 and @offsetOf(PodClaim, "reserved_for_") == 36);
+    std.debug.assert(@sizeOf(PlacedPod) == 48 and @offsetOf(PlacedPod, "priority") == 24 and @offsetOf(PlacedPod, "deleting") == 44);
+    std.debug.assert(@sizeOf(WaitingPod) == 56 and @offsetOf(WaitingPod, "plugins_") == 40 and @offsetOf(WaitingPod, "waited_ms") == 48);
+    std.debug.assert(@sizeOf(NodeStatus) == 28 and @offsetOf(NodeStatus, "code_") == 8 and @offsetOf(NodeStatus, "plugin_") == 20);
 }
+
+/// The value of `key` in (key, value) pairs (labels sorted by key).
+fn pairValue(pairs: []const Pair, key: []const u8) ?[]const u8 {
+    for (pairs) |p| {
+        if (std.mem.eql(u8, p.key(), key)) return p.value();
+    }
+    return null;
+}
+
+/// A pod bound or assumed on a node (`Nodes.pods`, contract 0.7).
+pub const PlacedPod = extern struct {
+    namespace_: CStr,
+    name_: CStr,
+    uid_: CStr,
+    /// `spec.priority` (0 when unset).
+    priority: i32,
+    labels_: CList(Pair),
+    requests_: CList(Quantity),
+    /// Being deleted (`metadata.deletionTimestamp` set).
+    deleting: bool,
+
+    pub fn namespace(self: PlacedPod) []const u8 {
+        return self.namespace_.slice();
+    }
+    pub fn name(self: PlacedPod) []const u8 {
+        return self.name_.slice();
+    }
+    pub fn uid(self: PlacedPod) []const u8 {
+        return self.uid_.slice();
+    }
+    /// Its labels, sorted by key.
+    pub fn labels(self: PlacedPod) []const Pair {
+        return self.labels_.slice();
+    }
+    /// The value of the label `key`, if set.
+    pub fn label(self: PlacedPod, key: []const u8) ?[]const u8 {
+        return pairValue(self.labels(), key);
+    }
+    /// Its effective requests (non-zero), as `Pod.requests`.
+    pub fn requests(self: PlacedPod) []const Quantity {
+        return self.requests_.slice();
+    }
+    /// Its effective request of the resource `resource` (0 if none).
+    pub fn request(self: PlacedPod, resource: []const u8) i64 {
+        for (self.requests()) |q| {
+            if (std.mem.eql(u8, q.name(), resource)) return q.amount;
+        }
+        return 0;
+    }
+};
+
+/// A pod waiting at Permit (`ws.waiting.pods`, contract 0.7): placed and
+/// holding its node's resources, not bound until every plugin whose
+/// `permit` said wait allows it.
+pub const WaitingPod = extern struct {
+    namespace_: CStr,
+    name_: CStr,
+    uid_: CStr,
+    node_: CStr,
+    labels_: CList(Pair),
+    plugins_: CList(CStr),
+    /// How long it has waited, in milliseconds.
+    waited_ms: u64,
+
+    pub fn namespace(self: WaitingPod) []const u8 {
+        return self.namespace_.slice();
+    }
+    pub fn name(self: WaitingPod) []const u8 {
+        return self.name_.slice();
+    }
+    pub fn uid(self: WaitingPod) []const u8 {
+        return self.uid_.slice();
+    }
+    /// The node it is assumed on.
+    pub fn node(self: WaitingPod) []const u8 {
+        return self.node_.slice();
+    }
+    /// Its labels, sorted by key.
+    pub fn labels(self: WaitingPod) []const Pair {
+        return self.labels_.slice();
+    }
+    /// The value of the label `key`, if set.
+    pub fn label(self: WaitingPod, key: []const u8) ?[]const u8 {
+        return pairValue(self.labels(), key);
+    }
+    /// The plugins it still waits for.
+    pub fn plugins(self: WaitingPod) Strs {
+        return .{ .items = self.plugins_.slice() };
+    }
+    /// Whether it still waits for the plugin `plugin_name` (this plugin's:
+    /// `metadata.name`).
+    pub fn waitsFor(self: WaitingPod, plugin_name: []const u8) bool {
+        for (self.plugins_.slice()) |p| {
+            if (std.mem.eql(u8, p.slice(), plugin_name)) return true;
+        }
+        return false;
+    }
+};
+
+/// What Filter found on one node, for `postFilter` (contract 0.7).
+pub const NodeStatus = extern struct {
+    node_: CStr,
+    code_: u8,
+    reason_: CStr,
+    plugin_: CStr,
+
+    pub fn node(self: NodeStatus) []const u8 {
+        return self.node_.slice();
+    }
+    /// `.unschedulable` or `.unschedulable_and_unresolvable`.
+    pub fn code(self: NodeStatus) Code {
+        return @enumFromInt(self.code_);
+    }
+    pub fn reason(self: NodeStatus) []const u8 {
+        return self.reason_.slice();
+    }
+    /// The plugin that rejected the node.
+    pub fn plugin(self: NodeStatus) []const u8 {
+        return self.plugin_.slice();
+    }
+};
+
+/// What `postFilter` answers (contract 0.7). The default: no room made
+/// (`.unschedulable`, no reason).
+pub const PostFilterResult = struct {
+    /// `.success`: the plugin made room, and the PostFilter plugins after
+    /// it do not run; otherwise its reason joins the pod's failure message.
+    status: Status = .{ .code = .unschedulable },
+    /// The node the pod is nominated to: the scheduler holds its room there
+    /// for the pod (`status.nominatedNodeName`).
+    nominated_node: ?[]const u8 = null,
+    /// Pods to evict from the nominated node to make that room, as
+    /// `namespace/name`: the host evicts them as preemption does, and only
+    /// if every one is bound to that node, of lower priority than the pod,
+    /// not being deleted already and not protected by a PodDisruptionBudget
+    /// that allows no disruption; otherwise it evicts none and the pod's
+    /// attempt fails.
+    victims: []const []const u8 = &.{},
+
+    /// This plugin made no room: the pod stays unschedulable, `reason`
+    /// joining its failure message (empty: nothing to add).
+    pub fn unschedulable(reason: []const u8) PostFilterResult {
+        return .{ .status = .{ .code = .unschedulable, .reason = reason } };
+    }
+    /// The pod is nominated to `node`, where evicting `victims` (none when
+    /// there is room already) makes room for it.
+    pub fn nominate(node: []const u8, victims: []const []const u8) PostFilterResult {
+        return .{ .status = .{}, .nominated_node = node, .victims = victims };
+    }
+
+    fn lower(self: PostFilterResult) CPostFilterResult {
+        return .{
+            .status = .{ .code = @intFromEnum(self.status.code), .reason = CStr.of(self.status.reason) },
+            .nominated_node = .{ .is_some = self.nominated_node != null, .val = CStr.of(self.nominated_node orelse "") },
+            .victims = CList(CStr).map([]const u8, self.victims, CStr.of),
+        };
+    }
+};
+
+/// Permit's verdict (contract 0.7).
+pub const Permit = union(enum) {
+    /// Bind (once every other Permit plugin allows too).
+    allow,
+    /// Do not bind: the pod's Reserve is undone and it is retried later.
+    reject: []const u8,
+    /// Hold the pod, with its node's resources, for at most this many
+    /// milliseconds (at most 15 minutes): until this plugin allows it
+    /// (`ws.waiting.allow`, from any instance, typically on another pod's
+    /// call) or rejects it; at the deadline it is rejected. The scheduler
+    /// goes on with other pods meanwhile.
+    wait: u32,
+
+    /// `.{ .wait = seconds * 1000 }`.
+    pub fn waitSeconds(seconds: u32) Permit {
+        return .{ .wait = seconds *| 1000 };
+    }
+};
+
+/// State the host keeps for the plugin (contract 0.7).
+///
+/// The plugin's instances are pooled and may run concurrently: memory
+/// inside one instance (globals included) is neither kept nor shared, so
+/// what must outlive a call (a quota's usage, a gang's members) goes here.
+/// The plugin's store (`get`, `set`, `remove`, `keys`, `add`) is shared by
+/// every instance of the plugin and kept across calls and pods, as long as
+/// the scheduler runs; a new version starts with it empty unless its
+/// metadata sets `.keep_state = true`. It is bounded (at most 65 536 keys of
+/// at most 1 KiB, keys and values together at most a quarter of the
+/// plugin's memory cap): a write past a bound fails (`error.Plugin`, with
+/// the host's message) and changes nothing. The cycle's state (`cycleGet`,
+/// `cycleSet`) belongs to one attempt of one pod: what PreFilter wrote,
+/// Filter, Score, Reserve, Permit, PreBind and PostBind (or Unreserve) of
+/// the same attempt read; it is dropped when the attempt ends (at most 1
+/// MiB). Values read are arena memory.
+pub const state = struct {
+    /// The value stored under `key`, if any.
+    pub fn get(key: []const u8) ?[]const u8 {
+        var v: CList(u8) = .{ .ptr = null, .len = 0 };
+        return if (ws_state_get(CStr.of(key), &v)) v.slice() else null;
+    }
+    /// Stores `value` under `key`.
+    pub fn set(key: []const u8, value: []const u8) error{Plugin}!void {
+        if (ws_state_set(CStr.of(key), bytes(value))) |e| return hostError(e);
+    }
+    /// Removes `key`; whether it was there.
+    pub fn remove(key: []const u8) bool {
+        return ws_state_remove(CStr.of(key));
+    }
+    /// The keys that start with `prefix`, sorted (at most 10 000).
+    pub fn keys(prefix: []const u8) Strs {
+        return .{ .items = ws_state_keys(CStr.of(prefix)).slice() };
+    }
+    /// Adds `delta` to the counter under `key` (an i64 stored as 8 bytes,
+    /// little-endian; none counts as 0) and returns its new value, in one
+    /// step however many instances call it at once. Fails when the value
+    /// there is not 8 bytes, or the sum overflows.
+    pub fn add(key: []const u8, delta: i64) error{Plugin}!i64 {
+        var v: i64 = 0;
+        if (ws_state_add(CStr.of(key), delta, &v)) |e| return hostError(e);
+        return v;
+    }
+    /// The i64 under `key` (8 bytes, little-endian, as `add` and `setI64`
+    /// write it); null when there is none or it is not 8 bytes.
+    pub fn getI64(key: []const u8) ?i64 {
+        var v: i64 = 0;
+        return if (ws_state_get_i64(CStr.of(key), &v)) v else null;
+    }
+    /// Stores `value` under `key` as 8 bytes, little-endian.
+    pub fn setI64(key: []const u8, value: i64) error{Plugin}!void {
+        if (ws_state_set_i64(CStr.of(key), value)) |e| return hostError(e);
+    }
+    /// The value the pod's cycle holds under `key`, if any.
+    pub fn cycleGet(key: []const u8) ?[]const u8 {
+        var v: CList(u8) = .{ .ptr = null, .len = 0 };
+        return if (ws_state_cycle_get(CStr.of(key), &v)) v.slice() else null;
+    }
+    /// Stores `value` under `key` for the rest of the pod's cycle; fails
+    /// outside a pod's cycle (in `configure`).
+    pub fn cycleSet(key: []const u8, value: []const u8) error{Plugin}!void {
+        if (ws_state_cycle_set(CStr.of(key), bytes(value))) |e| return hostError(e);
+    }
+
+    fn bytes(value: []const u8) CList(u8) {
+        return .{ .ptr = if (value.len == 0) null else @constCast(value.ptr), .len = value.len };
+    }
+};
+
+/// The pods waiting at Permit (contract 0.7).
+pub const waiting = struct {
+    /// Every pod waiting at Permit (of every profile), longest waiting first.
+    pub fn pods() []const WaitingPod {
+        return ws_waiting_pods().slice();
+    }
+    /// Allows the pod of `uid` for this plugin: it stops waiting for this
+    /// plugin (and is bound when no plugin is left). False when it does not
+    /// wait for this plugin: a plugin releases only the pods it holds.
+    pub fn allow(uid: []const u8) bool {
+        return ws_waiting_allow(CStr.of(uid));
+    }
+    /// Rejects the pod of `uid`, which this plugin holds, with `reason`: it
+    /// is not bound, its Reserve is undone, and it is retried later. False
+    /// when it does not wait for this plugin.
+    pub fn reject(uid: []const u8, reason: []const u8) bool {
+        return ws_waiting_reject(CStr.of(uid), CStr.of(reason));
+    }
+};
 
 /// A (key, value) pair of labels, annotations or the node selector.
 pub const Pair = extern struct {
@@ -470,7 +753,14 @@ const CHooks = extern struct {
     pre_score: ?*const fn (CPod, CNodes, *CStatus) callconv(.c) CErr,
     score: ?*const fn (CPod, CNodes, [*]i64, usize) callconv(.c) CErr,
     normalize_score: ?*const fn (CPod, [*]i64, usize) callconv(.c) CErr,
+    post_filter: ?*const fn (CPod, CNodes, CList(NodeStatus), *CPostFilterResult) callconv(.c) CErr,
+    reserve: ?*const fn (CPod, CNodes, *CStatus) callconv(.c) CErr,
+    permit: ?*const fn (CPod, CNodes, *CPermitVerdict) callconv(.c) CErr,
+    pre_bind: ?*const fn (CPod, CStr, *CStatus) callconv(.c) CErr,
+    post_bind: ?*const fn (CPod, CStr) callconv(.c) void,
 };
+const CPostFilterResult = extern struct { status: CStatus, nominated_node: OptStr, victims: CList(CStr) };
+const CPermitVerdict = extern struct { kind: c_int, reason: CStr, wait_ms: u32 };
 const CLabelRequirement = extern struct { key: CStr, operator: CStr, values: CList(CStr) };
 const CPodSelector = extern struct {
     namespaces: CList(CStr),
@@ -539,11 +829,25 @@ extern fn ws_nodes_randoms(nodes: CNodes) CList(u64);
 extern fn ws_nodes_pod_counts(nodes: CNodes, selector: *const CPodSelector, counts: *CList(u32)) CErr;
 extern fn ws_nodes_domain_counts(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, counts: *CList(OptU32)) CErr;
 extern fn ws_nodes_domains(nodes: CNodes, topology_key: CStr, selector: *const CPodSelector, domains: *CList(Domain)) CErr;
+extern fn ws_nodes_cluster_pod_count(nodes: CNodes, selector: *const CPodSelector, count: *u32) CErr;
 extern fn ws_nodes_metrics(nodes: CNodes, source: CStr, metrics: *CList(OptMetric)) CErr;
 extern fn ws_pod_claims(pod: CPod) CList(PodClaim);
 extern fn ws_nodes_devices(nodes: CNodes, i: u32) CList(Device);
 extern fn ws_nodes_allocation(nodes: CNodes, i: u32, devices: *CList(AllocatedDevice)) bool;
 extern fn ws_nodes_allocated_devices(nodes: CNodes, i: u32, devices: *CList(Device)) bool;
+extern fn ws_nodes_pods(nodes: CNodes, i: u32) CList(PlacedPod);
+extern fn ws_state_get(key: CStr, value: *CList(u8)) bool;
+extern fn ws_state_set(key: CStr, value: CList(u8)) CErr;
+extern fn ws_state_remove(key: CStr) bool;
+extern fn ws_state_keys(prefix: CStr) CList(CStr);
+extern fn ws_state_add(key: CStr, delta: i64, value: *i64) CErr;
+extern fn ws_state_get_i64(key: CStr, value: *i64) bool;
+extern fn ws_state_set_i64(key: CStr, value: i64) CErr;
+extern fn ws_state_cycle_get(key: CStr, value: *CList(u8)) bool;
+extern fn ws_state_cycle_set(key: CStr, value: CList(u8)) CErr;
+extern fn ws_waiting_pods() CList(WaitingPod);
+extern fn ws_waiting_allow(uid: CStr) bool;
+extern fn ws_waiting_reject(uid: CStr, reason: CStr) bool;
 
 // ---- the contract's types -------------------------------------------------
 
@@ -554,7 +858,17 @@ pub const Points = packed struct(u32) {
     pre_score: bool = false,
     score: bool = false,
     normalize_score: bool = false,
-    _: u27 = 0,
+    /// (Since contract 0.7.)
+    post_filter: bool = false,
+    /// (Since contract 0.7.) Reserve, and Unreserve.
+    reserve: bool = false,
+    /// (Since contract 0.7.)
+    permit: bool = false,
+    /// (Since contract 0.7.)
+    pre_bind: bool = false,
+    /// (Since contract 0.7.)
+    post_bind: bool = false,
+    _: u22 = 0,
 };
 
 /// What kind of object changed (kube-scheduler's `EventResource`).
@@ -607,6 +921,10 @@ pub const Metadata = struct {
     /// them happens (or five minutes pass). null, the default: every change;
     /// `&.{}`: none (such a pod waits the five minutes).
     events: ?[]const ClusterEvent = null,
+    /// (Since contract 0.7.) Keep the plugin's store (`ws.state`) when this
+    /// version replaces another of the same name; false, the default: the
+    /// new version starts with it empty.
+    keep_state: bool = false,
 };
 
 /// A label a pod selector requires.
@@ -858,6 +1176,15 @@ pub const Nodes = struct {
         if (ws_nodes_domains(self.c, CStr.of(topology_key), &sel, &l)) |e| return hostError(e);
         return l.slice();
     }
+    /// The number of selected pods in the whole cluster, on every node, not
+    /// only the batch's (contract 0.7): what a gang plugin counts of its
+    /// gang at Permit, in one call whatever the cluster's size.
+    pub fn clusterPodCount(self: Nodes, selector: PodSelector) error{Plugin}!u32 {
+        var n: u32 = 0;
+        const sel = selector.lower();
+        if (ws_nodes_cluster_pod_count(self.c, &sel, &n)) |e| return hostError(e);
+        return n;
+    }
 
     // Live metrics (contract 0.3): values per node from the metric sources
     // of the scheduler's configuration, refreshed in the background.
@@ -898,6 +1225,13 @@ pub const Nodes = struct {
     pub fn allocatedDevices(self: Nodes, i: u32) ?[]const Device {
         var l: CList(Device) = .{ .ptr = null, .len = 0 };
         return if (ws_nodes_allocated_devices(self.c, i, &l)) l.slice() else null;
+    }
+
+    /// (Contract 0.7.) The pods bound or assumed on node `i`, in no
+    /// particular order; at most 1000 (what a custom preemption picks its
+    /// victims from).
+    pub fn pods(self: Nodes, i: u32) []const PlacedPod {
+        return ws_nodes_pods(self.c, i).slice();
     }
 };
 
@@ -1013,6 +1347,17 @@ fn errorMessage(err: anyerror) CErr {
     return @errorName(err).ptr;
 }
 
+/// Unreserve and PostBind cannot fail: a hook that returns an error union
+/// has its error logged.
+fn noFail(comptime hook: []const u8, result: anytype) void {
+    if (@typeInfo(@TypeOf(result)) == .error_union) {
+        result catch |e| {
+            const m = std.mem.span(errorMessage(e) orelse "error");
+            log(.err, print(hook ++ ": {s}", .{m}) catch m);
+        };
+    }
+}
+
 /// The hooks of the points: function, `Points` field, parameters.
 const hook_names = .{
     .{ "preFilter", "pre_filter", 1 },
@@ -1020,6 +1365,13 @@ const hook_names = .{
     .{ "preScore", "pre_score", 2 },
     .{ "score", "score", 3 },
     .{ "normalizeScore", "normalize_score", 2 },
+    .{ "postFilter", "post_filter", 3 },
+    .{ "reserve", "reserve", 2 },
+    .{ "permit", "permit", 2 },
+    .{ "preBind", "pre_bind", 2 },
+    .{ "postBind", "post_bind", 2 },
+    // Optional with `.reserve` (checked apart).
+    .{ "unreserve", "", 2 },
     .{ "configure", "", 1 },
     .{ "metricSources", "", 0 },
 };
@@ -1050,6 +1402,8 @@ fn checkHooks(comptime T: type, comptime points: Points) void {
             .{ h[0], h[1] },
         ));
     }
+    if (@hasDecl(T, "unreserve") and !points.reserve)
+        @compileError("pub fn unreserve is a hook but metadata.points lacks .reserve = true");
     if (@as(u32, @bitCast(points)) == 0) @compileError("metadata.points is empty: a plugin implements at least one point");
 }
 
@@ -1146,6 +1500,41 @@ pub fn plugin(comptime T: type) void {
             r catch |e| return errorMessage(e);
             return null;
         }
+        fn postFilter(pod: CPod, nodes: CNodes, statuses: CList(NodeStatus), out: *CPostFilterResult) callconv(.c) CErr {
+            const r: anyerror!PostFilterResult = T.postFilter(.{ .c = pod }, .{ .c = nodes }, statuses.slice());
+            const res = r catch |e| return errorMessage(e);
+            out.* = res.lower();
+            return null;
+        }
+        fn reserve(pod: CPod, nodes: CNodes, status: *CStatus) callconv(.c) CErr {
+            const r: anyerror!Status = T.reserve(.{ .c = pod }, .{ .c = nodes });
+            const st = r catch |e| return errorMessage(e);
+            status.* = .{ .code = @intFromEnum(st.code), .reason = CStr.of(st.reason) };
+            return null;
+        }
+        fn unreserve(pod: CPod, node: CStr) callconv(.c) void {
+            noFail("unreserve", T.unreserve(.{ .c = pod }, node.slice()));
+        }
+        fn permit(pod: CPod, nodes: CNodes, out: *CPermitVerdict) callconv(.c) CErr {
+            const r: anyerror!Permit = T.permit(.{ .c = pod }, .{ .c = nodes });
+            const v = r catch |e| return errorMessage(e);
+            out.* = switch (v) {
+                .allow => .{ .kind = 0, .reason = CStr.of(""), .wait_ms = 0 },
+                .reject => |why| .{ .kind = 1, .reason = CStr.of(why), .wait_ms = 0 },
+                .wait => |ms| .{ .kind = 2, .reason = CStr.of(""), .wait_ms = ms },
+            };
+            return null;
+        }
+        fn preBind(pod: CPod, node: CStr, status: *CStatus) callconv(.c) CErr {
+            const r: anyerror!Status = T.preBind(.{ .c = pod }, node.slice());
+            const st = r catch |e| return errorMessage(e);
+            status.* = .{ .code = @intFromEnum(st.code), .reason = CStr.of(st.reason) };
+            return null;
+        }
+        fn postBind(pod: CPod, node: CStr) callconv(.c) void {
+            noFail("postBind", T.postBind(.{ .c = pod }, node.slice()));
+        }
+        const keep_state: bool = true;
         // The C SDK hands the list to the host as is: lowered into the
         // arena (released after the host read it).
         fn metricSources() callconv(.c) CList(CStr) {
@@ -1162,12 +1551,21 @@ pub fn plugin(comptime T: type) void {
             .pre_score = if (meta.points.pre_score) &G.preScore else null,
             .score = if (meta.points.score) &G.score else null,
             .normalize_score = if (meta.points.normalize_score) &G.normalizeScore else null,
+            .post_filter = if (meta.points.post_filter) &G.postFilter else null,
+            .reserve = if (meta.points.reserve) &G.reserve else null,
+            .permit = if (meta.points.permit) &G.permit else null,
+            .pre_bind = if (meta.points.pre_bind) &G.preBind else null,
+            .post_bind = if (meta.points.post_bind) &G.postBind else null,
         };
     };
     @export(&G.md, .{ .name = "ws_plugin" });
     @export(&H.hooks, .{ .name = "ws_plugin_hooks" });
     // Without it, the C SDK answers metadata `events` none.
     if (meta.events != null) @export(&G.events, .{ .name = "ws_plugin_events" });
+    // Without it, the C SDK answers metadata `keep-state` false.
+    if (meta.keep_state) @export(&G.keep_state, .{ .name = "ws_plugin_keep_state" });
+    // Called by the C SDK when defined (and `.reserve` declared).
+    if (@hasDecl(T, "unreserve")) @export(&G.unreserve, .{ .name = "ws_unreserve" });
     if (@hasDecl(T, "configure")) @export(&G.configure, .{ .name = "ws_configure" });
     // Without it, the C SDK answers `metric-sources` with none.
     if (@hasDecl(T, "metricSources")) @export(&G.metricSources, .{ .name = "ws_metric_sources" });

@@ -48,6 +48,11 @@ pub struct ScheduleResult {
     /// (allocations, reservations): written to the API before the pod is
     /// bound (PreBind).
     pub devices: Option<crate::dra::DraPlan>,
+    /// A Permit plugin asked the pod to wait: the binding cycle waits for
+    /// [`super::WaitingPods::outcome`] before anything is written.
+    pub waiting: bool,
+    /// What plugins kept for the pod's cycle, for PreBind and PostBind.
+    pub plugin_data: Option<Arc<super::PluginData>>,
 }
 
 /// What a cycle found on each node it looked at, kept when asked
@@ -516,6 +521,8 @@ impl Framework {
                     feasible_nodes: 1,
                     volumes: None,
                     devices: None,
+                    waiting: false,
+                    plugin_data: None,
                 });
             }
         }
@@ -614,6 +621,8 @@ impl Framework {
                 explanation: None,
                 volumes: None,
                 devices: None,
+                waiting: false,
+                plugin_data: None,
             });
         }
 
@@ -672,6 +681,8 @@ impl Framework {
             explanation,
             volumes: None,
             devices: None,
+            waiting: false,
+            plugin_data: None,
         })
     }
 
@@ -706,7 +717,7 @@ impl Framework {
                         }
                     }
                 }
-                Code::Error => {
+                Code::Error | Code::Wait => {
                     return Err(ScheduleError::Error(format!(
                         "running PreFilter plugin {name:?}: {}",
                         st.message()

@@ -78,6 +78,8 @@ pub enum Code {
     UnschedulableAndUnresolvable,
     /// The plugin has nothing to do for this pod (PreFilter/PreScore).
     Skip,
+    /// Permit: hold the pod until released (kube-scheduler's `Wait`).
+    Wait,
 }
 
 impl Code {
@@ -89,6 +91,7 @@ impl Code {
             Code::Unschedulable => "Unschedulable",
             Code::UnschedulableAndUnresolvable => "UnschedulableAndUnresolvable",
             Code::Skip => "Skip",
+            Code::Wait => "Wait",
         }
     }
 }

@@ -123,7 +123,7 @@ struct Candidate {
 
 /// Splits `pods` (order kept) into those whose eviction violates a
 /// budget and the others, counting each budget's allowance down.
-fn split_by_budget(pods: Vec<Arc<PodInfo>>, budgets: &[&Budget]) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
+pub fn split_by_budget(pods: Vec<Arc<PodInfo>>, budgets: &[&Budget]) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
     let mut allowed: Vec<i32> = budgets.iter().map(|b| b.disruptions_allowed).collect();
     let (mut violating, mut other) = (Vec::new(), Vec::new());
     for p in pods {

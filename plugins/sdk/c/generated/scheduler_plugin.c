@@ -3,181 +3,221 @@
 #include <stdlib.h>
 #include <string.h>
 
-// Imported Functions from `wasmsched:plugin/cluster@0.6.0`
+// Imported Functions from `wasmsched:plugin/cluster@0.7.0`
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.namespace")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.namespace")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_namespace(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.uid")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.uid")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_uid(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_label(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_labels(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotation(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_annotations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.request")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.request")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_pod_request(int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.requests")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.requests")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_requests(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.tolerations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.tolerations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_tolerations(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_images(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.node-selector")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.node-selector")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_node_selector(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.priority")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.priority")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_pod_priority(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.scheduler-name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.scheduler-name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_scheduler_name(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.owner-kind")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.owner-kind")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_owner_kind(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_json(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]pod.claims")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]pod.claims")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_pod_claims(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.len")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.len")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_len(int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.name")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.name")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_name(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.label")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.labels")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.labels")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_labels(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.annotation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotations")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.annotations")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotations(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.allocatable")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatables")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.allocatables")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatables(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.requested")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_requested(int32_t, int32_t, uint8_t *, size_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requesteds")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.requesteds")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requesteds(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.pod-count")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.pod-count")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_count(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.unschedulable")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.unschedulable")))
 extern int32_t __wasm_import_wasmsched_plugin_cluster_method_nodes_unschedulable(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.taints")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.taints")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_taints(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.conditions")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.conditions")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_conditions(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.image-size")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.image-size")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_size(int32_t, int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.images")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.images")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_images(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.random")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.random")))
 extern int64_t __wasm_import_wasmsched_plugin_cluster_method_nodes_random(int32_t, int32_t);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.json")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.json")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_json(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.names")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.names")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_names(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.label-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-values")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.annotation-values")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_values(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.label-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-numbers")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.annotation-numbers")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.allocatable-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested-all")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.requested-all")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.image-bytes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.image-bytes")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_image_bytes(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.randoms")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.randoms")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.label-numbers-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.label-numbers-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_label_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.annotation-numbers-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.annotation-numbers-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_annotation_numbers_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocatable-all-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.allocatable-all-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocatable_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.requested-all-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.requested-all-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_requested_all_packed(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.randoms-packed")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.randoms-packed")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_randoms_packed(int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.pod-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.pod-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_pod_counts(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.domain-counts")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.domain-counts")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domain_counts(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.domains")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.domains")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_domains(int32_t, uint8_t *, size_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.metrics")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.cluster-pod-count")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_cluster_pod_count(int32_t, uint8_t *, size_t, int32_t, uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.metrics")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_metrics(int32_t, uint8_t *, size_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.devices")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.devices")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_devices(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[method]nodes.allocation")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.allocation")))
 extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_allocation(int32_t, int32_t, uint8_t *);
 
-// Imported Functions from `wasmsched:plugin/host@0.6.0`
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[method]nodes.pods")))
+extern void __wasm_import_wasmsched_plugin_cluster_method_nodes_pods(int32_t, int32_t, uint8_t *);
 
-__attribute__((__import_module__("wasmsched:plugin/host@0.6.0"), __import_name__("log")))
+// Imported Functions from `wasmsched:plugin/host@0.7.0`
+
+__attribute__((__import_module__("wasmsched:plugin/host@0.7.0"), __import_name__("log")))
 extern void __wasm_import_wasmsched_plugin_host_log(int32_t, uint8_t *, size_t);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.6.0`
+// Imported Functions from `wasmsched:plugin/state@0.7.0`
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#metadata")))
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("get")))
+extern void __wasm_import_wasmsched_plugin_state_get(uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("set")))
+extern void __wasm_import_wasmsched_plugin_state_set(uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("remove")))
+extern int32_t __wasm_import_wasmsched_plugin_state_remove(uint8_t *, size_t);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("keys")))
+extern void __wasm_import_wasmsched_plugin_state_keys(uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("add")))
+extern void __wasm_import_wasmsched_plugin_state_add(uint8_t *, size_t, int64_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("cycle-get")))
+extern void __wasm_import_wasmsched_plugin_state_cycle_get(uint8_t *, size_t, uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/state@0.7.0"), __import_name__("cycle-set")))
+extern void __wasm_import_wasmsched_plugin_state_cycle_set(uint8_t *, size_t, uint8_t *, size_t, uint8_t *);
+
+// Imported Functions from `wasmsched:plugin/waiting@0.7.0`
+
+__attribute__((__import_module__("wasmsched:plugin/waiting@0.7.0"), __import_name__("pods")))
+extern void __wasm_import_wasmsched_plugin_waiting_pods(uint8_t *);
+
+__attribute__((__import_module__("wasmsched:plugin/waiting@0.7.0"), __import_name__("allow")))
+extern int32_t __wasm_import_wasmsched_plugin_waiting_allow(uint8_t *, size_t);
+
+__attribute__((__import_module__("wasmsched:plugin/waiting@0.7.0"), __import_name__("reject")))
+extern int32_t __wasm_import_wasmsched_plugin_waiting_reject(uint8_t *, size_t, uint8_t *, size_t);
+
+// Exported Functions from `wasmsched:plugin/plugin@0.7.0`
+
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#metadata")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t * arg0) {
   if ((*((size_t*) (arg0 + sizeof(void*)))) > 0) {
     free(*((uint8_t **) (arg0 + 0)));
@@ -204,7 +244,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metadata_post_return(uint8_t 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#configure")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#configure")))
 void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -219,7 +259,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_configure_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#metric-sources")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#metric-sources")))
 void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(uint8_t * arg0) {
   size_t len = *((size_t*) (arg0 + sizeof(void*)));
   if (len > 0) {
@@ -235,7 +275,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_metric_sources_post_return(ui
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#pre-filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#pre-filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -253,7 +293,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_filter_post_return(uint8_
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#filter")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#filter")))
 void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -280,7 +320,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_filter_post_return(uint8_t * 
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#pre-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#pre-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -298,7 +338,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_pre_score_post_return(uint8_t
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -339,7 +379,7 @@ void __wasm_export_exports_wasmsched_plugin_plugin_score_post_return(uint8_t * a
   }
 }
 
-__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.6.0#normalize-score")))
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#normalize-score")))
 void __wasm_export_exports_wasmsched_plugin_plugin_normalize_score_post_return(uint8_t * arg0) {
   switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
     case 0: {
@@ -380,6 +420,114 @@ void __wasm_export_exports_wasmsched_plugin_plugin_normalize_score_post_return(u
   }
 }
 
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#post-filter")))
+void __wasm_export_exports_wasmsched_plugin_plugin_post_filter_post_return(uint8_t * arg0) {
+  switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
+    case 0: {
+      if ((*((size_t*) (arg0 + (3*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + (2*sizeof(void*)))));
+      }
+      switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + (4*sizeof(void*))))) {
+        case 0: {
+          break;
+        }
+        case 1: {
+          if ((*((size_t*) (arg0 + (6*sizeof(void*))))) > 0) {
+            free(*((uint8_t **) (arg0 + (5*sizeof(void*)))));
+          }
+          break;
+        }
+      }
+      size_t len = *((size_t*) (arg0 + (8*sizeof(void*))));
+      if (len > 0) {
+        uint8_t *ptr = *((uint8_t **) (arg0 + (7*sizeof(void*))));
+        for (size_t i = 0; i < len; i++) {
+          uint8_t *base = ptr + i * (2*sizeof(void*));
+          (void) base;
+          if ((*((size_t*) (base + sizeof(void*)))) > 0) {
+            free(*((uint8_t **) (base + 0)));
+          }
+        }
+        free(ptr);
+      }
+      break;
+    }
+    case 1: {
+      if ((*((size_t*) (arg0 + (2*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + sizeof(void*))));
+      }
+      break;
+    }
+  }
+}
+
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#reserve")))
+void __wasm_export_exports_wasmsched_plugin_plugin_reserve_post_return(uint8_t * arg0) {
+  switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
+    case 0: {
+      if ((*((size_t*) (arg0 + (3*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + (2*sizeof(void*)))));
+      }
+      break;
+    }
+    case 1: {
+      if ((*((size_t*) (arg0 + (2*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + sizeof(void*))));
+      }
+      break;
+    }
+  }
+}
+
+
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#permit")))
+void __wasm_export_exports_wasmsched_plugin_plugin_permit_post_return(uint8_t * arg0) {
+  switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
+    case 0: {
+      switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + sizeof(void*)))) {
+        case 0: {
+          break;
+        }
+        case 1: {
+          if ((*((size_t*) (arg0 + (3*sizeof(void*))))) > 0) {
+            free(*((uint8_t **) (arg0 + (2*sizeof(void*)))));
+          }
+          break;
+        }
+        case 2: {
+          break;
+        }
+      }
+      break;
+    }
+    case 1: {
+      if ((*((size_t*) (arg0 + (2*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + sizeof(void*))));
+      }
+      break;
+    }
+  }
+}
+
+__attribute__((__weak__, __export_name__("cabi_post_wasmsched:plugin/plugin@0.7.0#pre-bind")))
+void __wasm_export_exports_wasmsched_plugin_plugin_pre_bind_post_return(uint8_t * arg0) {
+  switch ((int32_t) (int32_t) *((uint8_t*) (arg0 + 0))) {
+    case 0: {
+      if ((*((size_t*) (arg0 + (3*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + (2*sizeof(void*)))));
+      }
+      break;
+    }
+    case 1: {
+      if ((*((size_t*) (arg0 + (2*sizeof(void*))))) > 0) {
+        free(*((uint8_t **) (arg0 + sizeof(void*))));
+      }
+      break;
+    }
+  }
+}
+
+
 // Canonical ABI intrinsics
 
 __attribute__((__weak__, __export_name__("cabi_realloc")))
@@ -392,7 +540,7 @@ void *cabi_realloc(void *ptr, size_t old_size, size_t align, size_t new_size) {
 }
 
 __attribute__((__aligned__(sizeof(void*))))
-static uint8_t RET_AREA[(8*sizeof(void*))];
+static uint8_t RET_AREA[(9*sizeof(void*))];
 
 // Helper Functions
 
@@ -581,7 +729,26 @@ void wasmsched_plugin_cluster_pod_claim_free(wasmsched_plugin_cluster_pod_claim_
   scheduler_plugin_list_string_free(&ptr->reserved_for);
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[resource-drop]pod")))
+void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_quantity_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_quantity_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void wasmsched_plugin_cluster_placed_pod_free(wasmsched_plugin_cluster_placed_pod_t *ptr) {
+  scheduler_plugin_string_free(&ptr->namespace_);
+  scheduler_plugin_string_free(&ptr->name);
+  scheduler_plugin_string_free(&ptr->uid);
+  scheduler_plugin_list_tuple2_string_string_free(&ptr->labels);
+  wasmsched_plugin_cluster_list_quantity_free(&ptr->requests);
+}
+
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[resource-drop]pod")))
 extern void __wasm_import_wasmsched_plugin_cluster_pod_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle) {
@@ -592,7 +759,7 @@ wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsc
   return (wasmsched_plugin_cluster_borrow_pod_t) { arg.__handle };
 }
 
-__attribute__((__import_module__("wasmsched:plugin/cluster@0.6.0"), __import_name__("[resource-drop]nodes")))
+__attribute__((__import_module__("wasmsched:plugin/cluster@0.7.0"), __import_name__("[resource-drop]nodes")))
 extern void __wasm_import_wasmsched_plugin_cluster_nodes_drop(int32_t handle);
 
 void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle) {
@@ -601,17 +768,6 @@ void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_
 
 wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t arg) {
   return (wasmsched_plugin_cluster_borrow_nodes_t) { arg.__handle };
-}
-
-void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr) {
-  size_t list_len = ptr->len;
-  if (list_len > 0) {
-    wasmsched_plugin_cluster_quantity_t *list_ptr = ptr->ptr;
-    for (size_t i = 0; i < list_len; i++) {
-      wasmsched_plugin_cluster_quantity_free(&list_ptr[i]);
-    }
-    free(list_ptr);
-  }
 }
 
 void wasmsched_plugin_cluster_list_toleration_free(wasmsched_plugin_cluster_list_toleration_t *ptr) {
@@ -796,6 +952,13 @@ void wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_free(wasmsche
   }
 }
 
+void wasmsched_plugin_cluster_result_u32_string_free(wasmsched_plugin_cluster_result_u32_string_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
 void wasmsched_plugin_cluster_option_metric_free(wasmsched_plugin_cluster_option_metric_t *ptr) {
   if (ptr->is_some) {
   }
@@ -834,6 +997,57 @@ void wasmsched_plugin_cluster_list_device_free(wasmsched_plugin_cluster_list_dev
 void wasmsched_plugin_cluster_option_list_allocated_device_free(wasmsched_plugin_cluster_option_list_allocated_device_t *ptr) {
   if (ptr->is_some) {
     wasmsched_plugin_cluster_list_allocated_device_free(&ptr->val);
+  }
+}
+
+void wasmsched_plugin_cluster_list_placed_pod_free(wasmsched_plugin_cluster_list_placed_pod_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_cluster_placed_pod_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_cluster_placed_pod_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void scheduler_plugin_option_list_u8_free(scheduler_plugin_option_list_u8_t *ptr) {
+  if (ptr->is_some) {
+    scheduler_plugin_list_u8_free(&ptr->val);
+  }
+}
+
+void wasmsched_plugin_state_result_void_string_free(wasmsched_plugin_state_result_void_string_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
+void wasmsched_plugin_state_result_s64_string_free(wasmsched_plugin_state_result_s64_string_t *ptr) {
+  if (!ptr->is_err) {
+  } else {
+    scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
+void wasmsched_plugin_waiting_waiting_pod_free(wasmsched_plugin_waiting_waiting_pod_t *ptr) {
+  scheduler_plugin_string_free(&ptr->namespace_);
+  scheduler_plugin_string_free(&ptr->name);
+  scheduler_plugin_string_free(&ptr->uid);
+  scheduler_plugin_string_free(&ptr->node);
+  scheduler_plugin_list_tuple2_string_string_free(&ptr->labels);
+  scheduler_plugin_list_string_free(&ptr->plugins);
+}
+
+void wasmsched_plugin_waiting_list_waiting_pod_free(wasmsched_plugin_waiting_list_waiting_pod_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    wasmsched_plugin_waiting_waiting_pod_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      wasmsched_plugin_waiting_waiting_pod_free(&list_ptr[i]);
+    }
+    free(list_ptr);
   }
 }
 
@@ -880,6 +1094,30 @@ void exports_wasmsched_plugin_plugin_scores_free(exports_wasmsched_plugin_plugin
   }
 }
 
+void exports_wasmsched_plugin_plugin_node_status_free(exports_wasmsched_plugin_plugin_node_status_t *ptr) {
+  scheduler_plugin_string_free(&ptr->node);
+  scheduler_plugin_string_free(&ptr->reason);
+  scheduler_plugin_string_free(&ptr->plugin);
+}
+
+void exports_wasmsched_plugin_plugin_post_filter_result_free(exports_wasmsched_plugin_plugin_post_filter_result_t *ptr) {
+  exports_wasmsched_plugin_plugin_status_free(&ptr->status);
+  scheduler_plugin_option_string_free(&ptr->nominated_node);
+  scheduler_plugin_list_string_free(&ptr->victims);
+}
+
+void exports_wasmsched_plugin_plugin_permit_verdict_free(exports_wasmsched_plugin_plugin_permit_verdict_t *ptr) {
+  switch ((int32_t) ptr->tag) {
+    case 1: {
+      scheduler_plugin_string_free(&ptr->val.reject);
+      break;
+    }
+    case 2: {
+      break;
+    }
+  }
+}
+
 void exports_wasmsched_plugin_plugin_result_void_string_free(exports_wasmsched_plugin_plugin_result_void_string_t *ptr) {
   if (!ptr->is_err) {
   } else {
@@ -917,6 +1155,33 @@ void exports_wasmsched_plugin_plugin_result_list_rejection_string_free(exports_w
 void exports_wasmsched_plugin_plugin_result_scores_string_free(exports_wasmsched_plugin_plugin_result_scores_string_t *ptr) {
   if (!ptr->is_err) {
     exports_wasmsched_plugin_plugin_scores_free(&ptr->val.ok);
+  } else {
+    scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
+void exports_wasmsched_plugin_plugin_list_node_status_free(exports_wasmsched_plugin_plugin_list_node_status_t *ptr) {
+  size_t list_len = ptr->len;
+  if (list_len > 0) {
+    exports_wasmsched_plugin_plugin_node_status_t *list_ptr = ptr->ptr;
+    for (size_t i = 0; i < list_len; i++) {
+      exports_wasmsched_plugin_plugin_node_status_free(&list_ptr[i]);
+    }
+    free(list_ptr);
+  }
+}
+
+void exports_wasmsched_plugin_plugin_result_post_filter_result_string_free(exports_wasmsched_plugin_plugin_result_post_filter_result_string_t *ptr) {
+  if (!ptr->is_err) {
+    exports_wasmsched_plugin_plugin_post_filter_result_free(&ptr->val.ok);
+  } else {
+    scheduler_plugin_string_free(&ptr->val.err);
+  }
+}
+
+void exports_wasmsched_plugin_plugin_result_permit_verdict_string_free(exports_wasmsched_plugin_plugin_result_permit_verdict_string_t *ptr) {
+  if (!ptr->is_err) {
+    exports_wasmsched_plugin_plugin_permit_verdict_free(&ptr->val.ok);
   } else {
     scheduler_plugin_string_free(&ptr->val.err);
   }
@@ -1476,6 +1741,33 @@ bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_cluster_borr
   }
 }
 
+bool wasmsched_plugin_cluster_method_nodes_cluster_pod_count(wasmsched_plugin_cluster_borrow_nodes_t self, wasmsched_plugin_cluster_pod_selector_t *selector, uint32_t *ret, scheduler_plugin_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_cluster_pod_count((self).__handle, (uint8_t *) ((*selector).namespaces).ptr, ((*selector).namespaces).len, (*selector).all_namespaces, (uint8_t *) ((*selector).match_labels).ptr, ((*selector).match_labels).len, (uint8_t *) ((*selector).match_expressions).ptr, ((*selector).match_expressions).len, ptr);
+  wasmsched_plugin_cluster_result_u32_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = (uint32_t) (*((int32_t*) (ptr + sizeof(void*))));
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (scheduler_plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
 bool wasmsched_plugin_cluster_method_nodes_metrics(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *source, wasmsched_plugin_cluster_list_option_metric_t *ret, scheduler_plugin_string_t *err) {
   __attribute__((__aligned__(sizeof(void*))))
   uint8_t ret_area[(3*sizeof(void*))];
@@ -1532,11 +1824,169 @@ bool wasmsched_plugin_cluster_method_nodes_allocation(wasmsched_plugin_cluster_b
   return option.is_some;
 }
 
+void wasmsched_plugin_cluster_method_nodes_pods(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_placed_pod_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_cluster_method_nodes_pods((self).__handle, (int32_t) (index), ptr);
+  *ret = (wasmsched_plugin_cluster_list_placed_pod_t) { (wasmsched_plugin_cluster_placed_pod_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
 void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message) {
   __wasm_import_wasmsched_plugin_host_log((int32_t) level, (uint8_t *) (*message).ptr, (*message).len);
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#metadata")))
+bool wasmsched_plugin_state_get(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_get((uint8_t *) (*key).ptr, (*key).len, ptr);
+  scheduler_plugin_option_list_u8_t option;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      option.is_some = false;
+      break;
+    }
+    case 1: {
+      option.is_some = true;
+      option.val = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  *ret = option.val;
+  return option.is_some;
+}
+
+bool wasmsched_plugin_state_set(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *value, scheduler_plugin_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_set((uint8_t *) (*key).ptr, (*key).len, (uint8_t *) (*value).ptr, (*value).len, ptr);
+  wasmsched_plugin_state_result_void_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (scheduler_plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool wasmsched_plugin_state_remove(scheduler_plugin_string_t *key) {
+  int32_t ret = __wasm_import_wasmsched_plugin_state_remove((uint8_t *) (*key).ptr, (*key).len);
+  return ret;
+}
+
+void wasmsched_plugin_state_keys(scheduler_plugin_string_t *prefix, scheduler_plugin_list_string_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_keys((uint8_t *) (*prefix).ptr, (*prefix).len, ptr);
+  *ret = (scheduler_plugin_list_string_t) { (scheduler_plugin_string_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+bool wasmsched_plugin_state_add(scheduler_plugin_string_t *key, int64_t delta, int64_t *ret, scheduler_plugin_string_t *err) {
+  __attribute__((__aligned__(8)))
+  uint8_t ret_area[(8+2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_add((uint8_t *) (*key).ptr, (*key).len, delta, ptr);
+  wasmsched_plugin_state_result_s64_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      result.val.ok = *((int64_t*) (ptr + 8));
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (scheduler_plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + 8))), (*((size_t*) (ptr + (8+1*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    *ret = result.val.ok;
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+bool wasmsched_plugin_state_cycle_get(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_cycle_get((uint8_t *) (*key).ptr, (*key).len, ptr);
+  scheduler_plugin_option_list_u8_t option;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      option.is_some = false;
+      break;
+    }
+    case 1: {
+      option.is_some = true;
+      option.val = (scheduler_plugin_list_u8_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  *ret = option.val;
+  return option.is_some;
+}
+
+bool wasmsched_plugin_state_cycle_set(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *value, scheduler_plugin_string_t *err) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(3*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_state_cycle_set((uint8_t *) (*key).ptr, (*key).len, (uint8_t *) (*value).ptr, (*value).len, ptr);
+  wasmsched_plugin_state_result_void_string_t result;
+  switch ((int32_t) *((uint8_t*) (ptr + 0))) {
+    case 0: {
+      result.is_err = false;
+      break;
+    }
+    case 1: {
+      result.is_err = true;
+      result.val.err = (scheduler_plugin_string_t) { (uint8_t*)(*((uint8_t **) (ptr + sizeof(void*)))), (*((size_t*) (ptr + (2*sizeof(void*))))) };
+      break;
+    }
+  }
+  if (!result.is_err) {
+    return 1;
+  } else {
+    *err = result.val.err;
+    return 0;
+  }
+}
+
+void wasmsched_plugin_waiting_pods(wasmsched_plugin_waiting_list_waiting_pod_t *ret) {
+  __attribute__((__aligned__(sizeof(void*))))
+  uint8_t ret_area[(2*sizeof(void*))];
+  uint8_t *ptr = (uint8_t *) &ret_area;
+  __wasm_import_wasmsched_plugin_waiting_pods(ptr);
+  *ret = (wasmsched_plugin_waiting_list_waiting_pod_t) { (wasmsched_plugin_waiting_waiting_pod_t*)(*((uint8_t **) (ptr + 0))), (*((size_t*) (ptr + sizeof(void*)))) };
+}
+
+bool wasmsched_plugin_waiting_allow(scheduler_plugin_string_t *uid) {
+  int32_t ret = __wasm_import_wasmsched_plugin_waiting_allow((uint8_t *) (*uid).ptr, (*uid).len);
+  return ret;
+}
+
+bool wasmsched_plugin_waiting_reject(scheduler_plugin_string_t *uid, scheduler_plugin_string_t *reason) {
+  int32_t ret = __wasm_import_wasmsched_plugin_waiting_reject((uint8_t *) (*uid).ptr, (*uid).len, (uint8_t *) (*reason).ptr, (*reason).len);
+  return ret;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#metadata")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   exports_wasmsched_plugin_plugin_plugin_metadata_t ret;
   exports_wasmsched_plugin_plugin_metadata(&ret);
@@ -1545,7 +1995,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   *((uint8_t **)(ptr + 0)) = (uint8_t *) ((ret).name).ptr;
   *((size_t*)(ptr + (3*sizeof(void*)))) = ((ret).version).len;
   *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((ret).version).ptr;
-  *((int8_t*)(ptr + (4*sizeof(void*)))) = (ret).points;
+  *((int16_t*)(ptr + (4*sizeof(void*)))) = (ret).points;
   if (((ret).events).is_some) {
     const exports_wasmsched_plugin_plugin_list_cluster_event_t *payload0 = &((ret).events).val;
     *((int8_t*)(ptr + (5*sizeof(void*)))) = 1;
@@ -1554,10 +2004,11 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metadata(void) {
   } else {
     *((int8_t*)(ptr + (5*sizeof(void*)))) = 0;
   }
+  *((int8_t*)(ptr + (8*sizeof(void*)))) = (ret).keep_state;
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#configure")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#configure")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg, size_t arg0) {
   scheduler_plugin_string_t arg1 = (scheduler_plugin_string_t) { (uint8_t*)(arg), (arg0) };
   exports_wasmsched_plugin_plugin_result_void_string_t ret;
@@ -1577,7 +2028,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_configure(uint8_t * arg,
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#metric-sources")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#metric-sources")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   scheduler_plugin_list_string_t ret;
   exports_wasmsched_plugin_plugin_metric_sources(&ret);
@@ -1587,7 +2038,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_metric_sources(void) {
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#pre-filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#pre-filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) {
   int32_t borrow = 0;
   borrow = arg;
@@ -1618,7 +2069,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_filter(int32_t arg) 
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#filter")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#filter")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1653,7 +2104,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_filter(int32_t arg, int3
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#pre-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#pre-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1689,7 +2140,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_score(int32_t arg, i
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32_t arg0) {
   int32_t borrow = 0;
   int32_t borrow1 = 0;
@@ -1738,7 +2189,7 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_score(int32_t arg, int32
   return ptr;
 }
 
-__attribute__((__export_name__("wasmsched:plugin/plugin@0.6.0#normalize-score")))
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#normalize-score")))
 uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t arg, int32_t arg0, uint8_t * arg1, size_t arg2) {
   int32_t borrow = 0;
   borrow = arg;
@@ -1793,6 +2244,195 @@ uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_normalize_score(int32_t 
     __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
   }
   return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#post-filter")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_post_filter(int32_t arg, int32_t arg0, uint8_t * arg1, size_t arg2) {
+  int32_t borrow = 0;
+  int32_t borrow3 = 0;
+  borrow = arg;
+  borrow3 = arg0;
+  exports_wasmsched_plugin_plugin_list_node_status_t arg4 = (exports_wasmsched_plugin_plugin_list_node_status_t) { (exports_wasmsched_plugin_plugin_node_status_t*)(arg1), (arg2) };
+  exports_wasmsched_plugin_plugin_result_post_filter_result_string_t ret;
+  exports_wasmsched_plugin_plugin_post_filter_result_t ok;
+  scheduler_plugin_string_t err;
+  ret.is_err = !exports_wasmsched_plugin_plugin_post_filter((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, (exports_wasmsched_plugin_plugin_borrow_nodes_t) { arg0 }, &arg4, &ok, &err);
+  if (ret.is_err) {
+    ret.val.err = err;
+  }
+  if (!ret.is_err) {
+    ret.val.ok = ok;
+  }
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  if ((ret).is_err) {
+    const scheduler_plugin_string_t *payload7 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload7).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload7).ptr;
+  } else {
+    const exports_wasmsched_plugin_plugin_post_filter_result_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    *((int8_t*)(ptr + sizeof(void*))) = (int32_t) ((*payload).status).code;
+    *((size_t*)(ptr + (3*sizeof(void*)))) = (((*payload).status).reason).len;
+    *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (((*payload).status).reason).ptr;
+    if (((*payload).nominated_node).is_some) {
+      const scheduler_plugin_string_t *payload6 = &((*payload).nominated_node).val;
+      *((int8_t*)(ptr + (4*sizeof(void*)))) = 1;
+      *((size_t*)(ptr + (6*sizeof(void*)))) = (*payload6).len;
+      *((uint8_t **)(ptr + (5*sizeof(void*)))) = (uint8_t *) (*payload6).ptr;
+    } else {
+      *((int8_t*)(ptr + (4*sizeof(void*)))) = 0;
+    }
+    *((size_t*)(ptr + (8*sizeof(void*)))) = ((*payload).victims).len;
+    *((uint8_t **)(ptr + (7*sizeof(void*)))) = (uint8_t *) ((*payload).victims).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow3 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow3);
+  }
+  return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#reserve")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_reserve(int32_t arg, int32_t arg0) {
+  int32_t borrow = 0;
+  int32_t borrow1 = 0;
+  borrow = arg;
+  borrow1 = arg0;
+  exports_wasmsched_plugin_plugin_result_status_string_t ret;
+  exports_wasmsched_plugin_plugin_status_t ok;
+  scheduler_plugin_string_t err;
+  ret.is_err = !exports_wasmsched_plugin_plugin_reserve((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, (exports_wasmsched_plugin_plugin_borrow_nodes_t) { arg0 }, &ok, &err);
+  if (ret.is_err) {
+    ret.val.err = err;
+  }
+  if (!ret.is_err) {
+    ret.val.ok = ok;
+  }
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  if ((ret).is_err) {
+    const scheduler_plugin_string_t *payload2 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload2).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload2).ptr;
+  } else {
+    const exports_wasmsched_plugin_plugin_status_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    *((int8_t*)(ptr + sizeof(void*))) = (int32_t) (*payload).code;
+    *((size_t*)(ptr + (3*sizeof(void*)))) = ((*payload).reason).len;
+    *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*payload).reason).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow1 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow1);
+  }
+  return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#unreserve")))
+void __wasm_export_exports_wasmsched_plugin_plugin_unreserve(int32_t arg, uint8_t * arg0, size_t arg1) {
+  int32_t borrow = 0;
+  borrow = arg;
+  scheduler_plugin_string_t arg2 = (scheduler_plugin_string_t) { (uint8_t*)(arg0), (arg1) };
+  exports_wasmsched_plugin_plugin_unreserve((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, &arg2);
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#permit")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_permit(int32_t arg, int32_t arg0) {
+  int32_t borrow = 0;
+  int32_t borrow1 = 0;
+  borrow = arg;
+  borrow1 = arg0;
+  exports_wasmsched_plugin_plugin_result_permit_verdict_string_t ret;
+  exports_wasmsched_plugin_plugin_permit_verdict_t ok;
+  scheduler_plugin_string_t err;
+  ret.is_err = !exports_wasmsched_plugin_plugin_permit((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, (exports_wasmsched_plugin_plugin_borrow_nodes_t) { arg0 }, &ok, &err);
+  if (ret.is_err) {
+    ret.val.err = err;
+  }
+  if (!ret.is_err) {
+    ret.val.ok = ok;
+  }
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  if ((ret).is_err) {
+    const scheduler_plugin_string_t *payload5 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload5).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload5).ptr;
+  } else {
+    const exports_wasmsched_plugin_plugin_permit_verdict_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    switch ((int32_t) (*payload).tag) {
+      case 0: {
+        *((int8_t*)(ptr + sizeof(void*))) = 0;
+        break;
+      }
+      case 1: {
+        const scheduler_plugin_string_t *payload3 = &(*payload).val.reject;
+        *((int8_t*)(ptr + sizeof(void*))) = 1;
+        *((size_t*)(ptr + (3*sizeof(void*)))) = (*payload3).len;
+        *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) (*payload3).ptr;
+        break;
+      }
+      case 2: {
+        const uint32_t *payload4 = &(*payload).val.wait;
+        *((int8_t*)(ptr + sizeof(void*))) = 2;
+        *((int32_t*)(ptr + (2*sizeof(void*)))) = (int32_t) (*payload4);
+        break;
+      }
+    }
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  if (borrow1 != 0) {
+    __wasm_import_wasmsched_plugin_cluster_nodes_drop(borrow1);
+  }
+  return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#pre-bind")))
+uint8_t * __wasm_export_exports_wasmsched_plugin_plugin_pre_bind(int32_t arg, uint8_t * arg0, size_t arg1) {
+  int32_t borrow = 0;
+  borrow = arg;
+  scheduler_plugin_string_t arg2 = (scheduler_plugin_string_t) { (uint8_t*)(arg0), (arg1) };
+  exports_wasmsched_plugin_plugin_result_status_string_t ret;
+  exports_wasmsched_plugin_plugin_status_t ok;
+  scheduler_plugin_string_t err;
+  ret.is_err = !exports_wasmsched_plugin_plugin_pre_bind((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, &arg2, &ok, &err);
+  if (ret.is_err) {
+    ret.val.err = err;
+  }
+  if (!ret.is_err) {
+    ret.val.ok = ok;
+  }
+  uint8_t *ptr = (uint8_t *) &RET_AREA;
+  if ((ret).is_err) {
+    const scheduler_plugin_string_t *payload3 = &(ret).val.err;*((int8_t*)(ptr + 0)) = 1;
+    *((size_t*)(ptr + (2*sizeof(void*)))) = (*payload3).len;
+    *((uint8_t **)(ptr + sizeof(void*))) = (uint8_t *) (*payload3).ptr;
+  } else {
+    const exports_wasmsched_plugin_plugin_status_t *payload = &(ret).val.ok;*((int8_t*)(ptr + 0)) = 0;
+    *((int8_t*)(ptr + sizeof(void*))) = (int32_t) (*payload).code;
+    *((size_t*)(ptr + (3*sizeof(void*)))) = ((*payload).reason).len;
+    *((uint8_t **)(ptr + (2*sizeof(void*)))) = (uint8_t *) ((*payload).reason).ptr;
+  }
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
+  return ptr;
+}
+
+__attribute__((__export_name__("wasmsched:plugin/plugin@0.7.0#post-bind")))
+void __wasm_export_exports_wasmsched_plugin_plugin_post_bind(int32_t arg, uint8_t * arg0, size_t arg1) {
+  int32_t borrow = 0;
+  borrow = arg;
+  scheduler_plugin_string_t arg2 = (scheduler_plugin_string_t) { (uint8_t*)(arg0), (arg1) };
+  exports_wasmsched_plugin_plugin_post_bind((exports_wasmsched_plugin_plugin_borrow_pod_t) { arg }, &arg2);
+  if (borrow != 0) {
+    __wasm_import_wasmsched_plugin_cluster_pod_drop(borrow);
+  }
 }
 
 // Ensure that the *_component_type.o object is linked in

@@ -239,6 +239,26 @@ typedef struct wasmsched_plugin_cluster_pod_claim_t {
   scheduler_plugin_list_string_t   reserved_for;
 } wasmsched_plugin_cluster_pod_claim_t;
 
+typedef struct {
+  wasmsched_plugin_cluster_quantity_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_quantity_t;
+
+// (Since 0.7.) A pod bound or assumed on a node (see `nodes.pods`).
+typedef struct wasmsched_plugin_cluster_placed_pod_t {
+  scheduler_plugin_string_t   namespace_;
+  scheduler_plugin_string_t   name;
+  scheduler_plugin_string_t   uid;
+  // `spec.priority` (0 when unset).
+  int32_t   priority;
+  // Its labels, sorted by key.
+  scheduler_plugin_list_tuple2_string_string_t   labels;
+  // Its effective requests (non-zero), as `pod.requests`.
+  wasmsched_plugin_cluster_list_quantity_t   requests;
+  // Being deleted (`metadata.deletionTimestamp` set).
+  bool   deleting;
+} wasmsched_plugin_cluster_placed_pod_t;
+
 typedef struct wasmsched_plugin_cluster_own_pod_t {
   int32_t __handle;
 } wasmsched_plugin_cluster_own_pod_t;
@@ -254,11 +274,6 @@ typedef struct wasmsched_plugin_cluster_own_nodes_t {
 typedef struct wasmsched_plugin_cluster_borrow_nodes_t {
   int32_t __handle;
 } wasmsched_plugin_cluster_borrow_nodes_t;
-
-typedef struct {
-  wasmsched_plugin_cluster_quantity_t *ptr;
-  size_t len;
-} wasmsched_plugin_cluster_list_quantity_t;
 
 typedef struct {
   wasmsched_plugin_cluster_toleration_t *ptr;
@@ -370,6 +385,14 @@ typedef struct {
 } wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t;
 
 typedef struct {
+  bool is_err;
+  union {
+    uint32_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_cluster_result_u32_string_t;
+
+typedef struct {
   bool is_some;
   wasmsched_plugin_cluster_metric_t val;
 } wasmsched_plugin_cluster_option_metric_t;
@@ -397,6 +420,11 @@ typedef struct {
   wasmsched_plugin_cluster_list_allocated_device_t val;
 } wasmsched_plugin_cluster_option_list_allocated_device_t;
 
+typedef struct {
+  wasmsched_plugin_cluster_placed_pod_t *ptr;
+  size_t len;
+} wasmsched_plugin_cluster_list_placed_pod_t;
+
 typedef uint8_t wasmsched_plugin_host_level_t;
 
 #define WASMSCHED_PLUGIN_HOST_LEVEL_TRACE 0
@@ -405,14 +433,64 @@ typedef uint8_t wasmsched_plugin_host_level_t;
 #define WASMSCHED_PLUGIN_HOST_LEVEL_WARN 3
 #define WASMSCHED_PLUGIN_HOST_LEVEL_ERROR 4
 
+typedef struct {
+  bool is_some;
+  scheduler_plugin_list_u8_t val;
+} scheduler_plugin_option_list_u8_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_state_result_void_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    int64_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} wasmsched_plugin_state_result_s64_string_t;
+
+// One waiting pod.
+typedef struct wasmsched_plugin_waiting_waiting_pod_t {
+  scheduler_plugin_string_t   namespace_;
+  scheduler_plugin_string_t   name;
+  scheduler_plugin_string_t   uid;
+  // The node it is assumed on.
+  scheduler_plugin_string_t   node;
+  // Its labels, sorted by key.
+  scheduler_plugin_list_tuple2_string_string_t   labels;
+  // The plugins it still waits for.
+  scheduler_plugin_list_string_t   plugins;
+  // How long it has waited, in milliseconds.
+  uint64_t   waited_ms;
+} wasmsched_plugin_waiting_waiting_pod_t;
+
+typedef struct {
+  wasmsched_plugin_waiting_waiting_pod_t *ptr;
+  size_t len;
+} wasmsched_plugin_waiting_list_waiting_pod_t;
+
 // kube-scheduler's extension points a plugin may implement.
-typedef uint8_t exports_wasmsched_plugin_plugin_points_t;
+typedef uint16_t exports_wasmsched_plugin_plugin_points_t;
 
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PRE_FILTER (1 << 0)
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_FILTER (1 << 1)
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PRE_SCORE (1 << 2)
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_SCORE (1 << 3)
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_NORMALIZE_SCORE (1 << 4)
+// (Since 0.7.)
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_POST_FILTER (1 << 5)
+// (Since 0.7.) Reserve and Unreserve.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_RESERVE (1 << 6)
+// (Since 0.7.)
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PERMIT (1 << 7)
+// (Since 0.7.)
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PRE_BIND (1 << 8)
+// (Since 0.7.)
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_POST_BIND (1 << 9)
 
 // What kind of object changed (kube-scheduler's `EventResource`).
 typedef uint8_t exports_wasmsched_plugin_plugin_event_resource_t;
@@ -490,6 +568,9 @@ typedef struct exports_wasmsched_plugin_plugin_plugin_metadata_t {
   // minutes pass), so a narrow list spares the scheduler retries
   // that cannot succeed. None: every change (as every 0.1 plugin).
   exports_wasmsched_plugin_plugin_option_list_cluster_event_t   events;
+  // (Since 0.7.) Keep the plugin's store (`state`) when this version
+  // replaces another of the same name; otherwise it starts empty.
+  bool   keep_state;
 } exports_wasmsched_plugin_plugin_plugin_metadata_t;
 
 // A verdict, with kube-scheduler's status codes.
@@ -535,6 +616,55 @@ typedef struct exports_wasmsched_plugin_plugin_scores_t {
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_VALUES 0
 #define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_PACKED 1
 
+// (Since 0.7.) What Filter found on one node, for PostFilter.
+typedef struct exports_wasmsched_plugin_plugin_node_status_t {
+  scheduler_plugin_string_t   node;
+  // `unschedulable` or `unschedulable-and-unresolvable`.
+  exports_wasmsched_plugin_plugin_code_t   code;
+  scheduler_plugin_string_t   reason;
+  // The plugin that rejected the node.
+  scheduler_plugin_string_t   plugin;
+} exports_wasmsched_plugin_plugin_node_status_t;
+
+// (Since 0.7.) What PostFilter answers.
+typedef struct exports_wasmsched_plugin_plugin_post_filter_result_t {
+  // `success`: the plugin made room, and the PostFilter plugins after
+  // it do not run; otherwise its reason joins the pod's failure
+  // message.
+  exports_wasmsched_plugin_plugin_status_t   status;
+  // The node the pod is nominated to: the scheduler holds its room
+  // there for the pod (`status.nominatedNodeName`).
+  scheduler_plugin_option_string_t   nominated_node;
+  // Pods to evict from the nominated node to make that room, as
+  // `namespace/name`. The host evicts them as preemption does, and
+  // only if every one is bound to that node, of lower priority than
+  // the pod, not being deleted already, and not protected by a
+  // PodDisruptionBudget that allows no disruption; otherwise it evicts
+  // none and the pod's attempt fails with the reason.
+  scheduler_plugin_list_string_t   victims;
+} exports_wasmsched_plugin_plugin_post_filter_result_t;
+
+// (Since 0.7.) Permit's verdict.
+typedef struct exports_wasmsched_plugin_plugin_permit_verdict_t {
+  uint8_t tag;
+  union {
+    scheduler_plugin_string_t     reject;
+    uint32_t     wait;
+  } val;
+} exports_wasmsched_plugin_plugin_permit_verdict_t;
+
+// Bind (once every other Permit plugin allows too).
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_ALLOW 0
+// Do not bind: the pod's Reserve is undone and it is retried later.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_REJECT 1
+// Hold the pod, with its node's resources, for at most this many
+// milliseconds (at most 15 minutes): until this plugin (or another
+// instance of it, on another pod's call) allows it through
+// `waiting.allow`, or rejects it; at the deadline it is rejected.
+// The wait happens in the binding cycle: the scheduler goes on with
+// other pods meanwhile.
+#define EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_WAIT 2
+
 typedef struct {
   bool is_err;
   union {
@@ -575,7 +705,28 @@ typedef struct {
   } val;
 } exports_wasmsched_plugin_plugin_result_scores_string_t;
 
-// Imported Functions from `wasmsched:plugin/cluster@0.6.0`
+typedef struct {
+  exports_wasmsched_plugin_plugin_node_status_t *ptr;
+  size_t len;
+} exports_wasmsched_plugin_plugin_list_node_status_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    exports_wasmsched_plugin_plugin_post_filter_result_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} exports_wasmsched_plugin_plugin_result_post_filter_result_string_t;
+
+typedef struct {
+  bool is_err;
+  union {
+    exports_wasmsched_plugin_plugin_permit_verdict_t ok;
+    scheduler_plugin_string_t err;
+  } val;
+} exports_wasmsched_plugin_plugin_result_permit_verdict_string_t;
+
+// Imported Functions from `wasmsched:plugin/cluster@0.7.0`
 // `metadata.name`.
 extern void wasmsched_plugin_cluster_method_pod_name(wasmsched_plugin_cluster_borrow_pod_t self, scheduler_plugin_string_t *ret);
 // `metadata.namespace`.
@@ -715,6 +866,10 @@ extern bool wasmsched_plugin_cluster_method_nodes_domain_counts(wasmsched_plugin
 // a selected pod are listed with 0, so the minimum over the list is
 // the one a spreading rule compares against.
 extern bool wasmsched_plugin_cluster_method_nodes_domains(wasmsched_plugin_cluster_borrow_nodes_t self, scheduler_plugin_string_t *topology_key, wasmsched_plugin_cluster_pod_selector_t *selector, scheduler_plugin_list_tuple2_string_u32_t *ret, scheduler_plugin_string_t *err);
+// (Since 0.7.) The number of selected pods in the whole cluster
+// (on every node, not only the batch's): what a gang plugin counts
+// of its gang at Permit, in one call whatever the cluster's size.
+extern bool wasmsched_plugin_cluster_method_nodes_cluster_pod_count(wasmsched_plugin_cluster_borrow_nodes_t self, wasmsched_plugin_cluster_pod_selector_t *selector, uint32_t *ret, scheduler_plugin_string_t *err);
 // Live metrics (since 0.3): values per node from the metric sources
 // of the scheduler's configuration (`metrics.sources`, e.g. a
 // Prometheus query), refreshed in the background, never queried on
@@ -739,12 +894,48 @@ extern void wasmsched_plugin_cluster_method_nodes_devices(wasmsched_plugin_clust
 // claim in the pod's order. None when the pod has no claim to
 // allocate, or the node was not allocated for (yet).
 extern bool wasmsched_plugin_cluster_method_nodes_allocation(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_allocated_device_t *ret);
+// (Since 0.7.) The pods bound or assumed on node `index`, in no
+// particular order; at most 1000 (what a custom preemption picks
+// its victims from).
+extern void wasmsched_plugin_cluster_method_nodes_pods(wasmsched_plugin_cluster_borrow_nodes_t self, uint32_t index, wasmsched_plugin_cluster_list_placed_pod_t *ret);
 
-// Imported Functions from `wasmsched:plugin/host@0.6.0`
+// Imported Functions from `wasmsched:plugin/host@0.7.0`
 // Writes a line to the scheduler's log, attributed to the plugin.
 extern void wasmsched_plugin_host_log(wasmsched_plugin_host_level_t level, scheduler_plugin_string_t *message);
 
-// Exported Functions from `wasmsched:plugin/plugin@0.6.0`
+// Imported Functions from `wasmsched:plugin/state@0.7.0`
+// The value stored under `key`, if any.
+extern bool wasmsched_plugin_state_get(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret);
+// Stores `value` under `key`.
+extern bool wasmsched_plugin_state_set(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *value, scheduler_plugin_string_t *err);
+// Removes `key`; whether it was there.
+extern bool wasmsched_plugin_state_remove(scheduler_plugin_string_t *key);
+// The keys that start with `prefix`, sorted (at most 10 000).
+extern void wasmsched_plugin_state_keys(scheduler_plugin_string_t *prefix, scheduler_plugin_list_string_t *ret);
+// Adds `delta` to the counter under `key` (an s64 stored as 8 bytes,
+// little-endian; none counts as 0) and returns its new value, in one
+// step however many instances call it at once. An error when the value
+// there is not 8 bytes, or the sum overflows.
+extern bool wasmsched_plugin_state_add(scheduler_plugin_string_t *key, int64_t delta, int64_t *ret, scheduler_plugin_string_t *err);
+// The value the pod's cycle holds under `key`, if any.
+extern bool wasmsched_plugin_state_cycle_get(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *ret);
+// Stores `value` under `key` for the rest of the pod's cycle. An error
+// outside a pod's cycle (in `metadata` or `configure`).
+extern bool wasmsched_plugin_state_cycle_set(scheduler_plugin_string_t *key, scheduler_plugin_list_u8_t *value, scheduler_plugin_string_t *err);
+
+// Imported Functions from `wasmsched:plugin/waiting@0.7.0`
+// Every pod waiting at Permit (of every profile), longest waiting first.
+extern void wasmsched_plugin_waiting_pods(wasmsched_plugin_waiting_list_waiting_pod_t *ret);
+// Allows the pod of `uid` for this plugin: it stops waiting for this
+// plugin (and is bound when no plugin is left). False when it does not
+// wait for this plugin: a plugin releases only the pods it holds.
+extern bool wasmsched_plugin_waiting_allow(scheduler_plugin_string_t *uid);
+// Rejects the pod of `uid`, which this plugin holds, with `reason`: it
+// is not bound, its Reserve is undone, and it is retried later. False
+// when it does not wait for this plugin.
+extern bool wasmsched_plugin_waiting_reject(scheduler_plugin_string_t *uid, scheduler_plugin_string_t *reason);
+
+// Exported Functions from `wasmsched:plugin/plugin@0.7.0`
 void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_plugin_metadata_t *ret);
 bool exports_wasmsched_plugin_plugin_configure(scheduler_plugin_string_t *args, scheduler_plugin_string_t *err);
 void exports_wasmsched_plugin_plugin_metric_sources(scheduler_plugin_list_string_t *ret);
@@ -753,6 +944,12 @@ bool exports_wasmsched_plugin_plugin_filter(exports_wasmsched_plugin_plugin_borr
 bool exports_wasmsched_plugin_plugin_pre_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_scores_t *ret, scheduler_plugin_string_t *err);
 bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_scores_t *scores, exports_wasmsched_plugin_plugin_scores_t *ret, scheduler_plugin_string_t *err);
+bool exports_wasmsched_plugin_plugin_post_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_list_node_status_t *statuses, exports_wasmsched_plugin_plugin_post_filter_result_t *ret, scheduler_plugin_string_t *err);
+bool exports_wasmsched_plugin_plugin_reserve(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
+void exports_wasmsched_plugin_plugin_unreserve(exports_wasmsched_plugin_plugin_borrow_pod_t pod, scheduler_plugin_string_t *node);
+bool exports_wasmsched_plugin_plugin_permit(exports_wasmsched_plugin_plugin_borrow_pod_t pod, exports_wasmsched_plugin_plugin_borrow_nodes_t nodes, exports_wasmsched_plugin_plugin_permit_verdict_t *ret, scheduler_plugin_string_t *err);
+bool exports_wasmsched_plugin_plugin_pre_bind(exports_wasmsched_plugin_plugin_borrow_pod_t pod, scheduler_plugin_string_t *node, exports_wasmsched_plugin_plugin_status_t *ret, scheduler_plugin_string_t *err);
+void exports_wasmsched_plugin_plugin_post_bind(exports_wasmsched_plugin_plugin_borrow_pod_t pod, scheduler_plugin_string_t *node);
 
 // Helper Functions
 
@@ -802,6 +999,10 @@ void wasmsched_plugin_cluster_list_allocated_device_free(wasmsched_plugin_cluste
 
 void wasmsched_plugin_cluster_pod_claim_free(wasmsched_plugin_cluster_pod_claim_t *ptr);
 
+void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr);
+
+void wasmsched_plugin_cluster_placed_pod_free(wasmsched_plugin_cluster_placed_pod_t *ptr);
+
 extern void wasmsched_plugin_cluster_pod_drop_own(wasmsched_plugin_cluster_own_pod_t handle);
 
 extern wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod(wasmsched_plugin_cluster_own_pod_t handle);
@@ -809,8 +1010,6 @@ extern wasmsched_plugin_cluster_borrow_pod_t wasmsched_plugin_cluster_borrow_pod
 extern void wasmsched_plugin_cluster_nodes_drop_own(wasmsched_plugin_cluster_own_nodes_t handle);
 
 extern wasmsched_plugin_cluster_borrow_nodes_t wasmsched_plugin_cluster_borrow_nodes(wasmsched_plugin_cluster_own_nodes_t handle);
-
-void wasmsched_plugin_cluster_list_quantity_free(wasmsched_plugin_cluster_list_quantity_t *ptr);
 
 void wasmsched_plugin_cluster_list_toleration_free(wasmsched_plugin_cluster_list_toleration_t *ptr);
 
@@ -852,6 +1051,8 @@ void scheduler_plugin_list_tuple2_string_u32_free(scheduler_plugin_list_tuple2_s
 
 void wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_free(wasmsched_plugin_cluster_result_list_tuple2_string_u32_string_t *ptr);
 
+void wasmsched_plugin_cluster_result_u32_string_free(wasmsched_plugin_cluster_result_u32_string_t *ptr);
+
 void wasmsched_plugin_cluster_option_metric_free(wasmsched_plugin_cluster_option_metric_t *ptr);
 
 void wasmsched_plugin_cluster_list_option_metric_free(wasmsched_plugin_cluster_list_option_metric_t *ptr);
@@ -861,6 +1062,18 @@ void wasmsched_plugin_cluster_result_list_option_metric_string_free(wasmsched_pl
 void wasmsched_plugin_cluster_list_device_free(wasmsched_plugin_cluster_list_device_t *ptr);
 
 void wasmsched_plugin_cluster_option_list_allocated_device_free(wasmsched_plugin_cluster_option_list_allocated_device_t *ptr);
+
+void wasmsched_plugin_cluster_list_placed_pod_free(wasmsched_plugin_cluster_list_placed_pod_t *ptr);
+
+void scheduler_plugin_option_list_u8_free(scheduler_plugin_option_list_u8_t *ptr);
+
+void wasmsched_plugin_state_result_void_string_free(wasmsched_plugin_state_result_void_string_t *ptr);
+
+void wasmsched_plugin_state_result_s64_string_free(wasmsched_plugin_state_result_s64_string_t *ptr);
+
+void wasmsched_plugin_waiting_waiting_pod_free(wasmsched_plugin_waiting_waiting_pod_t *ptr);
+
+void wasmsched_plugin_waiting_list_waiting_pod_free(wasmsched_plugin_waiting_list_waiting_pod_t *ptr);
 
 void exports_wasmsched_plugin_plugin_list_cluster_event_free(exports_wasmsched_plugin_plugin_list_cluster_event_t *ptr);
 
@@ -874,6 +1087,12 @@ void exports_wasmsched_plugin_plugin_rejection_free(exports_wasmsched_plugin_plu
 
 void exports_wasmsched_plugin_plugin_scores_free(exports_wasmsched_plugin_plugin_scores_t *ptr);
 
+void exports_wasmsched_plugin_plugin_node_status_free(exports_wasmsched_plugin_plugin_node_status_t *ptr);
+
+void exports_wasmsched_plugin_plugin_post_filter_result_free(exports_wasmsched_plugin_plugin_post_filter_result_t *ptr);
+
+void exports_wasmsched_plugin_plugin_permit_verdict_free(exports_wasmsched_plugin_plugin_permit_verdict_t *ptr);
+
 void exports_wasmsched_plugin_plugin_result_void_string_free(exports_wasmsched_plugin_plugin_result_void_string_t *ptr);
 
 void exports_wasmsched_plugin_plugin_result_status_string_free(exports_wasmsched_plugin_plugin_result_status_string_t *ptr);
@@ -883,6 +1102,12 @@ void exports_wasmsched_plugin_plugin_list_rejection_free(exports_wasmsched_plugi
 void exports_wasmsched_plugin_plugin_result_list_rejection_string_free(exports_wasmsched_plugin_plugin_result_list_rejection_string_t *ptr);
 
 void exports_wasmsched_plugin_plugin_result_scores_string_free(exports_wasmsched_plugin_plugin_result_scores_string_t *ptr);
+
+void exports_wasmsched_plugin_plugin_list_node_status_free(exports_wasmsched_plugin_plugin_list_node_status_t *ptr);
+
+void exports_wasmsched_plugin_plugin_result_post_filter_result_string_free(exports_wasmsched_plugin_plugin_result_post_filter_result_string_t *ptr);
+
+void exports_wasmsched_plugin_plugin_result_permit_verdict_string_free(exports_wasmsched_plugin_plugin_result_permit_verdict_string_t *ptr);
 
 // Sets the string `ret` to reference the input string `s` without copying it
 void scheduler_plugin_string_set(scheduler_plugin_string_t *ret, const char*s);

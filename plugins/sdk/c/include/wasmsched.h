@@ -6,11 +6,16 @@
  *   - optionally, says which cluster changes may make a pod it rejected fit:
  *                        WS_EVENTS({WS_EVENT_NODE, WS_ADD | WS_UPDATE_NODE_LABEL});
  *   - defines the hooks of the points it implements (any of ws_configure,
- *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score);
+ *     ws_pre_filter, ws_filter, ws_pre_score, ws_score, ws_normalize_score,
+ *     and since contract 0.7 ws_post_filter, ws_reserve and ws_unreserve,
+ *     ws_permit, ws_pre_bind, ws_post_bind);
  *   - if it reads live metrics, defines ws_metric_sources (the sources it
- *     reads, as configured).
+ *     reads, as configured);
+ *   - if its store (ws_state_*) must survive a new version of the plugin,
+ *     says so:      WS_KEEP_STATE;
  * Hooks it does not define answer "not implemented" (ws_configure: accepts
- * any args; ws_metric_sources: reads no metric source). The SDK does the
+ * any args; ws_metric_sources: reads no metric source; ws_unreserve: has
+ * nothing to undo). The SDK does the
  * component-model plumbing (wit-bindgen's generated bindings in
  * ../generated), the allocator and a libc subset.
  *
@@ -26,7 +31,7 @@
  *
  * Strings are UTF-8 slices (ws_str: pointer + length, NOT NUL-terminated).
  *
- * The SDK targets contract wasmsched:plugin@0.6.0 (wit/plugin.wit).
+ * The SDK targets contract wasmsched:plugin@0.7.0 (wit/plugin.wit).
  */
 #ifndef WASMSCHED_H
 #define WASMSCHED_H
@@ -95,6 +100,12 @@ typedef enum ws_points {
     WS_PRE_SCORE = 1 << 2,
     WS_SCORE = 1 << 3,
     WS_NORMALIZE_SCORE = 1 << 4,
+    /* Since contract 0.7: */
+    WS_POST_FILTER = 1 << 5,
+    WS_RESERVE = 1 << 6, /* ws_reserve, and ws_unreserve if defined */
+    WS_PERMIT = 1 << 7,
+    WS_PRE_BIND = 1 << 8,
+    WS_POST_BIND = 1 << 9,
 } ws_points;
 
 typedef enum ws_code {
@@ -126,7 +137,17 @@ typedef struct ws_metadata {
         ((POINTS) & WS_PRE_SCORE) ? ws_pre_score : 0,                      \
         ((POINTS) & WS_SCORE) ? ws_score : 0,                              \
         ((POINTS) & WS_NORMALIZE_SCORE) ? ws_normalize_score : 0,          \
+        ((POINTS) & WS_POST_FILTER) ? ws_post_filter : 0,                  \
+        ((POINTS) & WS_RESERVE) ? ws_reserve : 0,                          \
+        ((POINTS) & WS_PERMIT) ? ws_permit : 0,                            \
+        ((POINTS) & WS_PRE_BIND) ? ws_pre_bind : 0,                        \
+        ((POINTS) & WS_POST_BIND) ? ws_post_bind : 0,                      \
     }
+
+/* (Since contract 0.7.) Keep the plugin's store (ws_state_*) when this
+ * version replaces another of the same name; without it the new version
+ * starts with the store empty. Next to WS_PLUGIN: WS_KEEP_STATE; */
+#define WS_KEEP_STATE const bool ws_plugin_keep_state = true
 
 /* What kind of object changed (kube-scheduler's EventResource). */
 typedef enum ws_event_resource {
@@ -271,6 +292,10 @@ const char *ws_nodes_domain_counts(ws_nodes nodes, ws_str topology_key, const ws
  * (0 included), sorted by value. */
 const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_selector *selector,
                              ws_domains *domains);
+/* The number of selected pods in the whole cluster, on every node, not only
+ * the batch's (since contract 0.7): what a gang plugin counts of its gang at
+ * Permit, in one call whatever the cluster's size. 0 on error. */
+const char *ws_nodes_cluster_pod_count(ws_nodes nodes, const ws_pod_selector *selector, uint32_t *count);
 
 /* ---- live metrics (wit: cluster.nodes, since contract 0.3) ------------- */
 
@@ -414,6 +439,112 @@ bool ws_allocated_device_is(const ws_allocated_device *chosen, const ws_device *
  * was allocated. */
 bool ws_nodes_allocated_devices(ws_nodes nodes, uint32_t i, ws_devices *devices);
 
+/* ---- the pods on a node (wit: cluster.nodes, since contract 0.7) -------- */
+
+/* A pod bound or assumed on a node. */
+typedef struct ws_placed_pod {
+    ws_str namespace_;
+    ws_str name;
+    ws_str uid;
+    int32_t priority;       /* spec.priority (0 when unset) */
+    ws_pairs labels;        /* sorted by key */
+    ws_quantities requests; /* its effective requests (non-zero), as ws_pod_requests */
+    bool deleting;          /* metadata.deletionTimestamp set */
+} ws_placed_pod;
+typedef WS_LIST(ws_placed_pod) ws_placed_pods;
+
+/* The pods bound or assumed on node i, in no particular order; at most 1000
+ * (what a custom preemption picks its victims from). */
+ws_placed_pods ws_nodes_pods(ws_nodes nodes, uint32_t i);
+
+/* Helpers for the lists of records: the value of `key` in (key, value)
+ * pairs (labels, annotations: true and *value when there), and the amount
+ * of the resource `name` in quantities (0 when absent). */
+bool ws_pairs_get(ws_pairs pairs, ws_str key, ws_str *value);
+int64_t ws_quantities_get(ws_quantities quantities, ws_str name);
+
+/* ---- state the host keeps for the plugin (wit: state, since 0.7) -------- */
+
+/* A plugin's instances are pooled and may run concurrently: memory inside
+ * one instance (statics included) is neither kept nor shared, so what must
+ * outlive a call (a quota's usage, a gang's members) goes here.
+ *
+ * The plugin's store (ws_state_get ... ws_state_add) is shared by every
+ * instance of the plugin and kept across calls and pods, as long as the
+ * scheduler runs; a new version of the plugin starts with it empty unless
+ * it declares WS_KEEP_STATE. It is bounded (at most 65 536 keys of at most
+ * 1 KiB, keys and values together at most a quarter of the plugin's memory
+ * cap): a write past a bound is an error and changes nothing.
+ *
+ * The cycle's state (ws_state_cycle_get, ws_state_cycle_set) belongs to one
+ * attempt of one pod: what PreFilter wrote, Filter, Score, Reserve, Permit,
+ * PreBind and PostBind (or Unreserve) of the same attempt read; it is dropped
+ * when the attempt ends (at most 1 MiB).
+ *
+ * Values are bytes; the ones read are arena memory. The functions that can
+ * fail return NULL, or the host's message (NUL-terminated, arena), which a
+ * hook can return as is. */
+typedef WS_LIST(uint8_t) ws_bytes;
+
+/* A string's bytes as a value, and a value's bytes as a string. */
+static inline ws_bytes ws_str_bytes(ws_str s) { return (ws_bytes){(uint8_t *)(uintptr_t)s.ptr, s.len}; }
+static inline ws_str ws_bytes_str(ws_bytes b) { return (ws_str){(const char *)b.ptr, b.len}; }
+
+/* The value stored under `key`: true and *value when there is one. */
+bool ws_state_get(ws_str key, ws_bytes *value);
+/* Stores `value` under `key`. */
+const char *ws_state_set(ws_str key, ws_bytes value);
+/* Removes `key`; whether it was there. */
+bool ws_state_remove(ws_str key);
+/* The keys that start with `prefix`, sorted (at most 10 000). */
+ws_strs ws_state_keys(ws_str prefix);
+/* Adds `delta` to the counter under `key` (an int64_t stored as 8 bytes,
+ * little-endian; none counts as 0) and sets *value (may be NULL) to its new
+ * value, in one step however many instances call it at once. An error when
+ * the value there is not 8 bytes, or the sum overflows. */
+const char *ws_state_add(ws_str key, int64_t delta, int64_t *value);
+/* The int64_t under `key` (8 bytes, little-endian, as ws_state_add and
+ * ws_state_set_i64 write it): false when there is none or it is not 8 bytes. */
+bool ws_state_get_i64(ws_str key, int64_t *value);
+/* Stores `value` under `key` as 8 bytes, little-endian. */
+const char *ws_state_set_i64(ws_str key, int64_t value);
+/* The value the pod's cycle holds under `key`: true and *value when there
+ * is one. */
+bool ws_state_cycle_get(ws_str key, ws_bytes *value);
+/* Stores `value` under `key` for the rest of the pod's cycle; an error
+ * outside a pod's cycle (in ws_configure). */
+const char *ws_state_cycle_set(ws_str key, ws_bytes value);
+
+/* ---- the pods waiting at Permit (wit: waiting, since contract 0.7) ------ */
+
+/* A pod placed and holding its node's resources, not bound until every
+ * plugin whose ws_permit said wait allows it. */
+typedef struct ws_waiting_pod {
+    ws_str namespace_;
+    ws_str name;
+    ws_str uid;
+    ws_str node;       /* the node it is assumed on */
+    ws_pairs labels;   /* sorted by key */
+    ws_strs plugins;   /* the plugins it still waits for */
+    uint64_t waited_ms; /* how long it has waited */
+} ws_waiting_pod;
+/* (Not ws_waiting_pods: that is the accessor's name.) */
+typedef WS_LIST(ws_waiting_pod) ws_waiting_list;
+
+/* Every pod waiting at Permit (of every profile), longest waiting first. */
+ws_waiting_list ws_waiting_pods(void);
+/* Allows the pod of `uid` for this plugin: it stops waiting for this plugin
+ * (and is bound when no plugin is left). False when it does not wait for
+ * this plugin: a plugin releases only the pods it holds. */
+bool ws_waiting_allow(ws_str uid);
+/* Rejects the pod of `uid`, which this plugin holds, with `reason`: it is
+ * not bound, its Reserve is undone, and it is retried later. False when it
+ * does not wait for this plugin. */
+bool ws_waiting_reject(ws_str uid, ws_str reason);
+/* Whether `pod` still waits for the plugin named `plugin` (this plugin's:
+ * ws_cstr(ws_plugin.name)). */
+bool ws_waiting_waits_for(const ws_waiting_pod *pod, ws_str plugin);
+
 /* ---- results ------------------------------------------------------------ */
 
 typedef struct ws_status {
@@ -434,6 +565,56 @@ typedef struct ws_rejections {
 
 /* Rejects node `index` of the batch (ws_filter). */
 void ws_reject(ws_rejections *out, uint32_t index, ws_code code, ws_str reason);
+
+/* (Since contract 0.7.) What Filter found on one node, for ws_post_filter. */
+typedef struct ws_node_status {
+    ws_str node;
+    uint8_t code; /* ws_code: WS_UNSCHEDULABLE or WS_UNSCHEDULABLE_AND_UNRESOLVABLE */
+    ws_str reason;
+    ws_str plugin; /* the plugin that rejected the node */
+} ws_node_status;
+typedef WS_LIST(ws_node_status) ws_node_statuses;
+
+/* (Since contract 0.7.) What ws_post_filter answers; preset to
+ * {WS_UNSCHEDULABLE, ""}, no nominated node, no victims: no room made. */
+typedef struct ws_post_filter_result {
+    /* WS_SUCCESS: the plugin made room, and the PostFilter plugins after it
+     * do not run; otherwise its reason joins the pod's failure message. */
+    ws_status status;
+    /* The node the pod is nominated to: the scheduler holds its room there
+     * for the pod (status.nominatedNodeName). */
+    ws_opt_str nominated_node;
+    /* Pods to evict from the nominated node to make that room, as
+     * "namespace/name": the host evicts them as preemption does, and only if
+     * every one is bound to that node, of lower priority than the pod, not
+     * being deleted already and not protected by a PodDisruptionBudget that
+     * allows no disruption; otherwise it evicts none and the pod's attempt
+     * fails. Arena or static memory. */
+    ws_strs victims;
+} ws_post_filter_result;
+
+/* (Since contract 0.7.) Permit's verdict. */
+typedef enum ws_permit_kind {
+    WS_PERMIT_ALLOW = 0,  /* bind (once every other Permit plugin allows too) */
+    WS_PERMIT_REJECT = 1, /* do not bind: the pod's Reserve is undone, it is retried later */
+    WS_PERMIT_WAIT = 2,   /* hold the pod (with its node's resources) for wait_ms */
+} ws_permit_kind;
+
+/* Preset to WS_PERMIT_ALLOW. WS_PERMIT_WAIT holds the pod for at most
+ * wait_ms milliseconds (at most 15 minutes): until this plugin allows it
+ * with ws_waiting_allow (from any instance, typically on another pod's
+ * call) or rejects it; at the deadline it is rejected. The wait happens in
+ * the binding cycle: the scheduler goes on with other pods meanwhile. */
+typedef struct ws_permit_verdict {
+    ws_permit_kind kind;
+    ws_str reason;    /* WS_PERMIT_REJECT */
+    uint32_t wait_ms; /* WS_PERMIT_WAIT */
+} ws_permit_verdict;
+
+/* *verdict = ws_permit_wait(60 * 1000); */
+static inline ws_permit_verdict ws_permit_allow(void) { return (ws_permit_verdict){WS_PERMIT_ALLOW, {"", 0}, 0}; }
+static inline ws_permit_verdict ws_permit_reject(ws_str reason) { return (ws_permit_verdict){WS_PERMIT_REJECT, reason, 0}; }
+static inline ws_permit_verdict ws_permit_wait(uint32_t ms) { return (ws_permit_verdict){WS_PERMIT_WAIT, {"", 0}, ms}; }
 
 /* ---- the hooks a plugin defines (all optional) ------------------------- */
 
@@ -457,6 +638,37 @@ const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
 /* Maps scores in place. */
 const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n);
 
+/* Since contract 0.7 (the binding cycle's points follow Score: the host
+ * picks a node, then Reserve and Permit run on it, then PreBind, the
+ * binding and PostBind). */
+/* PostFilter: the pod fits on no node. statuses says why on each node
+ * Filter rejected (at most 1000, the first ones); nodes holds those nodes in
+ * the same order. Runs only if the PostFilter plugins before it
+ * (DefaultPreemption by default) did not succeed. */
+const char *ws_post_filter(ws_pod pod, ws_nodes nodes, ws_node_statuses statuses, ws_post_filter_result *result);
+/* Reserve (WS_RESERVE): the pod was placed on the one node of `nodes` and its
+ * resources are about to be held for it. A status other than WS_SUCCESS, or
+ * an error, fails the attempt and undoes the Reserve of every plugin that
+ * reserved. status: preset to WS_SUCCESS. */
+const char *ws_reserve(ws_pod pod, ws_nodes nodes, ws_status *status);
+/* Unreserve (WS_RESERVE; optional): undo this plugin's Reserve for the pod
+ * on `node` (a later point failed, Permit rejected or timed out, the
+ * binding failed, or the pod was deleted while waiting). Called at most once
+ * per Reserve; it cannot fail (log what goes wrong). */
+void ws_unreserve(ws_pod pod, ws_str node);
+/* Permit: after Reserve, whether the pod may be bound on the one node of
+ * `nodes`, whose pod views count the pods bound or assumed before this one
+ * (those waiting at Permit included, this pod not). verdict: preset to
+ * allow; set it with ws_permit_reject(reason) or ws_permit_wait(ms). */
+const char *ws_permit(ws_pod pod, ws_nodes nodes, ws_permit_verdict *verdict);
+/* PreBind: before the binding to `node` is written. A status other than
+ * WS_SUCCESS, an error, or no answer within the plugin's time limit fails
+ * the binding: the pod is unreserved and retried. status: preset to
+ * WS_SUCCESS. */
+const char *ws_pre_bind(ws_pod pod, ws_str node, ws_status *status);
+/* PostBind: the pod is bound to `node` (informational; it cannot fail). */
+void ws_post_bind(ws_pod pod, ws_str node);
+
 /* The hooks of the points WS_PLUGIN declares (NULL for the others, which
  * answer "not implemented"). */
 struct ws_hooks {
@@ -465,6 +677,11 @@ struct ws_hooks {
     const char *(*pre_score)(ws_pod pod, ws_nodes nodes, ws_status *status);
     const char *(*score)(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
     const char *(*normalize_score)(ws_pod pod, int64_t *scores, size_t n);
+    const char *(*post_filter)(ws_pod pod, ws_nodes nodes, ws_node_statuses statuses, ws_post_filter_result *result);
+    const char *(*reserve)(ws_pod pod, ws_nodes nodes, ws_status *status);
+    const char *(*permit)(ws_pod pod, ws_nodes nodes, ws_permit_verdict *verdict);
+    const char *(*pre_bind)(ws_pod pod, ws_str node, ws_status *status);
+    void (*post_bind)(ws_pod pod, ws_str node);
 };
 
 /* ---- args: a small JSON reader for the top-level fields of an object --- */

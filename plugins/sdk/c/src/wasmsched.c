@@ -75,6 +75,30 @@ _Static_assert(offsetof(ws_pod_claim, claim) == offsetof(wasmsched_plugin_cluste
 _Static_assert(offsetof(ws_pod_claim, requests) == offsetof(wasmsched_plugin_cluster_pod_claim_t, requests), "pod-claim");
 _Static_assert(offsetof(ws_pod_claim, allocated) == offsetof(wasmsched_plugin_cluster_pod_claim_t, allocated), "pod-claim");
 _Static_assert(offsetof(ws_pod_claim, reserved_for) == offsetof(wasmsched_plugin_cluster_pod_claim_t, reserved_for), "pod-claim");
+/* Contract 0.7. */
+SAME_LAYOUT(ws_bytes, scheduler_plugin_list_u8_t);
+SAME_LAYOUT(ws_placed_pod, wasmsched_plugin_cluster_placed_pod_t);
+_Static_assert(offsetof(ws_placed_pod, priority) == offsetof(wasmsched_plugin_cluster_placed_pod_t, priority), "placed-pod");
+_Static_assert(offsetof(ws_placed_pod, labels) == offsetof(wasmsched_plugin_cluster_placed_pod_t, labels), "placed-pod");
+_Static_assert(offsetof(ws_placed_pod, requests) == offsetof(wasmsched_plugin_cluster_placed_pod_t, requests), "placed-pod");
+_Static_assert(offsetof(ws_placed_pod, deleting) == offsetof(wasmsched_plugin_cluster_placed_pod_t, deleting), "placed-pod");
+SAME_LAYOUT(ws_waiting_pod, wasmsched_plugin_waiting_waiting_pod_t);
+_Static_assert(offsetof(ws_waiting_pod, node) == offsetof(wasmsched_plugin_waiting_waiting_pod_t, node), "waiting-pod");
+_Static_assert(offsetof(ws_waiting_pod, labels) == offsetof(wasmsched_plugin_waiting_waiting_pod_t, labels), "waiting-pod");
+_Static_assert(offsetof(ws_waiting_pod, plugins) == offsetof(wasmsched_plugin_waiting_waiting_pod_t, plugins), "waiting-pod");
+_Static_assert(offsetof(ws_waiting_pod, waited_ms) == offsetof(wasmsched_plugin_waiting_waiting_pod_t, waited_ms), "waiting-pod");
+SAME_LAYOUT(ws_node_status, exports_wasmsched_plugin_plugin_node_status_t);
+_Static_assert(offsetof(ws_node_status, code) == offsetof(exports_wasmsched_plugin_plugin_node_status_t, code), "node-status");
+_Static_assert(offsetof(ws_node_status, reason) == offsetof(exports_wasmsched_plugin_plugin_node_status_t, reason), "node-status");
+_Static_assert(offsetof(ws_node_status, plugin) == offsetof(exports_wasmsched_plugin_plugin_node_status_t, plugin), "node-status");
+_Static_assert(WS_POST_FILTER == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_POST_FILTER, "points");
+_Static_assert(WS_RESERVE == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_RESERVE, "points");
+_Static_assert(WS_PERMIT == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PERMIT, "points");
+_Static_assert(WS_PRE_BIND == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_PRE_BIND, "points");
+_Static_assert(WS_POST_BIND == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_POINTS_POST_BIND, "points");
+_Static_assert(WS_PERMIT_ALLOW == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_ALLOW, "permit-verdict");
+_Static_assert(WS_PERMIT_REJECT == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_REJECT, "permit-verdict");
+_Static_assert(WS_PERMIT_WAIT == EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_WAIT, "permit-verdict");
 
 /* ======================================================================
  * Memory: one bump arena over the linear memory above __heap_base.
@@ -861,6 +885,14 @@ const char *ws_nodes_domains(ws_nodes nodes, ws_str topology_key, const ws_pod_s
     return ok ? NULL : ws_str_cstr(S(err));
 }
 
+const char *ws_nodes_cluster_pod_count(ws_nodes nodes, const ws_pod_selector *selector, uint32_t *count) {
+    gstr err;
+    uint32_t n = 0;
+    bool ok = wasmsched_plugin_cluster_method_nodes_cluster_pod_count(N(nodes), SEL(selector), &n, &err);
+    *count = ok ? n : 0;
+    return ok ? NULL : ws_str_cstr(S(err));
+}
+
 /* The metrics: like the pod views, the list as the host lowered it. */
 const char *ws_nodes_metrics(ws_nodes nodes, ws_str source, ws_opt_metrics *metrics) {
     gstr k = G(source), err;
@@ -881,6 +913,26 @@ bool ws_nodes_allocation(ws_nodes nodes, uint32_t i, ws_allocated_devices *devic
     bool some = wasmsched_plugin_cluster_method_nodes_allocation(N(nodes), i, &l);
     *devices = some ? (ws_allocated_devices){(ws_allocated_device *)l.ptr, l.len} : (ws_allocated_devices){NULL, 0};
     return some;
+}
+
+/* The pods on a node (since contract 0.7): the list as the host lowered it. */
+LIST_GETTER(ws_placed_pods, wasmsched_plugin_cluster_list_placed_pod_t, ws_nodes_pods(ws_nodes nodes, uint32_t i),
+            wasmsched_plugin_cluster_method_nodes_pods(N(nodes), i, &l))
+
+bool ws_pairs_get(ws_pairs pairs, ws_str key, ws_str *value) {
+    for (size_t k = 0; k < pairs.len; k++) {
+        if (ws_str_eq(pairs.ptr[k].key, key)) {
+            if (value) *value = pairs.ptr[k].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+int64_t ws_quantities_get(ws_quantities quantities, ws_str name) {
+    for (size_t k = 0; k < quantities.len; k++)
+        if (ws_str_eq(quantities.ptr[k].name, name)) return quantities.ptr[k].amount;
+    return 0;
 }
 
 /* Whether `have` (fully qualified, as the host gives it) is `name`, which is
@@ -939,6 +991,100 @@ bool ws_nodes_allocated_devices(ws_nodes nodes, uint32_t i, ws_devices *devices)
 }
 
 /* ======================================================================
+ * State and the waiting pods (since contract 0.7)
+ * ====================================================================== */
+
+static inline scheduler_plugin_list_u8_t B(ws_bytes b) { return (scheduler_plugin_list_u8_t){b.ptr, b.len}; }
+
+/* An option<list<u8>> the host returned: the bytes when some. */
+static bool got_bytes(bool some, scheduler_plugin_list_u8_t l, ws_bytes *value) {
+    if (value) *value = some ? (ws_bytes){l.ptr, l.len} : (ws_bytes){NULL, 0};
+    return some;
+}
+
+bool ws_state_get(ws_str key, ws_bytes *value) {
+    gstr k = G(key);
+    scheduler_plugin_list_u8_t l = {0};
+    return got_bytes(wasmsched_plugin_state_get(&k, &l), l, value);
+}
+
+const char *ws_state_set(ws_str key, ws_bytes value) {
+    gstr k = G(key), err;
+    scheduler_plugin_list_u8_t v = B(value);
+    return wasmsched_plugin_state_set(&k, &v, &err) ? NULL : ws_str_cstr(S(err));
+}
+
+bool ws_state_remove(ws_str key) {
+    gstr k = G(key);
+    return wasmsched_plugin_state_remove(&k);
+}
+
+ws_strs ws_state_keys(ws_str prefix) {
+    gstr p = G(prefix);
+    scheduler_plugin_list_string_t l = {0};
+    wasmsched_plugin_state_keys(&p, &l);
+    return (ws_strs){(ws_str *)l.ptr, l.len};
+}
+
+const char *ws_state_add(ws_str key, int64_t delta, int64_t *value) {
+    gstr k = G(key), err;
+    int64_t v = 0;
+    if (!wasmsched_plugin_state_add(&k, delta, &v, &err)) return ws_str_cstr(S(err));
+    if (value) *value = v;
+    return NULL;
+}
+
+bool ws_state_get_i64(ws_str key, int64_t *value) {
+    ws_bytes b;
+    if (!ws_state_get(key, &b) || b.len != 8) return false;
+    uint64_t u = 0;
+    for (int k = 7; k >= 0; k--) u = (u << 8) | b.ptr[k];
+    *value = (int64_t)u;
+    return true;
+}
+
+const char *ws_state_set_i64(ws_str key, int64_t value) {
+    uint8_t le[8];
+    uint64_t u = (uint64_t)value;
+    for (int k = 0; k < 8; k++, u >>= 8) le[k] = (uint8_t)u;
+    return ws_state_set(key, (ws_bytes){le, 8});
+}
+
+bool ws_state_cycle_get(ws_str key, ws_bytes *value) {
+    gstr k = G(key);
+    scheduler_plugin_list_u8_t l = {0};
+    return got_bytes(wasmsched_plugin_state_cycle_get(&k, &l), l, value);
+}
+
+const char *ws_state_cycle_set(ws_str key, ws_bytes value) {
+    gstr k = G(key), err;
+    scheduler_plugin_list_u8_t v = B(value);
+    return wasmsched_plugin_state_cycle_set(&k, &v, &err) ? NULL : ws_str_cstr(S(err));
+}
+
+ws_waiting_list ws_waiting_pods(void) {
+    wasmsched_plugin_waiting_list_waiting_pod_t l = {0};
+    wasmsched_plugin_waiting_pods(&l);
+    return (ws_waiting_list){(ws_waiting_pod *)l.ptr, l.len};
+}
+
+bool ws_waiting_allow(ws_str uid) {
+    gstr u = G(uid);
+    return wasmsched_plugin_waiting_allow(&u);
+}
+
+bool ws_waiting_reject(ws_str uid, ws_str reason) {
+    gstr u = G(uid), r = G(reason);
+    return wasmsched_plugin_waiting_reject(&u, &r);
+}
+
+bool ws_waiting_waits_for(const ws_waiting_pod *pod, ws_str plugin) {
+    for (size_t k = 0; k < pod->plugins.len; k++)
+        if (ws_str_eq(pod->plugins.ptr[k], plugin)) return true;
+    return false;
+}
+
+/* ======================================================================
  * Results
  * ====================================================================== */
 
@@ -972,6 +1118,15 @@ __attribute__((weak)) const char *ws_filter(ws_pod pod, ws_nodes nodes, ws_rejec
 __attribute__((weak)) const char *ws_pre_score(ws_pod pod, ws_nodes nodes, ws_status *status);
 __attribute__((weak)) const char *ws_score(ws_pod pod, ws_nodes nodes, int64_t *scores, size_t n);
 __attribute__((weak)) const char *ws_normalize_score(ws_pod pod, int64_t *scores, size_t n);
+__attribute__((weak)) const char *ws_post_filter(ws_pod pod, ws_nodes nodes, ws_node_statuses statuses,
+                                                 ws_post_filter_result *result);
+__attribute__((weak)) const char *ws_reserve(ws_pod pod, ws_nodes nodes, ws_status *status);
+__attribute__((weak)) const char *ws_permit(ws_pod pod, ws_nodes nodes, ws_permit_verdict *verdict);
+__attribute__((weak)) const char *ws_pre_bind(ws_pod pod, ws_str node, ws_status *status);
+__attribute__((weak)) void ws_post_bind(ws_pod pod, ws_str node);
+/* Not a point of its own: called, when defined, for a plugin that declares
+ * WS_RESERVE (one with nothing to undo leaves it out). */
+__attribute__((weak)) void ws_unreserve(ws_pod pod, ws_str node);
 
 /* ======================================================================
  * The generated bindings' exports
@@ -981,6 +1136,8 @@ extern const ws_metadata ws_plugin; /* WS_PLUGIN(...) in the plugin */
 extern const struct ws_hooks ws_plugin_hooks; /* WS_PLUGIN(...) too */
 /* WS_EVENTS(...) in the plugin, if any (weak: its address is NULL without). */
 extern const ws_events ws_plugin_events __attribute__((weak));
+/* WS_KEEP_STATE in the plugin, if any (weak, as ws_plugin_events). */
+extern const bool ws_plugin_keep_state __attribute__((weak));
 
 /* Every flag of the contract's event-actions. */
 #define EVENT_ACTIONS ((1u << 11) - 1)
@@ -1003,6 +1160,15 @@ static const char *undeclared_hook(void) {
     if (ws_score && !ws_plugin_hooks.score) return "ws_score is defined but WS_PLUGIN does not declare WS_SCORE";
     if (ws_normalize_score && !ws_plugin_hooks.normalize_score)
         return "ws_normalize_score is defined but WS_PLUGIN does not declare WS_NORMALIZE_SCORE";
+    if (ws_post_filter && !ws_plugin_hooks.post_filter)
+        return "ws_post_filter is defined but WS_PLUGIN does not declare WS_POST_FILTER";
+    if (ws_reserve && !ws_plugin_hooks.reserve) return "ws_reserve is defined but WS_PLUGIN does not declare WS_RESERVE";
+    if (ws_unreserve && !(ws_plugin.points & WS_RESERVE))
+        return "ws_unreserve is defined but WS_PLUGIN does not declare WS_RESERVE";
+    if (ws_permit && !ws_plugin_hooks.permit) return "ws_permit is defined but WS_PLUGIN does not declare WS_PERMIT";
+    if (ws_pre_bind && !ws_plugin_hooks.pre_bind) return "ws_pre_bind is defined but WS_PLUGIN does not declare WS_PRE_BIND";
+    if (ws_post_bind && !ws_plugin_hooks.post_bind)
+        return "ws_post_bind is defined but WS_PLUGIN does not declare WS_POST_BIND";
     return NULL;
 }
 
@@ -1028,6 +1194,7 @@ void exports_wasmsched_plugin_plugin_metadata(exports_wasmsched_plugin_plugin_pl
         }
         ret->events.val = (exports_wasmsched_plugin_plugin_list_cluster_event_t){events, n};
     }
+    ret->keep_state = &ws_plugin_keep_state != NULL && ws_plugin_keep_state;
     call_leave();
 }
 
@@ -1130,4 +1297,83 @@ bool exports_wasmsched_plugin_plugin_normalize_score(exports_wasmsched_plugin_pl
     ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_SCORES_VALUES;
     ret->val.values = list;
     return finish(e, err);
+}
+
+/* ---- contract 0.7: PostFilter and the binding cycle's points ---------- */
+
+static void lower_status(const ws_status *st, exports_wasmsched_plugin_plugin_status_t *ret) {
+    ret->code = (exports_wasmsched_plugin_plugin_code_t)st->code;
+    ret->reason = G(st->reason);
+}
+
+bool exports_wasmsched_plugin_plugin_post_filter(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                                 exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                                 exports_wasmsched_plugin_plugin_list_node_status_t *statuses,
+                                                 exports_wasmsched_plugin_plugin_post_filter_result_t *ret, gstr *err) {
+    call_enter();
+    ws_post_filter_result r = {{WS_UNSCHEDULABLE, {"", 0}}, {false, {"", 0}}, {NULL, 0}};
+    ws_node_statuses st = {(ws_node_status *)statuses->ptr, statuses->len};
+    const char *e = ws_plugin_hooks.post_filter ? ws_plugin_hooks.post_filter(POD(pod), NODES(nodes), st, &r)
+                                                : NOT_IMPLEMENTED;
+    lower_status(&r.status, &ret->status);
+    ret->nominated_node.is_some = r.nominated_node.is_some;
+    ret->nominated_node.val = G(r.nominated_node.is_some ? r.nominated_node.val : (ws_str){"", 0});
+    ret->victims = (scheduler_plugin_list_string_t){(gstr *)r.victims.ptr, r.victims.len};
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_reserve(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                             exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                             exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
+    call_enter();
+    ws_status st = {WS_SUCCESS, {"", 0}};
+    const char *e = ws_plugin_hooks.reserve ? ws_plugin_hooks.reserve(POD(pod), NODES(nodes), &st) : NOT_IMPLEMENTED;
+    lower_status(&st, ret);
+    return finish(e, err);
+}
+
+void exports_wasmsched_plugin_plugin_unreserve(exports_wasmsched_plugin_plugin_borrow_pod_t pod, gstr *node) {
+    call_enter();
+    if (ws_unreserve && (ws_plugin.points & WS_RESERVE)) ws_unreserve(POD(pod), S(*node));
+    call_leave();
+}
+
+bool exports_wasmsched_plugin_plugin_permit(exports_wasmsched_plugin_plugin_borrow_pod_t pod,
+                                            exports_wasmsched_plugin_plugin_borrow_nodes_t nodes,
+                                            exports_wasmsched_plugin_plugin_permit_verdict_t *ret, gstr *err) {
+    call_enter();
+    ws_permit_verdict v = ws_permit_allow();
+    const char *e = ws_plugin_hooks.permit ? ws_plugin_hooks.permit(POD(pod), NODES(nodes), &v) : NOT_IMPLEMENTED;
+    switch (v.kind) {
+    case WS_PERMIT_REJECT:
+        ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_REJECT;
+        ret->val.reject = G(v.reason);
+        break;
+    case WS_PERMIT_WAIT:
+        ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_WAIT;
+        ret->val.wait = v.wait_ms;
+        break;
+    case WS_PERMIT_ALLOW:
+        ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_ALLOW;
+        break;
+    default:
+        if (!e) e = "ws_permit: verdict.kind is not WS_PERMIT_ALLOW, WS_PERMIT_REJECT or WS_PERMIT_WAIT";
+        ret->tag = EXPORTS_WASMSCHED_PLUGIN_PLUGIN_PERMIT_VERDICT_ALLOW;
+    }
+    return finish(e, err);
+}
+
+bool exports_wasmsched_plugin_plugin_pre_bind(exports_wasmsched_plugin_plugin_borrow_pod_t pod, gstr *node,
+                                              exports_wasmsched_plugin_plugin_status_t *ret, gstr *err) {
+    call_enter();
+    ws_status st = {WS_SUCCESS, {"", 0}};
+    const char *e = ws_plugin_hooks.pre_bind ? ws_plugin_hooks.pre_bind(POD(pod), S(*node), &st) : NOT_IMPLEMENTED;
+    lower_status(&st, ret);
+    return finish(e, err);
+}
+
+void exports_wasmsched_plugin_plugin_post_bind(exports_wasmsched_plugin_plugin_borrow_pod_t pod, gstr *node) {
+    call_enter();
+    if (ws_plugin_hooks.post_bind) ws_plugin_hooks.post_bind(POD(pod), S(*node));
+    call_leave();
 }

@@ -137,7 +137,7 @@ func retArea() addr { return addrOf(unsafe.Pointer(&ret)) }
 // out is the return area of exports, read by the host after the export
 // returns; keep holds what its pointers point at until the next call.
 var (
-	out  [8]uint32
+	out  [12]uint32
 	keep []any
 )
 
@@ -146,168 +146,210 @@ func outArea() addr { return addrOf(unsafe.Pointer(&out)) }
 // Imports of world `scheduler-plugin`. Pointers are uint32 addresses;
 // Go memory passed in is kept alive by the caller for the call.
 
-//go:wasmimport wasmsched:plugin/host@0.6.0 log
+//go:wasmimport wasmsched:plugin/host@0.7.0 log
 func hostLog(level int32, ptr unsafe.Pointer, n uint32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [resource-drop]pod
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [resource-drop]pod
 func dropPod(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [resource-drop]nodes
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [resource-drop]nodes
 func dropNodes(h int32)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.name
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.name
 func podName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.namespace
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.namespace
 func podNamespace(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.uid
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.uid
 func podUID(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.label
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.label
 func podLabel(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.labels
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.labels
 func podLabels(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.annotation
 func podAnnotation(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.annotations
 func podAnnotations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.request
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.request
 func podRequest(h int32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.requests
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.requests
 func podRequests(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.tolerations
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.tolerations
 func podTolerations(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.images
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.images
 func podImages(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.node-selector
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.node-selector
 func podNodeSelector(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.priority
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.priority
 func podPriority(h int32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.scheduler-name
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.scheduler-name
 func podSchedulerName(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.owner-kind
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.owner-kind
 func podOwnerKind(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.json
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.json
 func podJSON(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.len
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.len
 func nodesLen(h int32) uint32
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.name
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.name
 func nodesName(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.label
 func nodesLabel(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.labels
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.labels
 func nodesLabels(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.annotation
 func nodesAnnotation(h int32, i uint32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotations
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.annotations
 func nodesAnnotations(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatable
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.allocatable
 func nodesAllocatable(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatables
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.allocatables
 func nodesAllocatables(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requested
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.requested
 func nodesRequested(h int32, i uint32, name unsafe.Pointer, n uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requesteds
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.requesteds
 func nodesRequesteds(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.pod-count
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.pod-count
 func nodesPodCount(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.unschedulable
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.unschedulable
 func nodesUnschedulable(h int32, i uint32) int32
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.taints
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.taints
 func nodesTaints(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.conditions
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.conditions
 func nodesConditions(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.image-size
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.image-size
 func nodesImageSize(h int32, i uint32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.images
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.images
 func nodesImages(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.random
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.random
 func nodesRandom(h int32, i uint32) int64
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.json
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.json
 func nodesJSON(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.names
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.names
 func nodesNames(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label-values
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.label-values
 func nodesLabelValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation-values
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.annotation-values
 func nodesAnnotationValues(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.label-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.label-numbers
 func nodesLabelNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.annotation-numbers
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.annotation-numbers
 func nodesAnnotationNumbers(h int32, key unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocatable-all
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.allocatable-all
 func nodesAllocatableAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.requested-all
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.requested-all
 func nodesRequestedAll(h int32, name unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.image-bytes
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.image-bytes
 func nodesImageBytes(h int32, names unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.randoms
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.randoms
 func nodesRandoms(h int32, ret addr)
 
 // The pod views take their pod-selector flat, as the seven values of
-// lowerSelector: their flattened parameters number 8 (pod-counts) and 10
-// (domain-counts, domains), within the 16 the canonical ABI passes flat.
+// lowerSelector: their flattened parameters number 8 (pod-counts,
+// cluster-pod-count) and 10 (domain-counts, domains), within the 16 the
+// canonical ABI passes flat.
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.pod-counts
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.pod-counts
 func nodesPodCounts(h int32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.domain-counts
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.domain-counts
 func nodesDomainCounts(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.domains
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.domains
 func nodesDomains(h int32, key addr, keyLen uint32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.metrics
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.cluster-pod-count
+func nodesClusterPodCount(h int32, ns addr, nsLen uint32, all uint32, labels addr, labelsLen uint32, exprs addr, exprsLen uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.metrics
 func nodesMetrics(h int32, source unsafe.Pointer, n uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]pod.claims
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]pod.claims
 func podClaims(h int32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.devices
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.devices
 func nodesDevices(h int32, i uint32, ret addr)
 
-//go:wasmimport wasmsched:plugin/cluster@0.6.0 [method]nodes.allocation
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.allocation
 func nodesAllocation(h int32, i uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/cluster@0.7.0 [method]nodes.pods
+func nodesPods(h int32, i uint32, ret addr)
+
+// The plugin's store and the pod's cycle state (interface `state`, since
+// contract 0.7). Keys and values are read by the host during the call.
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 get
+func stateGet(key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 set
+func stateSet(key unsafe.Pointer, n uint32, value unsafe.Pointer, vn uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 remove
+func stateRemove(key unsafe.Pointer, n uint32) int32
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 keys
+func stateKeys(prefix unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 add
+func stateAdd(key unsafe.Pointer, n uint32, delta int64, ret addr)
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 cycle-get
+func stateCycleGet(key unsafe.Pointer, n uint32, ret addr)
+
+//go:wasmimport wasmsched:plugin/state@0.7.0 cycle-set
+func stateCycleSet(key unsafe.Pointer, n uint32, value unsafe.Pointer, vn uint32, ret addr)
+
+// The pods waiting at Permit (interface `waiting`, since contract 0.7).
+
+//go:wasmimport wasmsched:plugin/waiting@0.7.0 pods
+func waitingPods(ret addr)
+
+//go:wasmimport wasmsched:plugin/waiting@0.7.0 allow
+func waitingAllow(uid unsafe.Pointer, n uint32) int32
+
+//go:wasmimport wasmsched:plugin/waiting@0.7.0 reject
+func waitingReject(uid unsafe.Pointer, n uint32, reason unsafe.Pointer, rn uint32) int32
 
 // Readers of the return area, one per result shape of the contract.
 
@@ -330,15 +372,7 @@ func retList() (addr, int) {
 }
 
 // retPairs reads list<tuple<string, string>> into a map.
-func retPairs() map[string]string {
-	base, n := retList()
-	m := make(map[string]string, n)
-	for i := 0; i < n; i++ {
-		e := base + addr(i)*16
-		m[stringAt(e)] = stringAt(e + 8)
-	}
-	return m
-}
+func retPairs() map[string]string { base, n := retList(); return pairsAt(base, n) }
 
 // retStrings reads list<string>.
 func retStrings() []string { base, n := retList(); return stringsAt(base, n) }
@@ -352,15 +386,7 @@ func stringsAt(base addr, n int) []string {
 }
 
 // retQuantities reads list<quantity>: {name: string @0, amount: s64 @8}.
-func retQuantities() []Quantity {
-	base, n := retList()
-	q := make([]Quantity, n)
-	for i := range q {
-		e := base + addr(i)*16
-		q[i] = Quantity{Name: stringAt(e), Amount: i64At(e + 8)}
-	}
-	return q
-}
+func retQuantities() []Quantity { base, n := retList(); return quantitiesAt(base, n) }
 
 // The records of devices (since contract 0.6), as the canonical ABI lays
 // them out (strings and lists are (ptr, len) pairs, 8 bytes aligned to 4).
@@ -457,6 +483,78 @@ func podClaimsAt(base addr, n int) []PodClaim {
 		}
 	}
 	return c
+}
+
+// The records of contract 0.7.
+
+// pairsAt reads list<tuple<string, string>> at (base, n) into a map.
+func pairsAt(base addr, n int) map[string]string {
+	m := make(map[string]string, n)
+	for i := 0; i < n; i++ {
+		e := base + addr(i)*16
+		m[stringAt(e)] = stringAt(e + 8)
+	}
+	return m
+}
+
+// quantitiesAt reads list<quantity> at (base, n).
+func quantitiesAt(base addr, n int) []Quantity {
+	q := make([]Quantity, n)
+	for i := range q {
+		e := base + addr(i)*16
+		q[i] = Quantity{Name: stringAt(e), Amount: i64At(e + 8)}
+	}
+	return q
+}
+
+// placedPodsAt reads list<placed-pod>: {namespace @0, name @8, uid @16,
+// priority: s32 @24, labels: list<tuple<string, string>> @28, requests:
+// list<quantity> @36, deleting: bool @44}, 48 bytes.
+func placedPodsAt(base addr, n int) []PlacedPod {
+	p := make([]PlacedPod, n)
+	for i := range p {
+		e := base + addr(i)*48
+		p[i] = PlacedPod{
+			Namespace: stringAt(e),
+			Name:      stringAt(e + 8),
+			UID:       stringAt(e + 16),
+			Priority:  int32(u32At(e + 24)),
+			Labels:    pairsAt(u32At(e+28), int(u32At(e+32))),
+			Requests:  quantitiesAt(u32At(e+36), int(u32At(e+40))),
+			Deleting:  u8At(e+44) != 0,
+		}
+	}
+	return p
+}
+
+// waitingPodsAt reads list<waiting-pod>: {namespace @0, name @8, uid @16,
+// node @24, labels: list<tuple<string, string>> @32, plugins: list<string>
+// @40, waited-ms: u64 @48}, 56 bytes (8-aligned).
+func waitingPodsAt(base addr, n int) []WaitingPod {
+	p := make([]WaitingPod, n)
+	for i := range p {
+		e := base + addr(i)*56
+		p[i] = WaitingPod{
+			Namespace: stringAt(e),
+			Name:      stringAt(e + 8),
+			UID:       stringAt(e + 16),
+			Node:      stringAt(e + 24),
+			Labels:    pairsAt(u32At(e+32), int(u32At(e+36))),
+			Plugins:   stringsAt(u32At(e+40), int(u32At(e+44))),
+			WaitedMs:  u64At(e + 48),
+		}
+	}
+	return p
+}
+
+// bytesAt copies the list<u8> (ptr, len) stored at a out of the arena.
+func bytesAt(a addr) []byte {
+	p, n := u32At(a), u32At(a+4)
+	b := make([]byte, n)
+	if n > 0 {
+		copy(b, unsafe.Slice((*byte)(ptrAt(p)), n))
+	}
+	return b
 }
 
 // retI64s reads list<s64> (and list<u64> as its bits).

@@ -48,6 +48,34 @@ func checkMethods(p Plugin) []string {
 	_, ok = t.MethodByName("NormalizeScore")
 	_, viaPtr = pt.MethodByName("NormalizeScore")
 	check("NormalizeScore", "(wasmsched.Pod, []int64) ([]int64, error)", reflect.TypeFor[ScoreNormalizer](), ok, viaPtr)
+	_, ok = t.MethodByName("PostFilter")
+	_, viaPtr = pt.MethodByName("PostFilter")
+	check("PostFilter", "(wasmsched.Pod, wasmsched.Nodes, []wasmsched.NodeStatus) (wasmsched.PostFilterResult, error)", reflect.TypeFor[PostFilterer](), ok, viaPtr)
+	_, reserve := t.MethodByName("Reserve")
+	_, viaPtr = pt.MethodByName("Reserve")
+	check("Reserve", "(wasmsched.Pod, wasmsched.Nodes) (wasmsched.Status, error)", reflect.TypeFor[reserver](), reserve, viaPtr)
+	_, unreserve := t.MethodByName("Unreserve")
+	_, viaPtr = pt.MethodByName("Unreserve")
+	check("Unreserve", "(wasmsched.Pod, string)", reflect.TypeFor[unreserver](), unreserve, viaPtr)
+	// Reserve and Unreserve are one point: either alone is none.
+	switch {
+	case reserve && !unreserve && t.Implements(reflect.TypeFor[reserver]()):
+		problems = append(problems, fmt.Sprintf("%s.Reserve needs Unreserve(wasmsched.Pod, string) too, which undoes it", typ))
+	case unreserve && !reserve && t.Implements(reflect.TypeFor[unreserver]()):
+		problems = append(problems, fmt.Sprintf("%s.Unreserve needs Reserve(wasmsched.Pod, wasmsched.Nodes) (wasmsched.Status, error) too", typ))
+	}
+	_, ok = t.MethodByName("Permit")
+	_, viaPtr = pt.MethodByName("Permit")
+	check("Permit", "(wasmsched.Pod, wasmsched.Nodes) (wasmsched.PermitVerdict, error)", reflect.TypeFor[Permitter](), ok, viaPtr)
+	_, ok = t.MethodByName("PreBind")
+	_, viaPtr = pt.MethodByName("PreBind")
+	check("PreBind", "(wasmsched.Pod, string) (wasmsched.Status, error)", reflect.TypeFor[PreBinder](), ok, viaPtr)
+	_, ok = t.MethodByName("PostBind")
+	_, viaPtr = pt.MethodByName("PostBind")
+	check("PostBind", "(wasmsched.Pod, string)", reflect.TypeFor[PostBinder](), ok, viaPtr)
+	_, ok = t.MethodByName("KeepState")
+	_, viaPtr = pt.MethodByName("KeepState")
+	check("KeepState", "() bool", reflect.TypeFor[StateKeeper](), ok, viaPtr)
 	_, ok = t.MethodByName("EventsToRegister")
 	_, viaPtr = pt.MethodByName("EventsToRegister")
 	check("EventsToRegister", "() []wasmsched.ClusterEvent", reflect.TypeFor[EnqueueExtensions](), ok, viaPtr)
@@ -55,4 +83,13 @@ func checkMethods(p Plugin) []string {
 	_, viaPtr = pt.MethodByName("MetricSources")
 	check("MetricSources", "() []string", reflect.TypeFor[MetricSourcer](), ok, viaPtr)
 	return problems
+}
+
+// The halves of Reserver, checked one by one.
+type reserver interface {
+	Reserve(pod Pod, nodes Nodes) (Status, error)
+}
+
+type unreserver interface {
+	Unreserve(pod Pod, node string)
 }

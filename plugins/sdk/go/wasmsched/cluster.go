@@ -279,6 +279,34 @@ type PodClaim struct {
 	ReservedFor []string
 }
 
+// PlacedPod is a pod bound or assumed on a node (Nodes.Pods, since
+// contract 0.7).
+type PlacedPod struct {
+	Namespace string
+	Name      string
+	UID       string
+	// Priority is spec.priority (0 when unset).
+	Priority int32
+	Labels   map[string]string
+	// Requests are its effective requests (non-zero), as Pod.Requests.
+	Requests []Quantity
+	// Deleting: metadata.deletionTimestamp is set.
+	Deleting bool
+}
+
+// Request is the pod's effective request of one resource (0 if none).
+func (p PlacedPod) Request(name string) int64 {
+	for _, q := range p.Requests {
+		if q.Name == name {
+			return q.Amount
+		}
+	}
+	return 0
+}
+
+// Key is namespace/name, as PostFilterResult.Victims names a pod.
+func (p PlacedPod) Key() string { return p.Namespace + "/" + p.Name }
+
 // Pod is the pod being scheduled: a handle valid during the call that
 // receives it. Every accessor asks the host and copies only what it returns.
 type Pod struct{ h int32 }
@@ -624,6 +652,20 @@ func (ns Nodes) Domains(topologyKey string, sel PodSelector) ([]DomainCount, err
 	return v, nil
 }
 
+// ClusterPodCount is the number of pods that sel selects in the whole
+// cluster, on every node, not only the batch's (since 0.7): what a gang
+// plugin counts of its gang at Permit, in one call whatever the cluster's
+// size.
+func (ns Nodes) ClusterPodCount(sel PodSelector) (int, error) {
+	f := lowerSelector(sel)
+	nodesClusterPodCount(ns.h, f.ns, f.nsLen, f.all, f.labels, f.labelsLen, f.exprs, f.exprsLen, retArea())
+	a := retArea()
+	if u8At(a) != 0 {
+		return 0, fmt.Errorf("cluster-pod-count: %s", stringAt(a+4))
+	}
+	return int(u32At(a + 4)), nil
+}
+
 // Metrics is, for every node of the batch, the latest value of the metric
 // source named source (metrics.sources[].name in the scheduler's
 // configuration), refreshed in the background, never queried on the
@@ -683,6 +725,15 @@ func (ns Nodes) Allocation(i int) ([]AllocatedDevice, bool) {
 		return nil, false
 	}
 	return allocatedDevicesAt(u32At(a+4), int(u32At(a+8))), true
+}
+
+// Pods are the pods bound or assumed on node i, in no particular order; at
+// most 1000 (what a custom preemption picks its victims from). Since
+// contract 0.7.
+func (ns Nodes) Pods(i int) []PlacedPod {
+	nodesPods(ns.h, uint32(i), retArea())
+	base, n := retList()
+	return placedPodsAt(base, n)
 }
 
 // AllocatedDevices are the devices DynamicResources allocated for the pod

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 	"unsafe"
 )
 
@@ -61,6 +63,11 @@ const (
 	pointPreScore
 	pointScore
 	pointNormalizeScore
+	pointPostFilter
+	pointReserve
+	pointPermit
+	pointPreBind
+	pointPostBind
 )
 
 func points(p Plugin) uint32 {
@@ -79,6 +86,21 @@ func points(p Plugin) uint32 {
 	}
 	if _, ok := p.(ScoreNormalizer); ok {
 		f |= pointNormalizeScore
+	}
+	if _, ok := p.(PostFilterer); ok {
+		f |= pointPostFilter
+	}
+	if _, ok := p.(Reserver); ok {
+		f |= pointReserve
+	}
+	if _, ok := p.(Permitter); ok {
+		f |= pointPermit
+	}
+	if _, ok := p.(PreBinder); ok {
+		f |= pointPreBind
+	}
+	if _, ok := p.(PostBinder); ok {
+		f |= pointPostBind
 	}
 	return f
 }
@@ -124,7 +146,7 @@ func notImplemented(point string) error {
 	return fmt.Errorf("%s is not implemented by %s", point, registered.name)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#metadata
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#metadata
 func exportMetadata() addr {
 	begin()
 	defer end()
@@ -133,8 +155,9 @@ func exportMetadata() addr {
 	if registered.plugin == nil {
 		name = ""
 	}
-	// plugin-metadata: {name: string @0, version: string @8, points: u8
-	// @16, events: option<list<cluster-event>> @20}, 32 bytes.
+	// plugin-metadata: {name: string @0, version: string @8, points: u16
+	// @16, events: option<list<cluster-event>> @20, keep-state: bool @32},
+	// 36 bytes.
 	strOut(a, name)
 	strOut(a+8, registered.version)
 	pts := points(registered.plugin) // no plugin: no points
@@ -146,7 +169,27 @@ func exportMetadata() addr {
 	}
 	putU32(a+16, pts)
 	eventsOut(a + 20)
+	putU32(a+32, keepState())
 	return a
+}
+
+// keepState is the plugin's keep-state: its KeepState, false without one.
+func keepState() uint32 {
+	p, ok := registered.plugin.(StateKeeper)
+	if !ok {
+		return 0
+	}
+	// metadata has no error result: a panic traps, logged first.
+	defer func() {
+		if r := recover(); r != nil {
+			Errorf("keep-state: panic: %v", r)
+			panic(r)
+		}
+	}()
+	if p.KeepState() {
+		return 1
+	}
+	return 0
 }
 
 // eventsOut writes the plugin's option<list<cluster-event>> at a: tag at 0,
@@ -177,7 +220,7 @@ func eventsOut(a addr) {
 	putU32(a+8, uint32(len(events)))
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#metric-sources
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#metric-sources
 func exportMetricSources() addr {
 	begin()
 	defer end()
@@ -207,7 +250,7 @@ func exportMetricSources() addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#configure
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#configure
 func exportConfigure(ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -247,7 +290,7 @@ func listOut(ptr unsafe.Pointer, n int, v any) addr {
 	return a
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#pre-filter
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#pre-filter
 func exportPreFilter(pod int32) addr {
 	begin()
 	defer end()
@@ -267,7 +310,7 @@ func exportPreFilter(pod int32) addr {
 	return statusOut(s)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#filter
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#filter
 func exportFilter(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -297,7 +340,7 @@ func exportFilter(pod, nodes int32) addr {
 	return listOut(unsafe.Pointer(unsafe.SliceData(words)), len(rs), words)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#pre-score
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#pre-score
 func exportPreScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -356,7 +399,7 @@ func scoresIn(tag uint32, ptr addr, n uint32) ([]int64, error) {
 	return nil, fmt.Errorf("normalize-score: scores of unknown case %d", tag)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#score
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#score
 func exportScore(pod, nodes int32) addr {
 	begin()
 	defer end()
@@ -377,7 +420,7 @@ func exportScore(pod, nodes int32) addr {
 	return scoresOut(scores)
 }
 
-//go:wasmexport wasmsched:plugin/plugin@0.6.0#normalize-score
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#normalize-score
 func exportNormalizeScore(pod int32, tag uint32, ptr addr, n uint32) addr {
 	begin()
 	defer end()
@@ -398,4 +441,189 @@ func exportNormalizeScore(pod int32, tag uint32, ptr addr, n uint32) addr {
 		return errOut(err)
 	}
 	return scoresOut(scores)
+}
+
+// The points of contract 0.7. The world exports them all: one the plugin
+// does not implement answers as if it were not there (the host calls only
+// the points metadata lists).
+
+// stringIn copies the string the host passed (ptr, n) out of the arena.
+func stringIn(ptr addr, n uint32) string {
+	if n == 0 {
+		return ""
+	}
+	return string(unsafe.Slice((*byte)(ptrAt(ptr)), n))
+}
+
+// quietly runs f, which has no error result (Unreserve, PostBind): a panic
+// is logged instead of trapping.
+func quietly(point string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			Errorf("%s: panic: %v", point, r)
+		}
+	}()
+	if registered.plugin != nil {
+		f()
+	}
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#post-filter
+func exportPostFilter(pod, nodes int32, ptr addr, n uint32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	// node-status: {node: string @0, code: u8 @8, reason: string @12,
+	// plugin: string @20}, 28 bytes.
+	statuses := make([]NodeStatus, n)
+	for i := range statuses {
+		e := ptr + addr(i)*28
+		statuses[i] = NodeStatus{Node: stringAt(e), Code: Code(u8At(e + 8)), Reason: stringAt(e + 12), Plugin: stringAt(e + 20)}
+	}
+	r := PostFilterResult{Status: Status{Code: Unschedulable}}
+	err := call("post-filter", func() (err error) {
+		if p, ok := registered.plugin.(PostFilterer); ok {
+			r, err = p.PostFilter(Pod{pod}, newNodes(nodes), statuses)
+		}
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	// result::ok(post-filter-result) with the record at 4: status {code @4,
+	// reason @8}, nominated-node: option<string> @16 (tag, then the string
+	// at 20), victims: list<string> @28.
+	a := outArea()
+	putU32(a, 0)
+	putU32(a+4, uint32(r.Status.Code))
+	strOut(a+8, r.Status.Reason)
+	if r.NominatedNode == "" {
+		putU32(a+16, 0)
+	} else {
+		putU32(a+16, 1)
+		strOut(a+20, r.NominatedNode)
+	}
+	hold(r.Victims) // keeps every name alive
+	words := make([]uint32, 2*len(r.Victims))
+	for i, v := range r.Victims {
+		words[2*i] = addrOf(stringData(v))
+		words[2*i+1] = uint32(len(v))
+	}
+	hold(words)
+	putU32(a+28, addrOf(unsafe.Pointer(unsafe.SliceData(words))))
+	putU32(a+32, uint32(len(r.Victims)))
+	return a
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#reserve
+func exportReserve(pod, nodes int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	s := Ok()
+	err := call("reserve", func() (err error) {
+		if p, ok := registered.plugin.(Reserver); ok {
+			s, err = p.Reserve(Pod{pod}, newNodes(nodes))
+		}
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return statusOut(s)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#unreserve
+func exportUnreserve(pod int32, ptr addr, n uint32) {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	node := stringIn(ptr, n)
+	quietly("unreserve", func() {
+		if p, ok := registered.plugin.(Reserver); ok {
+			p.Unreserve(Pod{pod}, node)
+		}
+	})
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#permit
+func exportPermit(pod, nodes int32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	defer dropNodes(nodes)
+	v := Allow()
+	err := call("permit", func() (err error) {
+		if p, ok := registered.plugin.(Permitter); ok {
+			v, err = p.Permit(Pod{pod}, newNodes(nodes))
+		}
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	// result::ok(permit-verdict): the verdict's tag at 4 (allow, reject,
+	// wait), its payload at 8 (the reason, or the milliseconds).
+	a := outArea()
+	putU32(a, 0)
+	switch v.Kind {
+	case PermitAllow:
+		putU32(a+4, 0)
+	case PermitReject:
+		putU32(a+4, 1)
+		strOut(a+8, v.Reason)
+	case PermitWait:
+		putU32(a+4, 2)
+		putU32(a+8, waitMs(v.Timeout))
+	default:
+		return errOut(fmt.Errorf("permit: unknown verdict kind %d", v.Kind))
+	}
+	return a
+}
+
+// waitMs is a wait's timeout in milliseconds, rounded up (the host caps it
+// at 15 minutes).
+func waitMs(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(ms)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#pre-bind
+func exportPreBind(pod int32, ptr addr, n uint32) addr {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	node := stringIn(ptr, n)
+	s := Ok()
+	err := call("pre-bind", func() (err error) {
+		if p, ok := registered.plugin.(PreBinder); ok {
+			s, err = p.PreBind(Pod{pod}, node)
+		}
+		return err
+	})
+	if err != nil {
+		return errOut(err)
+	}
+	return statusOut(s)
+}
+
+//go:wasmexport wasmsched:plugin/plugin@0.7.0#post-bind
+func exportPostBind(pod int32, ptr addr, n uint32) {
+	begin()
+	defer end()
+	defer dropPod(pod)
+	node := stringIn(ptr, n)
+	quietly("post-bind", func() {
+		if p, ok := registered.plugin.(PostBinder); ok {
+			p.PostBind(Pod{pod}, node)
+		}
+	})
 }

@@ -1,7 +1,8 @@
 // Package wasmsched writes wasmsched scheduling plugins in Go.
 //
 // A plugin is a type with a Configure method plus any of PreFilter, Filter,
-// PreScore, Score and NormalizeScore, registered from an init function:
+// PostFilter, PreScore, Score, NormalizeScore, Reserve (with Unreserve),
+// Permit, PreBind and PostBind, registered from an init function:
 //
 //	type lowestPrice struct{ key string }
 //
@@ -20,9 +21,17 @@
 //
 // The points the plugin implements are the methods it has; an
 // EventsToRegister method lists the cluster changes that may make a pod it
-// rejected fit; a MetricSources method names the metric sources it reads.
+// rejected fit; a MetricSources method names the metric sources it reads;
+// a KeepState method keeps its store when a new version replaces it.
 // A returned error, or a panic, becomes the contract's error result: the
 // host applies the plugin's failure policy and logs the message.
+//
+// A plugin's instances are pooled and may run concurrently, so what must
+// outlive a call (a quota's usage, a gang's members) lives in the host:
+// Store is the plugin's store, shared by its instances and kept across
+// pods; Cycle is the pod's cycle state, from PreFilter to PostBind;
+// Waiting lists the pods waiting at Permit and releases those the plugin
+// holds.
 //
 // Build with plugins/build.sh go DIR (standard Go, GOOS=wasip1,
 // -buildmode=c-shared): the component imports only the plugin world.
@@ -32,6 +41,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Plugin is what every plugin implements: Configure receives the args from
@@ -70,6 +80,53 @@ type ScoreNormalizer interface {
 	NormalizeScore(pod Pod, scores []int64) ([]int64, error)
 }
 
+// PostFilterer runs when the pod fits on no node (since contract 0.7),
+// after the PostFilter plugins the profile lists before it
+// (DefaultPreemption by default) and only if none of them succeeded.
+// statuses says why Filter rejected each node (at most 1000, the first
+// ones); nodes holds those nodes in the same order. A Success status means
+// the plugin made room (the PostFilter plugins after it do not run);
+// otherwise its reason joins the pod's failure message.
+type PostFilterer interface {
+	PostFilter(pod Pod, nodes Nodes, statuses []NodeStatus) (PostFilterResult, error)
+}
+
+// Reserver holds what the plugin counts for a pod placed on a node (since
+// contract 0.7). Reserve runs on the node chosen (nodes holds that one
+// node) before Permit; a status other than Success, or an error, fails the
+// attempt and undoes the Reserve of every plugin that reserved, in reverse
+// order. Unreserve undoes this plugin's Reserve for the pod on node (a
+// later point failed, Permit rejected or timed out, the binding failed, or
+// the pod was deleted while waiting): it is called at most once per
+// Reserve and cannot fail (a panic is logged).
+type Reserver interface {
+	Reserve(pod Pod, nodes Nodes) (Status, error)
+	Unreserve(pod Pod, node string)
+}
+
+// Permitter says, after Reserve, whether the pod may be bound (since
+// contract 0.7): Allow(), Deny(reason) (its Reserve is undone and it is
+// retried later) or Wait(timeout) (held, with its node's resources, until
+// the plugin allows or rejects it through Waiting, or the timeout passes).
+// nodes holds the one node chosen.
+type Permitter interface {
+	Permit(pod Pod, nodes Nodes) (PermitVerdict, error)
+}
+
+// PreBinder runs in the binding cycle, after Permit allowed the pod and
+// before the binding is written (since contract 0.7). A status other than
+// Success, an error, or no answer within the plugin's time limit fails the
+// binding: the pod is unreserved and retried.
+type PreBinder interface {
+	PreBind(pod Pod, node string) (Status, error)
+}
+
+// PostBinder learns that the pod is bound to node (since contract 0.7;
+// informational: a panic is logged).
+type PostBinder interface {
+	PostBind(pod Pod, node string)
+}
+
 // EnqueueExtensions lists the cluster changes after which a pod the plugin
 // rejected may fit (kube-scheduler's EventsToRegister). Such a pod waits,
 // unschedulable, until one of them happens (or five minutes pass), so a
@@ -88,6 +145,14 @@ type EnqueueExtensions interface {
 // method reads none.
 type MetricSourcer interface {
 	MetricSources() []string
+}
+
+// StateKeeper keeps the plugin's store (Store) when this version replaces
+// another of the same name (since contract 0.7); without the method, or
+// when it returns false, a new version starts with an empty store. It is
+// called before Configure, so it cannot depend on the args.
+type StateKeeper interface {
+	KeepState() bool
 }
 
 // ClusterEvent is a kind of cluster change (kube-scheduler's ClusterEvent).
@@ -176,6 +241,77 @@ type Rejection struct {
 	Index  int
 	Code   Code
 	Reason string
+}
+
+// NodeStatus is what Filter found on one node, for PostFilter.
+type NodeStatus struct {
+	Node string
+	// Code is Unschedulable or UnschedulableAndUnresolvable.
+	Code   Code
+	Reason string
+	// Plugin is the plugin that rejected the node.
+	Plugin string
+}
+
+// PostFilterResult is what PostFilter answers.
+type PostFilterResult struct {
+	// Status Success: the plugin made room, and the PostFilter plugins
+	// after it do not run; otherwise its reason joins the pod's failure
+	// message.
+	Status Status
+	// NominatedNode is the node the pod is nominated to (empty: none): the
+	// scheduler holds its room there for the pod
+	// (status.nominatedNodeName).
+	NominatedNode string
+	// Victims are the pods to evict from the nominated node to make that
+	// room, as namespace/name (PlacedPod.Key). The host evicts them as
+	// preemption does, and only if every one is bound to that node, of
+	// lower priority than the pod, not being deleted already, and not
+	// protected by a PodDisruptionBudget that allows no disruption;
+	// otherwise it evicts none and the pod's attempt fails with the reason.
+	Victims []string
+}
+
+// PermitKind says which verdict a PermitVerdict is.
+type PermitKind uint8
+
+const (
+	// PermitAllow: bind (once every other Permit plugin allows too).
+	PermitAllow PermitKind = iota
+	// PermitReject: do not bind; the pod's Reserve is undone and it is
+	// retried later.
+	PermitReject
+	// PermitWait: hold the pod, with its node's resources, until the plugin
+	// allows or rejects it through Waiting, or Timeout passes (then it is
+	// rejected).
+	PermitWait
+)
+
+// PermitVerdict is Permit's answer: Allow(), Deny(reason) or
+// Wait(timeout).
+type PermitVerdict struct {
+	Kind PermitKind
+	// Reason of PermitReject.
+	Reason string
+	// Timeout of PermitWait, in whole milliseconds (rounded up; at most 15
+	// minutes).
+	Timeout time.Duration
+}
+
+// Allow lets the pod be bound (once every other Permit plugin allows too).
+func Allow() PermitVerdict { return PermitVerdict{Kind: PermitAllow} }
+
+// Deny keeps the pod from being bound, with reason: its Reserve is undone
+// and it is retried later.
+func Deny(reason string) PermitVerdict { return PermitVerdict{Kind: PermitReject, Reason: reason} }
+
+// Wait holds the pod, with its node's resources, for at most timeout (at
+// most 15 minutes): until the plugin (this instance or another, on another
+// pod's call) allows it with Waiting.Allow or rejects it with
+// Waiting.Reject; at the deadline it is rejected. The scheduler goes on
+// with other pods meanwhile.
+func Wait(timeout time.Duration) PermitVerdict {
+	return PermitVerdict{Kind: PermitWait, Timeout: timeout}
 }
 
 // Ok is the Success status.

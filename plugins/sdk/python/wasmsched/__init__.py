@@ -22,12 +22,22 @@ reads with ``nodes.metrics`` (default: none). Raise :class:`PluginError` (or
 any exception) to return an error to the host. ``pod`` and ``nodes`` are the contract's handles: see
 :class:`Pod` and :class:`Nodes` for their accessors (snake_case names of the
 WIT functions); the pod views take a :class:`PodSelector`. The SDK builds
-against contract 0.6 (``wit/plugin.wit``): the numeric columns and the
+against contract 0.7 (``wit/plugin.wit``): the numeric columns and the
 scores cross packed, as bytes, which componentize-py moves in one copy.
 Devices (Dynamic Resource Allocation, 0.6): ``pod.claims()``,
 ``nodes.devices(i)``, ``nodes.allocation(i)`` and the SDK's
 ``nodes.allocated_devices(i)``, ``device.attribute(name)`` and
 ``device.capacity_of(name)``.
+
+The rest of the framework (0.7): ``post_filter`` (returns a
+:class:`PostFilterResult`), ``reserve`` and ``unreserve``, ``permit``
+(returns :class:`Allow`, :class:`Reject` or :class:`Wait`), ``pre_bind``
+and ``post_bind``. What must outlive a call goes to the host:
+:mod:`wasmsched.state` (the plugin's store, shared by its instances, and the
+pod's cycle state; ``keep_state = True`` keeps the store across versions);
+:mod:`wasmsched.waiting` lists the pods waiting at Permit and allows or
+rejects those the plugin holds; ``nodes.pods(i)`` lists a node's pods, and
+``nodes.cluster_pod_count(...)`` counts the selected pods of the whole cluster.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ __all__ = [
     "Plugin", "PluginError", "Code", "Status", "Rejection", "Points", "Level",
     "EventResource", "EventActions", "ClusterEvent", "LabelRequirement", "PodSelector",
     "Pod", "Nodes", "Device", "DefinitionError", "log", "trace", "debug", "info", "warn", "error",
+    "NodeStatus", "PostFilterResult", "Allow", "Reject", "Wait", "PlacedPod", "WaitingPod",
+    "state", "waiting",
 ]
 
 # ---------------------------------------------------------------------------
@@ -74,6 +86,93 @@ class Rejection:
     reason: str = ""
 
 
+@dataclass
+class NodeStatus:
+    """What Filter found on one node, for ``post_filter`` (contract 0.7)."""
+
+    node: str
+    #: ``Code.UNSCHEDULABLE`` or ``Code.UNSCHEDULABLE_AND_UNRESOLVABLE``.
+    code: Code
+    reason: str
+    #: The plugin that rejected the node.
+    plugin: str
+
+
+@dataclass
+class PostFilterResult:
+    """What ``post_filter`` answers (contract 0.7). The default: no room
+    made (``Code.UNSCHEDULABLE``, no reason)."""
+
+    #: ``Code.SUCCESS``: the plugin made room, and the PostFilter plugins
+    #: after it do not run; otherwise its reason joins the pod's failure
+    #: message.
+    status: Status = field(default_factory=lambda: Status(Code.UNSCHEDULABLE))
+    #: The node the pod is nominated to: the scheduler holds its room there
+    #: for the pod (``status.nominatedNodeName``).
+    nominated_node: Optional[str] = None
+    #: Pods to evict from the nominated node to make that room, as
+    #: ``"namespace/name"``: the host evicts them as preemption does, and
+    #: only if every one is bound to that node, of lower priority than the
+    #: pod, not being deleted already and not protected by a
+    #: PodDisruptionBudget that allows no disruption; otherwise it evicts
+    #: none and the pod's attempt fails.
+    victims: List[str] = field(default_factory=list)
+
+    @classmethod
+    def unschedulable(cls, reason: str = "") -> "PostFilterResult":
+        """No room made: the pod stays unschedulable, ``reason`` joining its
+        failure message."""
+        return cls(Status(Code.UNSCHEDULABLE, reason))
+
+    @classmethod
+    def nominate(cls, node: str, victims: Iterable[str] = ()) -> "PostFilterResult":
+        """The pod is nominated to ``node``, where evicting ``victims``
+        (none when there is room already) makes room for it."""
+        return cls(Status(Code.SUCCESS), node, list(victims))
+
+
+# Permit's verdicts (contract 0.7).
+
+
+@dataclass(frozen=True)
+class Allow:
+    """Permit: bind (once every other Permit plugin allows too)."""
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Permit: do not bind; the pod's Reserve is undone and it is retried
+    later, ``reason`` shown to users."""
+
+    reason: str = ""
+
+
+class Wait:
+    """Permit: hold the pod, with its node's resources, for at most
+    ``Wait(seconds)`` or ``Wait(ms=milliseconds)`` (at most 15 minutes):
+    until this plugin allows it (:func:`wasmsched.waiting.allow`, from any
+    instance, typically on another pod's call) or rejects it; at the
+    deadline it is rejected. The scheduler goes on with other pods
+    meanwhile."""
+
+    __slots__ = ("ms",)
+
+    def __init__(self, seconds: Optional[float] = None, *, ms: Optional[int] = None):
+        if (seconds is None) == (ms is None):
+            raise TypeError("Wait takes a time in seconds, or ms=milliseconds (one of them)")
+        #: The time, in milliseconds.
+        self.ms: int = int(ms) if ms is not None else round(seconds * 1000)
+
+    def __eq__(self, other):
+        return isinstance(other, Wait) and other.ms == self.ms
+
+    def __hash__(self):
+        return hash(("Wait", self.ms))
+
+    def __repr__(self):
+        return f"Wait(ms={self.ms})"
+
+
 class Points(Flag):
     """The extension points a plugin implements."""
 
@@ -82,6 +181,16 @@ class Points(Flag):
     PRE_SCORE = auto()
     SCORE = auto()
     NORMALIZE_SCORE = auto()
+    #: Since 0.7.
+    POST_FILTER = auto()
+    #: Reserve and Unreserve. Since 0.7.
+    RESERVE = auto()
+    #: Since 0.7.
+    PERMIT = auto()
+    #: Since 0.7.
+    PRE_BIND = auto()
+    #: Since 0.7.
+    POST_BIND = auto()
 
 
 class EventResource(Enum):
@@ -306,6 +415,9 @@ class Nodes(Protocol):
                       **fields) -> List[Optional[int]]: ...
     def domains(self, topology_key: str, selector: Optional[PodSelector] = None,
                 **fields) -> List[Tuple[str, int]]: ...
+    # The selected pods in the whole cluster, on every node, not only the
+    # batch's (contract 0.7): a gang's placed members, in one call.
+    def cluster_pod_count(self, selector: Optional[PodSelector] = None, **fields) -> int: ...
     # Live metrics: per node of the batch, None (no value, or a stale one)
     # or Metric(value, age_ms, pods_since, cpu_since, memory_since), the
     # latest value of the metric source named `source`; PluginError when no
@@ -324,6 +436,10 @@ class Nodes(Protocol):
     def devices(self, index: int) -> list: ...         # [Device]
     def allocation(self, index: int) -> Optional[list]: ...  # [AllocatedDevice]
     def allocated_devices(self, index: int) -> Optional[list]: ...  # [Device]
+    # The pods bound or assumed on node `index` (contract 0.7), in no
+    # particular order, at most 1000 ([PlacedPod]): what a custom
+    # preemption picks its victims from.
+    def pods(self, index: int) -> list: ...            # [PlacedPod]
 
 
 class Device(Protocol):
@@ -359,6 +475,65 @@ class Device(Protocol):
         ...
 
 
+class PlacedPod(Protocol):
+    """A pod bound or assumed on a node (``nodes.pods(i)``, contract 0.7)."""
+
+    namespace: str
+    name: str
+    uid: str
+    #: ``spec.priority`` (0 when unset).
+    priority: int
+    #: Its labels as (key, value), sorted by key.
+    labels: List[Tuple[str, str]]
+    #: Its effective requests (non-zero), as ``pod.requests()``.
+    requests: list
+    #: Being deleted (``metadata.deletionTimestamp`` set).
+    deleting: bool
+
+    def label(self, key: str) -> Optional[str]:
+        """The value of the label ``key``, None when unset."""
+        ...
+
+    def request(self, name: str) -> int:
+        """Its effective request of the resource ``name`` (0 if none)."""
+        ...
+
+
+class WaitingPod(Protocol):
+    """A pod waiting at Permit (:func:`wasmsched.waiting.pods`, contract
+    0.7): placed and holding its node's resources, not bound until every
+    plugin whose ``permit`` said :class:`Wait` allows it."""
+
+    namespace: str
+    name: str
+    uid: str
+    #: The node it is assumed on.
+    node: str
+    #: Its labels as (key, value), sorted by key.
+    labels: List[Tuple[str, str]]
+    #: The plugins it still waits for.
+    plugins: List[str]
+    #: How long it has waited, in milliseconds.
+    waited_ms: int
+
+    def label(self, key: str) -> Optional[str]:
+        """The value of the label ``key``, None when unset."""
+        ...
+
+    def waits_for(self, plugin: str) -> bool:
+        """Whether it still waits for the plugin named ``plugin`` (this
+        plugin's: ``self.name``)."""
+        ...
+
+
+def _label(self, key: str) -> Optional[str]:
+    """``label(key)`` of the records that carry (key, value) labels."""
+    for k, v in self.labels:
+        if k == key:
+            return v
+    return None
+
+
 def _qualify(driver: str, name: str) -> str:
     """A device attribute's or capacity's name as the host gives it: a
     name without a domain is the driver's."""
@@ -386,6 +561,10 @@ class Plugin:
     #: :class:`ClusterEvent` s; such a pod is retried only then (or after
     #: five minutes). None, the default: every change.
     events: Optional[List[ClusterEvent]] = None
+    #: Keep the plugin's store (:mod:`wasmsched.state`) when this version
+    #: replaces another of the same name (contract 0.7). False, the
+    #: default: the new version starts with it empty.
+    keep_state: bool = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -424,6 +603,48 @@ class Plugin:
     def normalize_score(self, pod: Pod, scores: List[int]) -> List[int]:
         raise PluginError("not implemented")
 
+    # The rest of the framework (contract 0.7).
+
+    def post_filter(self, pod: Pod, nodes: Nodes, statuses: List[NodeStatus]) -> PostFilterResult | Status | Code | None:
+        """The pod fits on no node: ``statuses`` says why on each node
+        Filter rejected (at most 1000), ``nodes`` holds those nodes in the
+        same order. Runs only if the PostFilter plugins before it
+        (DefaultPreemption by default) did not succeed. A
+        :class:`PostFilterResult`; a ``Status`` or ``Code`` (nominating no
+        node); ``None``: no room made (``Code.UNSCHEDULABLE``)."""
+        raise PluginError("not implemented")
+
+    def reserve(self, pod: Pod, nodes: Nodes) -> Status | Code | None:
+        """The pod was placed on the one node of ``nodes`` and its resources
+        are about to be held for it. ``None`` means success; anything else,
+        or an exception, fails the attempt and undoes the Reserve of every
+        plugin that reserved. Default (a plugin that defines only
+        ``unreserve``): success."""
+        return None
+
+    def unreserve(self, pod: Pod, node: str) -> None:
+        """Undo this plugin's Reserve for the pod on ``node`` (a later point
+        failed, Permit rejected or timed out, the binding failed, or the pod
+        was deleted while waiting). Called at most once per Reserve; it
+        cannot fail (an exception is logged)."""
+
+    def permit(self, pod: Pod, nodes: Nodes) -> Allow | Reject | Wait | None:
+        """After Reserve, whether the pod may be bound on the one node of
+        ``nodes``, whose pod views count the pods bound or assumed before
+        this one (those waiting at Permit included, this pod not).
+        :class:`Allow` (or ``None``), :class:`Reject` or :class:`Wait`."""
+        raise PluginError("not implemented")
+
+    def pre_bind(self, pod: Pod, node: str) -> Status | Code | None:
+        """Before the binding to ``node`` is written. ``None`` means success;
+        anything else, an exception, or no answer within the plugin's time
+        limit fails the binding: the pod is unreserved and retried."""
+        raise PluginError("not implemented")
+
+    def post_bind(self, pod: Pod, node: str) -> None:
+        """The pod is bound to ``node`` (informational; an exception is
+        logged)."""
+
     # -- used by the component glue ------------------------------------
     def _points(self) -> Points:
         if self.points is not None:
@@ -441,6 +662,12 @@ _POINT_METHODS = [
     ("pre_score", Points.PRE_SCORE),
     ("score", Points.SCORE),
     ("normalize_score", Points.NORMALIZE_SCORE),
+    ("post_filter", Points.POST_FILTER),
+    ("reserve", Points.RESERVE),
+    ("unreserve", Points.RESERVE),
+    ("permit", Points.PERMIT),
+    ("pre_bind", Points.PRE_BIND),
+    ("post_bind", Points.POST_BIND),
 ]
 
 
@@ -455,9 +682,10 @@ class DefinitionError(TypeError):
 # excluded), and the class attributes.
 _METHODS = {
     "pre_filter": 1, "filter": 2, "pre_score": 2, "score": 2, "normalize_score": 2,
+    "post_filter": 3, "reserve": 2, "unreserve": 2, "permit": 2, "pre_bind": 2, "post_bind": 2,
     "configure": 1, "metric_sources": 0,
 }
-_ATTRIBUTES = ("name", "version", "points", "events")
+_ATTRIBUTES = ("name", "version", "points", "events", "keep_state")
 
 
 def _squash(name: str) -> str:
@@ -556,9 +784,11 @@ def _check_definition(cls) -> None:
     if cls.points is None and not defined:
         points = ", ".join(m for m, _ in _POINT_METHODS)
         raise DefinitionError(f"{qual} implements no extension point: define at least one of {points}")
-    for m, pt in _POINT_METHODS:
-        if cls.points is not None and pt in cls.points and m not in defined:
-            raise DefinitionError(f"{qual}.points has {pt.name} but {qual} does not define {m}")
+    # A point is defined by any of its methods (RESERVE: reserve or unreserve).
+    for pt in Points:
+        methods = [m for m, p in _POINT_METHODS if p == pt]
+        if cls.points is not None and pt in cls.points and not any(m in defined for m in methods):
+            raise DefinitionError(f"{qual}.points has {pt.name} but {qual} does not define {' or '.join(methods)}")
     if cls.points is not None and not cls.points:
         raise DefinitionError(f"{qual}.points is empty: a plugin implements at least one extension point")
 
@@ -571,6 +801,11 @@ def _parse_args(args: str) -> dict:
     if parsed is None:
         parsed = {}
     return parsed
+
+
+def _host_error(e) -> "PluginError":
+    """The host's error (a componentize-py ``Err``) as a PluginError."""
+    return PluginError(getattr(e, "value", e))
 
 
 def _message(e: BaseException) -> str:
@@ -590,3 +825,8 @@ def _instance() -> Plugin:
         names = ", ".join(c.__qualname__ for c in leaves)
         raise RuntimeError(f"wasmsched: one Plugin per component, found {names}")
     return leaves[0]()
+
+
+# The host's state and waiting pods (contract 0.7), as submodules:
+# ``wasmsched.state``, ``wasmsched.waiting``.
+from . import state, waiting  # noqa: E402

@@ -41,12 +41,15 @@ def _view(f, *args):
 _pod_counts = _cluster.Nodes.pod_counts
 _domain_counts = _cluster.Nodes.domain_counts
 _domains = _cluster.Nodes.domains
+_cluster_pod_count = _cluster.Nodes.cluster_pod_count
 _cluster.Nodes.pod_counts = lambda self, selector=None, **fields: _view(
     _pod_counts, self, _wit_selector(selector, fields))
 _cluster.Nodes.domain_counts = lambda self, topology_key, selector=None, **fields: _view(
     _domain_counts, self, topology_key, _wit_selector(selector, fields))
 _cluster.Nodes.domains = lambda self, topology_key, selector=None, **fields: _view(
     _domains, self, topology_key, _wit_selector(selector, fields))
+_cluster.Nodes.cluster_pod_count = lambda self, selector=None, **fields: _view(
+    _cluster_pod_count, self, _wit_selector(selector, fields))
 _metrics = _cluster.Nodes.metrics
 _cluster.Nodes.metrics = lambda self, source: _view(_metrics, self, source)
 
@@ -80,6 +83,18 @@ def _allocated_devices(self, index):
 _cluster.Device.attribute = _attribute
 _cluster.Device.capacity_of = _capacity_of
 _cluster.Nodes.allocated_devices = _allocated_devices
+
+
+# The pods on a node (contract 0.7): a label and a request by name.
+def _request(self, name):
+    for q in self.requests:
+        if q.name == name:
+            return q.amount
+    return 0
+
+
+_cluster.PlacedPod.label = _sdk._label
+_cluster.PlacedPod.request = _request
 
 
 # The numeric columns cross packed (contract 0.5): componentize-py lifts a
@@ -135,12 +150,18 @@ def _install_stdio():
     sys.stderr = _stderr
 
 _CODES = {c: _wit.Code(c.value) for c in _sdk.Code}
+_SDK_CODES = {w: c for c, w in _CODES.items()}
 _POINTS = {
     _sdk.Points.PRE_FILTER: _wit.Points.PRE_FILTER,
     _sdk.Points.FILTER: _wit.Points.FILTER,
     _sdk.Points.PRE_SCORE: _wit.Points.PRE_SCORE,
     _sdk.Points.SCORE: _wit.Points.SCORE,
     _sdk.Points.NORMALIZE_SCORE: _wit.Points.NORMALIZE_SCORE,
+    _sdk.Points.POST_FILTER: _wit.Points.POST_FILTER,
+    _sdk.Points.RESERVE: _wit.Points.RESERVE,
+    _sdk.Points.PERMIT: _wit.Points.PERMIT,
+    _sdk.Points.PRE_BIND: _wit.Points.PRE_BIND,
+    _sdk.Points.POST_BIND: _wit.Points.POST_BIND,
 }
 
 _RESOURCES = {r: _wit.EventResource(r.value) for r in _sdk.EventResource}
@@ -187,6 +208,40 @@ def _unpacked(scores):
     return scores.value
 
 
+def _post_filter_result(v):
+    if v is None:
+        return _wit.PostFilterResult(_wit.Status(_wit.Code.UNSCHEDULABLE, ""), None, [])
+    if isinstance(v, _sdk.PostFilterResult):
+        victims = v.victims
+        if isinstance(victims, str):
+            raise _sdk.PluginError("post_filter: victims must be a list of \"namespace/name\", not a str")
+        return _wit.PostFilterResult(_status(v.status), v.nominated_node, list(victims))
+    return _wit.PostFilterResult(_status(v), None, [])
+
+
+_ALLOW = _wit.PermitVerdict_Allow()
+
+
+def _verdict(v):
+    if v is None or v is _sdk.Allow or isinstance(v, _sdk.Allow):
+        return _ALLOW
+    if isinstance(v, _sdk.Reject):
+        return _wit.PermitVerdict_Reject(str(v.reason))
+    if isinstance(v, _sdk.Wait):
+        if not 0 <= v.ms <= 0xFFFFFFFF:
+            raise _sdk.PluginError(f"permit: Wait of {v.ms} ms is out of range (at most 15 minutes)")
+        return _wit.PermitVerdict_Wait(v.ms)
+    raise _sdk.PluginError(f"permit must return Allow(), Reject(reason) or Wait(seconds), not {type(v).__name__}")
+
+
+def _no_fail(point, f, *args):
+    """Unreserve and PostBind cannot fail: an exception is logged."""
+    try:
+        f(*args)
+    except BaseException as e:
+        _sdk.log(_sdk.Level.ERROR, f"{point}: " + _sdk._message(e))
+
+
 def _events(events):
     if events is None:
         return None
@@ -207,7 +262,7 @@ class Plugin(exports.Plugin):
         for sdk_pt, wit_pt in _POINTS.items():
             if sdk_pt in _p._points():
                 pts |= wit_pt
-        return _wit.PluginMetadata(_p.name, _p.version, pts, _events(_p.events))
+        return _wit.PluginMetadata(_p.name, _p.version, pts, _events(_p.events), bool(_p.keep_state))
 
     def configure(self, args):
         _install_stdio()
@@ -263,3 +318,36 @@ class Plugin(exports.Plugin):
             return _packed(_p.normalize_score(pod, _unpacked(scores)))
         except BaseException as e:
             raise _err(e)
+
+    # Contract 0.7.
+
+    def post_filter(self, pod, nodes, statuses):
+        try:
+            mine = [_sdk.NodeStatus(s.node, _SDK_CODES[s.code], s.reason, s.plugin) for s in statuses]
+            return _post_filter_result(_p.post_filter(pod, nodes, mine))
+        except BaseException as e:
+            raise _err(e)
+
+    def reserve(self, pod, nodes):
+        try:
+            return _status(_p.reserve(pod, nodes))
+        except BaseException as e:
+            raise _err(e)
+
+    def unreserve(self, pod, node):
+        _no_fail("unreserve", _p.unreserve, pod, node)
+
+    def permit(self, pod, nodes):
+        try:
+            return _verdict(_p.permit(pod, nodes))
+        except BaseException as e:
+            raise _err(e)
+
+    def pre_bind(self, pod, node):
+        try:
+            return _status(_p.pre_bind(pod, node))
+        except BaseException as e:
+            raise _err(e)
+
+    def post_bind(self, pod, node):
+        _no_fail("post_bind", _p.post_bind, pod, node)

@@ -39,6 +39,15 @@
 //! - `wide-selector`: Filter asks `pod-counts` with 64 requirements;
 //! - `many-rejections`: Filter rejects node 0 64 times per node;
 //! - `fill`: Filter and Score leave their memory at 7/8 of a 16 MiB cap.
+//!
+//! Built with `MISBEHAVE_BINDING` set, it also declares Reserve and Permit
+//! (contract 0.7), where these modes misbehave (others allow):
+//! - `wait-forever`: Permit waits as long as the contract lets it say
+//!   (`u32::MAX` ms);
+//! - `allow-others`: Permit waits 60 s, and allows and rejects every other
+//!   pod waiting, whoever holds it;
+//! - `fill-state`: Reserve writes 64 KiB values to the plugin's store until
+//!   the host refuses, and fails with the host's answer.
 //! Modes may be suffixed with `-after-N`: the first N Filter/Score calls
 //! behave, later ones misbehave.
 
@@ -46,7 +55,9 @@ use std::sync::Mutex;
 
 wit_bindgen::generate!({ world: "scheduler-plugin", path: "../../../wit" });
 
-use exports::wasmsched::plugin::plugin::{Guest, PluginMetadata, Points, Rejection, Scores, Status};
+use exports::wasmsched::plugin::plugin::{
+    Code, Guest, NodeStatus, PermitVerdict, PluginMetadata, Points, PostFilterResult, Rejection, Scores, Status,
+};
 use wasmsched::plugin::cluster::{LabelRequirement, Nodes, Pod, PodSelector};
 use wasmsched::plugin::host::{Level, log};
 
@@ -138,8 +149,13 @@ impl Guest for Misbehave {
         PluginMetadata {
             name: option_env!("MISBEHAVE_NAME").unwrap_or("misbehave").into(),
             version: option_env!("MISBEHAVE_VERSION").unwrap_or("0.1.0").into(),
-            points: Points::FILTER | Points::SCORE,
+            points: if option_env!("MISBEHAVE_BINDING").is_some() {
+                Points::FILTER | Points::SCORE | Points::RESERVE | Points::PERMIT
+            } else {
+                Points::FILTER | Points::SCORE
+            },
             events: None,
+            keep_state: false,
         }
     }
 
@@ -304,6 +320,45 @@ impl Guest for Misbehave {
         }
         Err("not implemented".into())
     }
+
+    fn post_filter(_: &Pod, _: &Nodes, _: Vec<NodeStatus>) -> Result<PostFilterResult, String> {
+        Err("not implemented".into())
+    }
+
+    fn reserve(_: &Pod, _: &Nodes) -> Result<Status, String> {
+        if MODE.lock().unwrap().0 != "fill-state" {
+            return Ok(Status { code: Code::Success, reason: String::new() });
+        }
+        for i in 0.. {
+            if let Err(e) = wasmsched::plugin::state::set(&format!("fill/{i}"), &vec![7u8; 64 << 10]) {
+                return Err(format!("after {i} values: {e}"));
+            }
+        }
+        unreachable!()
+    }
+
+    fn unreserve(_: &Pod, _: String) {}
+
+    fn permit(pod: &Pod, _: &Nodes) -> Result<PermitVerdict, String> {
+        match MODE.lock().unwrap().0.as_str() {
+            "wait-forever" => Ok(PermitVerdict::Wait(u32::MAX)),
+            "allow-others" => {
+                let me = pod.uid();
+                for w in wasmsched::plugin::waiting::pods().into_iter().filter(|w| w.uid != me) {
+                    wasmsched::plugin::waiting::allow(&w.uid);
+                    wasmsched::plugin::waiting::reject(&w.uid, "rejected by a plugin that does not hold it");
+                }
+                Ok(PermitVerdict::Wait(60_000))
+            }
+            _ => Ok(PermitVerdict::Allow),
+        }
+    }
+
+    fn pre_bind(_: &Pod, _: String) -> Result<Status, String> {
+        Ok(Status { code: Code::Success, reason: String::new() })
+    }
+
+    fn post_bind(_: &Pod, _: String) {}
 }
 
 export!(Misbehave);

@@ -15,7 +15,7 @@ import (
 type Method struct {
 	Name  string
 	Args  int
-	Point bool // an extension point (not Configure, EventsToRegister or MetricSources)
+	Point bool // an extension point (not Configure, EventsToRegister, MetricSources or KeepState)
 }
 
 // Methods are the methods wasmsched calls on a plugin.
@@ -25,9 +25,16 @@ var Methods = []Method{
 	{"PreScore", 2, true},
 	{"Score", 2, true},
 	{"NormalizeScore", 2, true},
+	{"PostFilter", 3, true},
+	{"Reserve", 2, true},
+	{"Unreserve", 2, true},
+	{"Permit", 2, true},
+	{"PreBind", 2, true},
+	{"PostBind", 2, true},
 	{"Configure", 1, false},
 	{"EventsToRegister", 0, false},
 	{"MetricSources", 0, false},
+	{"KeepState", 0, false},
 }
 
 // Known is the method wasmsched calls by that name, if any.

@@ -1,0 +1,3 @@
+module namespace-quota
+
+go 1.24
