@@ -2292,3 +2292,15 @@ fn a_hostile_plugin_at_reserve_and_permit_is_bounded() {
     );
     assert!(filler.store().bytes() <= 16 << 20);
 }
+
+/// A plugin's store is one for all its slots (a slot per profile): what a
+/// profile's Reserve counts, another profile's sees.
+#[test]
+fn a_plugins_store_is_shared_by_its_slots() {
+    let hostile = guest::build_with("testdata/misbehave", None, &[("MISBEHAVE_BINDING", "1")]);
+    let (host, a) = slot("misbehave", &hostile, "{}", json!({}));
+    let b = host.slot("misbehave", r#"{"mode": "ok"}"#.to_owned()).unwrap();
+    a.store().set("used/team", 7i64.to_le_bytes().to_vec()).unwrap();
+    assert_eq!(b.store().add("used/team", 1), Ok(8));
+    assert!(Arc::ptr_eq(a.store(), b.store()));
+}

@@ -114,6 +114,9 @@ pub struct PluginStats {
     pub retired: AtomicU64,
     /// What its instances hold of the host's memory budget.
     pub share: Arc<crate::limits::Share>,
+    /// The plugin's store (contract 0.7's `state`), shared by its slots
+    /// (one per profile) and kept across its versions.
+    pub(crate) store: std::sync::OnceLock<Arc<crate::state::PluginStore>>,
 }
 
 /// Why a call failed.
@@ -1090,8 +1093,8 @@ pub struct PluginSlot {
     /// When a failed call was last logged, and failures not logged since.
     warned: Mutex<Option<std::time::Instant>>,
     unlogged: AtomicU64,
-    /// What the host keeps for the plugin (contract 0.7's `state`), across
-    /// its versions.
+    /// What the host keeps for the plugin (contract 0.7's `state`): one
+    /// store for all of its slots, across its versions.
     store: Arc<crate::state::PluginStore>,
 }
 
@@ -1149,8 +1152,12 @@ impl PluginSlot {
                 points = points.with(p);
             }
         }
-        let store = Arc::new(crate::state::PluginStore::new(limits.memory_bytes / 4));
+        let store = stats
+            .store
+            .get_or_init(|| Arc::new(crate::state::PluginStore::new(limits.memory_bytes / 4)))
+            .clone();
         if let Some(l) = &initial {
+            store.adopt(&l.sha256, l.keep_state);
             l.use_store(store.clone());
         }
         Self {
@@ -1201,11 +1208,9 @@ impl PluginSlot {
 
     pub(crate) fn swap(&self, new: Option<Arc<Loaded>>) -> Option<Arc<Loaded>> {
         if let Some(n) = &new {
-            // A new version starts with the store empty unless it keeps it.
-            let replaces = self.current().is_some_and(|c| !Arc::ptr_eq(&c, n));
-            if replaces && !n.keep_state {
-                self.store.clear();
-            }
+            // A new version starts with the store empty unless it keeps it
+            // (once, whichever of the plugin's slots takes it first).
+            self.store.adopt(&n.sha256, n.keep_state);
             n.use_store(self.store.clone());
         }
         std::mem::replace(&mut *self.current.write().unwrap_or_else(|p| p.into_inner()), new)

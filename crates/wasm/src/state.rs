@@ -23,6 +23,8 @@ struct Inner {
     /// Draws the bytes from the plugin's share (set once a version with a
     /// budget serves).
     limiter: Option<Limiter>,
+    /// The version (its sha256) whose state it holds.
+    owner: Option<String>,
 }
 
 /// One plugin's store.
@@ -82,12 +84,30 @@ impl PluginStore {
 
     /// Forgets everything (a new version that does not keep the state).
     pub fn clear(&self) {
-        let mut inner = self.lock();
+        Self::empty(&mut self.lock());
+    }
+
+    fn empty(inner: &mut Inner) {
         let bytes = std::mem::take(&mut inner.bytes);
         inner.map.clear();
         if let Some(l) = inner.limiter.as_mut() {
             l.give_back(bytes);
         }
+    }
+
+    /// The version `version` (its sha256) serves now: a version other
+    /// than the one whose state the store holds starts it empty, unless it
+    /// `keep`s it. The same version again (another profile's slot) changes
+    /// nothing.
+    pub fn adopt(&self, version: &str, keep: bool) {
+        let mut inner = self.lock();
+        if inner.owner.as_deref() == Some(version) {
+            return;
+        }
+        if inner.owner.is_some() && !keep {
+            Self::empty(&mut inner);
+        }
+        inner.owner = Some(version.to_owned());
     }
 
     /// The value under `key`.
@@ -199,5 +219,20 @@ mod tests {
         s.clear();
         assert!(s.is_empty());
         assert_eq!(s.bytes(), 0);
+    }
+
+    /// A new version empties the store unless it keeps it; the same
+    /// version adopted again (another profile's slot) keeps it.
+    #[test]
+    fn a_new_version_starts_empty_unless_it_keeps_the_state() {
+        let s = PluginStore::new(1024);
+        s.adopt("v1", false);
+        s.set("k", vec![1]).unwrap();
+        s.adopt("v1", false);
+        assert_eq!(s.get("k"), Some(vec![1]), "the same version");
+        s.adopt("v2", true);
+        assert_eq!(s.get("k"), Some(vec![1]), "kept");
+        s.adopt("v3", false);
+        assert!(s.is_empty(), "a version that does not keep it");
     }
 }
