@@ -201,8 +201,10 @@ pub struct Scheduler {
     taps: Vec<Shadow>,
     /// The pods waiting at Permit.
     waiting: Arc<WaitingPods>,
-    /// Placed pods whose binding is in flight: their profile, node and
-    /// plugins' cycle data, for Unreserve when the binding fails.
+    /// Placed pods whose binding is in flight, by UID (a pod created again
+    /// under the name of one whose binding is in flight is another entry):
+    /// their profile, node and plugins' cycle data, for Unreserve when the
+    /// binding fails.
     reserved: rustc_hash::FxHashMap<String, Reserved>,
 }
 
@@ -226,7 +228,7 @@ fn permit(
     waiting: &WaitingPods,
     now: Instant,
 ) -> Result<crate::framework::ScheduleResult, ScheduleError> {
-    use crate::framework::{Diagnosis, FitError, PermitOutcome};
+    use crate::framework::{FitError, PermitOutcome};
     let mut r = result?;
     if fw.permit.is_empty() {
         return Ok(r);
@@ -242,13 +244,7 @@ fn permit(
             if !st.is_rejected() {
                 return Err(ScheduleError::Error(st.message()));
             }
-            let plugin = st.plugin().unwrap_or_default().to_owned();
-            let diagnosis = Diagnosis {
-                node_statuses: vec![(r.node.clone(), st)],
-                unschedulable_plugins: vec![plugin],
-                ..Default::default()
-            };
-            Err(ScheduleError::Unschedulable(Box::new(FitError::new(1, diagnosis))))
+            Err(ScheduleError::Unschedulable(Box::new(FitError::on_node(&r.node, st))))
         }
     }
 }
@@ -807,11 +803,19 @@ impl Scheduler {
     /// A pod was deleted (`uid` empty: whichever pod has that name). If it
     /// used a node, unschedulable pods it may make room for are retried.
     pub fn on_pod_deleted(&mut self, key: &str, uid: &str, now: Instant) {
-        if let Some(r) = self.reserved.get(key)
-            && (uid.is_empty() || r.pod.uid == uid)
-        {
-            // Its binding cycle ends, and Unreserve runs, when it hears.
-            self.waiting.reject(&r.pod.uid, "", "removed");
+        // A pod held at Permit: its binding cycle ends, and Unreserve runs,
+        // when it hears.
+        let held: Vec<String> = match uid {
+            "" => self
+                .reserved
+                .values()
+                .filter(|r| r.pod.key.as_str() == key)
+                .map(|r| r.pod.uid.clone())
+                .collect(),
+            uid => vec![uid.to_owned()],
+        };
+        for uid in held {
+            self.waiting.reject(&uid, "", "removed");
         }
         self.queue.delete(key, uid);
         self.gated.remove(key);
@@ -1009,7 +1013,7 @@ impl Scheduler {
                         continue;
                     }
                     self.reserved.insert(
-                        key.clone(),
+                        uid.clone(),
                         Reserved {
                             profile: fi,
                             pod: qp.pod.clone(),
@@ -1088,9 +1092,9 @@ impl Scheduler {
             }
             self.cache.finish_binding(key, uid);
             self.queue.done(key, uid);
-            self.reserved.remove(key);
+            self.reserved.remove(uid);
         } else {
-            self.unreserve(key, uid);
+            self.unreserve(uid);
             self.forget(key, uid, now);
             self.queue.add_backoff(key, uid, now);
         }
@@ -1100,11 +1104,8 @@ impl Scheduler {
     /// failed (Permit rejected or timed out, PreBind or the binding
     /// failed, the pod was deleted meanwhile), in reverse order, with what
     /// its plugins kept for the cycle.
-    fn unreserve(&mut self, key: &str, uid: &str) {
-        let Some(r) = self.reserved.remove(key) else { return };
-        if r.pod.uid != uid {
-            return;
-        }
+    fn unreserve(&mut self, uid: &str) {
+        let Some(r) = self.reserved.remove(uid) else { return };
         self.waiting.remove(uid);
         let mut state = CycleState::with_plugin_data(r.data);
         state.set_waiting(self.waiting.clone());
@@ -1120,7 +1121,7 @@ impl Scheduler {
     /// someone else, or deleted) whatever its state in the queue, and
     /// forgets its assumption.
     pub fn drop_pod(&mut self, key: &str, uid: &str, now: Instant) {
-        self.unreserve(key, uid);
+        self.unreserve(uid);
         self.forget(key, uid, now);
         self.queue.delete(key, uid);
         self.queue.done(key, uid);
@@ -1707,6 +1708,48 @@ items:
             }
             crate::framework::Status::success()
         }
+    }
+
+    /// Counts the Unreserve calls it gets, by pod UID.
+    struct Counting(Arc<std::sync::Mutex<Vec<String>>>);
+    impl crate::framework::Plugin for Counting {
+        fn name(&self) -> &str {
+            "Counting"
+        }
+        fn points(&self) -> crate::framework::Points {
+            crate::framework::Points::RESERVE
+        }
+        fn unreserve(&self, _: &mut CycleState, pod: &PodInfo, _: &str) {
+            self.0.lock().unwrap().push(pod.uid.clone());
+        }
+    }
+
+    /// A pod deleted while its binding is in flight and created again
+    /// under its name: the old binding's failure unreserves nothing of the
+    /// new pod, whose own failure still unreserves it.
+    #[test]
+    fn a_late_failure_of_an_old_pod_leaves_the_new_pods_reservation() {
+        let unreserved = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut registry = Registry::builtin();
+        let seen = unreserved.clone();
+        registry.register("Counting", Arc::new(move |_| Ok(Arc::new(Counting(seen.clone())) as _)));
+        let config = Config::from_yaml(
+            "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    reserve:\n      enabled: [{name: Counting}]\n",
+        )
+        .unwrap();
+        let mut s = Scheduler::new(&config, &registry, 1, Responsibility::OwnProfiles).unwrap();
+        for n in &parse_objects(CLUSTER).unwrap().nodes {
+            s.on_node(n, Instant::now()).unwrap();
+        }
+        let now = Instant::now();
+        s.on_pod(&ours("db-0", "old", "100m"), now).unwrap();
+        assert!(s.schedule_one(now, false).unwrap().result.is_ok());
+        s.on_pod_deleted("default/db-0", "old", now);
+        s.on_pod(&ours("db-0", "new", "100m"), now).unwrap();
+        assert!(s.schedule_one(now, false).unwrap().result.is_ok());
+        s.binding_finished("default/db-0", "old", false, now);
+        s.binding_finished("default/db-0", "new", false, now);
+        assert_eq!(*unreserved.lock().unwrap(), ["old", "new"]);
     }
 
     fn with_panicky() -> Scheduler {

@@ -245,7 +245,7 @@ pub(crate) async fn bind(
         && let Err(st) = p.wait_on_permit().await
     {
         status.metrics.binding("rejected");
-        return BindResult::Rejected(format!("0/1 nodes are available: {}.", st.message()));
+        return BindResult::Rejected(wasmsched_core::framework::FitError::on_node(&job.node, st).to_string());
     }
     let result = bind_pod(client, job, leadership, status, timeout, claims).await;
     if let (BindResult::Ok, Some(p)) = (&result, &job.plugins) {
@@ -464,5 +464,60 @@ mod tests {
             settle(&status, &job, async { BindResult::Ok }).await,
             BindResult::Ok
         ));
+    }
+
+    /// A pod held at Permit whose wait ends is not bound: it is rejected
+    /// with kube-scheduler's one-node message, before any request is made.
+    #[tokio::test]
+    async fn a_held_pod_whose_wait_ends_is_rejected_in_kube_schedulers_words() {
+        let status = Status::new(None);
+        let p: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
+        let pod = Arc::new(wasmsched_core::PodInfo::from_pod(&p).unwrap());
+        let waiting = Arc::new(wasmsched_core::framework::WaitingPods::default());
+        waiting.add(
+            pod.clone(),
+            "n",
+            &[("gang".into(), Duration::from_millis(50))],
+            Instant::now(),
+        );
+        let job = BindJob {
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: "u".into(),
+            node: "n".into(),
+            profile: "wasm-scheduler".into(),
+            queued_at: Instant::now(),
+            volumes: None,
+            devices: None,
+            plugins: Some(Box::new(BindPlugins {
+                pod,
+                wait: true,
+                waiting,
+                data: None,
+                pre_bind: Vec::new(),
+                post_bind: Vec::new(),
+            })),
+        };
+        // No server: nothing may be asked of it.
+        let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
+        let leadership = Leadership::default();
+        match bind(
+            &client,
+            &job,
+            &leadership,
+            &status,
+            Duration::from_secs(1),
+            &mut Vec::new(),
+        )
+        .await
+        {
+            BindResult::Rejected(why) => assert_eq!(
+                why,
+                "0/1 nodes are available: 1 rejected due to timeout after waiting 50ms at plugin gang."
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -176,6 +176,21 @@ impl FitError {
         }
     }
 
+    /// A rejection on the one node a pod was placed on (at Permit, in the
+    /// scheduling cycle or the binding cycle), as kube-scheduler words it:
+    /// `0/1 nodes are available: 1 <reason>.`
+    pub fn on_node(node: &str, status: super::Status) -> Self {
+        let plugin = status.plugin().unwrap_or_default().to_owned();
+        FitError::new(
+            1,
+            Diagnosis {
+                node_statuses: vec![(node.to_owned(), status)],
+                unschedulable_plugins: vec![plugin],
+                ..Default::default()
+            },
+        )
+    }
+
     /// Reason → number of nodes, as counted for the message.
     pub fn histogram(&self) -> BTreeMap<String, usize> {
         let mut h = BTreeMap::new();

@@ -310,7 +310,8 @@ fn go_duration(d: Duration) -> String {
 impl Framework {
     /// Runs the Permit plugins, as kube-scheduler's `RunPermitPlugins`: the
     /// first rejection (or error) wins; otherwise, when some plugins asked
-    /// to wait, the pod is added to `waiting` with their timeouts.
+    /// to wait, the pod is added to `waiting` with their timeouts (which
+    /// [`WaitingPods::add`] caps at [`MAX_PERMIT_WAIT`]).
     pub fn run_permit(
         &self,
         state: &mut CycleState,
@@ -331,7 +332,7 @@ impl Framework {
             state.record(&*e.plugin, "Permit", code, t);
             match verdict {
                 Permit::Allow => {}
-                Permit::Wait(d) => waits.push((e.plugin.name().to_owned(), d.min(MAX_PERMIT_WAIT))),
+                Permit::Wait(d) => waits.push((e.plugin.name().to_owned(), d)),
                 Permit::Reject(st) if st.is_rejected() => {
                     return PermitOutcome::Rejected(st.with_plugin(e.plugin.name().to_owned()));
                 }
