@@ -27,6 +27,22 @@ fn stdout_json(args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
+/// [`stdout_json`] run from the repository's root (for the paths of
+/// `plugins/testdata`).
+fn repo_json(args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+        .args(args)
+        .output()
+        .expect("run wasmsched");
+    assert!(
+        out.status.success(),
+        "wasmsched {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
 fn data(name: &str) -> String {
     format!("{}/../../tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
 }
@@ -1142,21 +1158,15 @@ fn dir_of(file: &str) -> String {
 /// the resourceclaim controller makes them, and each its own device.
 #[test]
 fn simulate_makes_claims_from_templates() {
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-        .args([
-            "simulate",
-            "--cluster",
-            "plugins/testdata/dra/cluster.yaml",
-            "--pods",
-            "plugins/testdata/dra/pods-template.yaml",
-            "-o",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = repo_json(&[
+        "simulate",
+        "--cluster",
+        "plugins/testdata/dra/cluster.yaml",
+        "--pods",
+        "plugins/testdata/dra/pods-template.yaml",
+        "-o",
+        "json",
+    ]);
     let mut devices = std::collections::BTreeSet::new();
     for p in v["placements"].as_array().unwrap() {
         let pod = p["pod"].as_str().unwrap().trim_start_matches("ml/").to_owned();
@@ -1176,23 +1186,17 @@ fn simulate_makes_claims_from_templates() {
 #[test]
 fn simulate_holds_gangs_at_permit() {
     let dir = guest::prebuilt_dir("sim-gangs", &["coscheduling"]);
-    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-        .args([
-            "simulate",
-            "--cluster",
-            "plugins/testdata/gangs/cluster.yaml",
-            "--pods",
-            "plugins/testdata/gangs/pods.yaml",
-            "-o",
-            "json",
-            "--plugins",
-        ])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = repo_json(&[
+        "simulate",
+        "--cluster",
+        "plugins/testdata/gangs/cluster.yaml",
+        "--pods",
+        "plugins/testdata/gangs/pods.yaml",
+        "-o",
+        "json",
+        "--plugins",
+        dir.to_str().unwrap(),
+    ]);
     let rows = v["placements"].as_array().unwrap();
     let of = |gang: &'static str| {
         rows.iter()
@@ -1234,14 +1238,7 @@ fn a_device_plugin_steers_a_pod_with_a_resource_claim() {
         if let Some(p) = plugins {
             args.extend(["--plugins", p]);
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
-            .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
-            .args(&args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-        v["placements"][0].clone()
+        repo_json(&args)["placements"][0].clone()
     };
     let without = run(None);
     assert_eq!(without["node"], "gpu-a", "{without}");
