@@ -455,6 +455,9 @@ fn template_claims(
     Some((claims, serde_json::from_value(v).ok()?))
 }
 
+/// Rounds in which `simulate` tries again the pods rejected at Permit.
+const MAX_PERMIT_ROUNDS: usize = 10;
+
 /// Binds the held pods a Permit plugin allowed, and fails those it
 /// rejected (recording why); true when some were rejected (their retry
 /// is worth another round).
@@ -544,9 +547,9 @@ pub(crate) fn simulate(
         let mut attempts = Vec::new();
         let mut held: Vec<(String, String)> = Vec::new();
         let mut clock = now;
-        let mut rounds = 0;
+        let (mut timed_out, mut rejections) = (false, 0);
         loop {
-            let mut retry = false;
+            let (mut preempted, mut rejected) = (false, false);
             while let Some(a) = sched.schedule_one(clock, !explain.pods.is_empty() || attempts.len() < explain.first) {
                 match &a.result {
                     Ok(r) if r.waiting => held.push((a.pod.key.clone(), a.pod.uid.clone())),
@@ -555,26 +558,27 @@ pub(crate) fn simulate(
                 }
                 for v in a.nomination().map(|n| n.victims.as_slice()).unwrap_or_default() {
                     sched.on_pod_deleted(&v.key, &v.uid, clock);
-                    retry = true;
+                    preempted = true;
                 }
                 attempts.push(a);
-                retry |= settle_permits(sched, &mut held, &mut permit, clock);
+                rejected |= settle_permits(sched, &mut held, &mut permit, clock);
             }
-            if !held.is_empty() && rounds == 0 {
-                // Nothing allows them any more: their waits time out.
+            if !held.is_empty() && !timed_out {
+                // Nothing allows them any more: their waits time out (once;
+                // the pods rejected then are not tried again).
                 let latest = held.iter().filter_map(|(_, uid)| sched.waiting().deadline(uid)).max();
                 if let Some(t) = latest {
                     clock = clock.max(t);
                     sched.waiting().expire(clock);
                     settle_permits(sched, &mut held, &mut permit, clock);
                 }
-                rounds += 1;
+                timed_out = true;
             }
+            // Pods a plugin rejected at Permit are tried again a few times
+            // (a gang that cannot fit would be forever).
+            rejections += usize::from(rejected);
             match sched.queue.next_backoff_expiry() {
-                Some(t) if retry && rounds < 10 => {
-                    clock = clock.max(t);
-                    rounds += 1;
-                }
+                Some(t) if preempted || (rejected && rejections <= MAX_PERMIT_ROUNDS) => clock = clock.max(t),
                 _ => break,
             }
         }
