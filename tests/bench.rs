@@ -210,3 +210,29 @@ fn a_shadow_beside_the_bench_sees_every_sampled_cycle() {
         let _ = std::fs::remove_dir_all(d);
     }
 }
+
+/// The gangs workload with the coscheduling plugin: every pod is held at
+/// Permit until its gang is whole, then bound, and counted once.
+#[test]
+fn gangs_held_at_permit_are_all_bound_and_counted_once() {
+    let dir = guest::prebuilt_dir("bench-gangs", &["coscheduling"]);
+    let (_, v) = bench_json(&[
+        "bench",
+        "--nodes",
+        "50",
+        "--init-pods",
+        "0",
+        "--pods",
+        "80",
+        "--workload",
+        "gangs",
+        "--json",
+        "--wasm",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (v["scheduled"].as_u64(), v["unschedulable"].as_u64()),
+        (Some(80), Some(0)),
+        "{v}"
+    );
+}

@@ -360,17 +360,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     _ => break,
                 }
             };
-            if let Ok(r) = &a.result
-                && r.waiting
-            {
-                held.push((a.pod.key.clone(), a.pod.uid.clone()));
-                latencies.push(t.elapsed());
-                crate::simulate::settle_permits(sched, &mut held, &mut permits, clock);
-                continue;
-            }
-            if !held.is_empty() {
-                crate::simulate::settle_permits(sched, &mut held, &mut permits, clock);
-            }
             latencies.push(t.elapsed());
             if let Some(status) = &web {
                 // The page asks every two seconds; this keeps it "open".
@@ -387,11 +376,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 preempted = true;
             }
             match a.result {
+                // Counted once its plugins allow or reject it.
+                Ok(r) if r.waiting => held.push((a.pod.key.clone(), a.pod.uid.clone())),
                 Ok(_) => {
                     sched.binding_finished(&a.pod.key, &a.pod.uid, true, clock);
                     scheduled += 1;
                 }
                 Err(_) => unschedulable += 1,
+            }
+            if !held.is_empty() {
+                crate::simulate::settle_permits(sched, &mut held, &mut permits, clock);
             }
         }
     });
