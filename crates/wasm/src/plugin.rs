@@ -1531,13 +1531,7 @@ impl Plugin for PluginSlot {
                 plugin: st.plugin().unwrap_or_default().to_owned(),
             });
         }
-        let refs: Vec<&Arc<NodeInfo>> = nodes.clone();
-        let view = CycleView {
-            data: Some(ctx.state.plugin_data()),
-            waiting: ctx.state.waiting(),
-            ..CycleView::snapshot(Some(snapshot))
-        };
-        match v.post_filter_in(pod, &refs, &statuses, &view) {
+        match v.post_filter_in(pod, &nodes, &statuses, &CycleView::of(ctx.state)) {
             Ok(r) => crate::post_filter::result(&self.name, pod, snapshot, r),
             Err(e) => {
                 self.failed(pod, "PostFilter", &e);
@@ -1573,11 +1567,7 @@ impl Plugin for PluginSlot {
         let Some(v) = self.serving_at(guest::Points::RESERVE) else {
             return;
         };
-        let view = CycleView {
-            data: Some(state.plugin_data()),
-            waiting: state.waiting(),
-            ..CycleView::default()
-        };
+        let view = CycleView::of(state);
         if let Err(e) = v.unreserve_in(pod, node, &view) {
             self.failed(pod, "Unreserve", &e);
         }
@@ -1609,11 +1599,7 @@ impl Plugin for PluginSlot {
         let Some(v) = self.serving_at(guest::Points::PRE_BIND) else {
             return Status::success();
         };
-        let view = CycleView {
-            data: Some(state.plugin_data()),
-            waiting: state.waiting(),
-            ..CycleView::default()
-        };
+        let view = CycleView::of(state);
         match v.pre_bind_in(pod, node, &view) {
             Ok(s) if s.code == guest::Code::Success || s.code == guest::Code::Skip => Status::success(),
             Ok(s) => Status::error(truncate_reason(s.reason)),
@@ -1631,11 +1617,7 @@ impl Plugin for PluginSlot {
         let Some(v) = self.serving_at(guest::Points::POST_BIND) else {
             return;
         };
-        let view = CycleView {
-            data: Some(state.plugin_data()),
-            waiting: state.waiting(),
-            ..CycleView::default()
-        };
+        let view = CycleView::of(state);
         if let Err(e) = v.post_bind_in(pod, node, &view) {
             self.failed(pod, "PostBind", &e);
         }
