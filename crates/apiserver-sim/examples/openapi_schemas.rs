@@ -141,6 +141,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         kinds!("scheduling.k8s.io", "v1", [scheduling::v1::PriorityClass]),
         kinds!(
+            "scheduling.k8s.io",
+            "v1alpha2",
+            [scheduling::v1alpha2::PodGroup, scheduling::v1alpha2::Workload]
+        ),
+        kinds!(
             "resource.k8s.io",
             "v1",
             [

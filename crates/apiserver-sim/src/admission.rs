@@ -6,13 +6,17 @@
 //! priority and preemption policy from its PriorityClass, or from the
 //! cluster's default class (0 when there is none); a pod that states
 //! another priority, or names no class that exists, is refused. At most one
-//! class is the default.
+//! class is the default. `PodGroupProtection`
+//! (`plugin/pkg/admission/scheduling/podgroupprotection`): a new PodGroup
+//! carries the protection finalizer. `PodGroupWorkloadExists`
+//! (`plugin/pkg/admission/podgroup`): a new PodGroup made from a
+//! Workload's template names a Workload and a template that exist.
 
 use serde_json::{Value, json};
 
 use wasmsched_core::priority;
 
-use crate::resources::{NAMESPACES, PRIORITY_CLASSES, SERVICE_ACCOUNTS};
+use crate::resources::{NAMESPACES, PRIORITY_CLASSES, SERVICE_ACCOUNTS, WORKLOADS};
 use crate::status::ApiError;
 use crate::store::Store;
 
@@ -119,4 +123,53 @@ pub(crate) fn admit_priority_class(store: &Store, pc: &Value, update: bool) -> R
         ));
     }
     Ok(())
+}
+
+/// `PodGroupProtection` on create: appends the protection finalizer
+/// unless the group has it.
+pub(crate) fn admit_pod_group_protection(pg: &mut Value) {
+    let finalizer = crate::validation::pod_group::PROTECTION_FINALIZER;
+    let meta = &mut pg["metadata"];
+    match meta.get_mut("finalizers") {
+        Some(Value::Array(list)) => {
+            if !list.iter().any(|f| f == finalizer) {
+                list.push(json!(finalizer));
+            }
+        }
+        _ => meta["finalizers"] = json!([finalizer]),
+    }
+}
+
+/// `PodGroupWorkloadExists` on create: the Workload a group's
+/// `spec.podGroupTemplateRef.workload` names exists in its namespace, is
+/// not being deleted, and has the template.
+pub(crate) fn admit_pod_group_workload(store: &Store, ns: &str, pg: &Value) -> Result<(), ApiError> {
+    let Some(r) = pg
+        .pointer("/spec/podGroupTemplateRef/workload")
+        .filter(|r| r.is_object())
+    else {
+        return Ok(());
+    };
+    let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or("");
+    let (workload, template) = (text("workloadName"), text("podGroupTemplateName"));
+    let name = pg.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let forbidden = |why: String| ApiError::forbidden("scheduling.k8s.io", "podgroups", name, why);
+    let Ok(w) = store.get(WORKLOADS, ns, workload) else {
+        return Err(forbidden(format!("PodGroup rejected: Workload {workload:?} not found")));
+    };
+    if w.value
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        return Err(forbidden(format!(
+            "PodGroup rejected: Workload {workload:?} is being deleted"
+        )));
+    }
+    let templates = w.value.pointer("/spec/podGroupTemplates").and_then(Value::as_array);
+    if templates.is_some_and(|ts| ts.iter().any(|t| t["name"] == template)) {
+        return Ok(());
+    }
+    Err(forbidden(format!(
+        "PodGroup rejected: PodGroupTemplate {template:?} not found in Workload {workload:?}"
+    )))
 }

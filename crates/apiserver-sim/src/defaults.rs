@@ -161,6 +161,58 @@ pub(crate) fn resource(kind: &str, v: &mut Value) {
     }
 }
 
+/// `scheduling.k8s.io/v1alpha2` PodGroups, before they are decoded: a
+/// condition without a `lastTransitionTime` gets Go's zero time, which
+/// kube's decoder leaves there (k8s-openapi's type requires one) and
+/// validation refuses.
+pub(crate) fn pod_group_times(v: &mut Value) {
+    if let Some(Value::Array(conditions)) = v.pointer_mut("/status/conditions") {
+        for c in conditions.iter_mut().filter(|c| c.is_object()) {
+            if c.get("lastTransitionTime").is_none_or(Value::is_null) {
+                c["lastTransitionTime"] = json!(crate::validation::pod_group::ZERO_TIME);
+            }
+        }
+    }
+}
+
+/// PodGroups as decoded (`v1alpha2/zz_generated.defaults.go`):
+/// `spec.disruptionMode` is `Pod` unless set. And as Go writes them:
+/// `spec.podGroupTemplateRef` has no `omitempty` (`null`), nor has
+/// `status` (`{}`), while a condition's `observedGeneration` has (0 is
+/// left out).
+pub(crate) fn pod_group(v: &mut Value) {
+    if !v.get("spec").is_some_and(Value::is_object) {
+        v["spec"] = json!({});
+    }
+    let spec = &mut v["spec"];
+    if spec.get("disruptionMode").is_none_or(Value::is_null) {
+        spec["disruptionMode"] = json!("Pod");
+    }
+    if spec.get("podGroupTemplateRef").is_none() {
+        spec["podGroupTemplateRef"] = Value::Null;
+    }
+    if !v.get("status").is_some_and(Value::is_object) {
+        v["status"] = json!({});
+    }
+    if let Some(Value::Array(conditions)) = v.pointer_mut("/status/conditions") {
+        for c in conditions.iter_mut().filter_map(Value::as_object_mut) {
+            if c.get("observedGeneration").and_then(Value::as_i64) == Some(0) {
+                c.remove("observedGeneration");
+            }
+        }
+    }
+}
+
+/// Workloads have no defaults; as Go writes them, a template's
+/// `schedulingConstraints` has no `omitempty` (`null`).
+pub(crate) fn workload(v: &mut Value) {
+    if let Some(Value::Array(templates)) = v.pointer_mut("/spec/podGroupTemplates") {
+        for t in templates.iter_mut().filter_map(Value::as_object_mut) {
+            t.entry("schedulingConstraints").or_insert(Value::Null);
+        }
+    }
+}
+
 /// `events.k8s.io/v1` events: the deprecated source is an empty object.
 pub(crate) fn event(v: &mut Value) {
     if v.get("deprecatedSource").is_none_or(Value::is_null) {

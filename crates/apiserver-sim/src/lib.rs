@@ -9,10 +9,12 @@
 //! storageclasses and csinodes, `events.k8s.io/v1` events,
 //! `coordination.k8s.io/v1` leases, `rbac.authorization.k8s.io/v1`
 //! clusterroles, clusterrolebindings, roles and rolebindings,
-//! `scheduling.k8s.io/v1` priorityclasses, `resource.k8s.io/v1`
-//! deviceclasses, resourceslices, resourceclaims (with `status`) and
-//! resourceclaimtemplates, each validated, defaulted and admitted as
-//! kube-apiserver does for what scheduling reads, and the
+//! `scheduling.k8s.io/v1` priorityclasses, `scheduling.k8s.io/v1alpha2`
+//! podgroups (with `status`) and workloads (as a cluster with the
+//! `GenericWorkload` and `GangScheduling` feature gates serves them),
+//! `resource.k8s.io/v1` deviceclasses, resourceslices, resourceclaims
+//! (with `status`) and resourceclaimtemplates, each validated, defaulted
+//! and admitted as kube-apiserver does for what scheduling reads, and the
 //! create-only `authentication.k8s.io/v1` tokenreviews and
 //! `authorization.k8s.io/v1` subjectaccessreviews (answered from the issued
 //! and [static](ApiServer::add_token) tokens and by RBAC over the stored
@@ -27,10 +29,14 @@
 //!
 //! It also does what kube-controller-manager does for these objects: each
 //! new namespace gets its `default` ServiceAccount
-//! ([`Config::default_service_accounts`]), and the resourceclaim controller
+//! ([`Config::default_service_accounts`]), the resourceclaim controller
 //! is played ([`Config::resourceclaim_controller`]): pods get their
 //! ResourceClaims from their templates, and claims are released,
-//! deallocated and deleted as their pods go.
+//! deallocated and deleted as their pods go; and so is the
+//! podgroup-protection controller
+//! ([`Config::podgroup_protection_controller`]): a deleted PodGroup, held
+//! by its `scheduling.k8s.io/podgroup-protection` finalizer, goes once no
+//! active pod names it.
 //!
 //! Faults are scriptable from Rust ([`ApiServer::faults`],
 //! [`ApiServer::drop_watches`], [`ApiServer::compact`]) and over HTTP
@@ -57,6 +63,7 @@ mod faults;
 mod http;
 mod openapi;
 mod patch;
+mod podgroup_protection;
 mod protobuf;
 mod resourceclaim;
 pub mod resources;
@@ -105,6 +112,12 @@ pub struct Config {
     /// their pods are deleted or done. Without it (a server with no
     /// controller manager), such pods wait for claims nobody makes.
     pub resourceclaim_controller: bool,
+    /// Play kube-controller-manager's podgroup-protection controller: a
+    /// deleted PodGroup loses its `scheduling.k8s.io/podgroup-protection`
+    /// finalizer, and so goes, once no active pod names it. Without it (a
+    /// server with no controller manager), deleted PodGroups stay, marked
+    /// as being deleted, until someone removes the finalizer.
+    pub podgroup_protection_controller: bool,
 }
 
 impl Default for Config {
@@ -116,6 +129,7 @@ impl Default for Config {
             seed: 1,
             default_service_accounts: true,
             resourceclaim_controller: true,
+            podgroup_protection_controller: true,
         }
     }
 }
@@ -221,6 +235,7 @@ impl ApiServer {
                 let mut store = Store::new(config.history_window, config.seed);
                 store.default_service_accounts = config.default_service_accounts;
                 store.resourceclaim_controller = config.resourceclaim_controller;
+                store.podgroup_protection_controller = config.podgroup_protection_controller;
                 store
             }),
             tokens: Mutex::new(auth::Tokens::new(config.seed)),
@@ -325,7 +340,8 @@ impl ApiServer {
 
     /// Loads the nodes and pods of a YAML or JSON document stream (the
     /// format `wasmsched simulate` reads), creating the namespaces they use
-    /// and the PriorityClasses before the pods (whose admission reads them).
+    /// and the PriorityClasses before the pods (whose admission reads them),
+    /// and the other kinds it holds (PodGroups among them) before the nodes.
     /// Returns how many objects were created.
     pub fn load_text(&self, text: &str) -> Result<usize, LoadError> {
         let objects = wasmsched_core::fixture::parse_objects(text)?;
@@ -345,10 +361,10 @@ impl ApiServer {
             }
         }
         let mut namespaces: Vec<String> = vec!["default".into(), "kube-system".into()];
-        for pod in &objects.pods {
-            if let Some(ns) = &pod.metadata.namespace
-                && !namespaces.contains(ns)
-            {
+        let pod_namespaces = objects.pods.iter().map(|p| &p.metadata.namespace);
+        let group_namespaces = objects.pod_groups.iter().map(|g| &g.metadata.namespace);
+        for ns in pod_namespaces.chain(group_namespaces).flatten() {
+            if !namespaces.contains(ns) {
                 namespaces.push(ns.clone());
             }
         }
@@ -392,6 +408,16 @@ impl ApiServer {
                 .unwrap_or("default");
             let ns = resources::RESOURCES[res].namespaced.then_some(ns);
             refused(resources::RESOURCES[res].kind, &name, store.create(res, ns, w.clone()))?;
+            created += 1;
+        }
+        for pg in &objects.pod_groups {
+            let name = pg.metadata.name.clone().unwrap_or_default();
+            let v = serde_json::to_value(pg).expect("PodGroups serialize");
+            refused(
+                "PodGroup",
+                &name,
+                store.create(resources::POD_GROUPS, pg.metadata.namespace.as_deref(), v),
+            )?;
             created += 1;
         }
         for node in &objects.nodes {

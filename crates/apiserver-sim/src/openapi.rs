@@ -73,6 +73,11 @@ const STORED: &[(&str, &str, &[u8])] = &[
         include_bytes!("../openapi/apis__scheduling.k8s.io__v1_schemas.json.gz"),
     ),
     (
+        "scheduling.k8s.io",
+        "v1alpha2",
+        include_bytes!("../openapi/apis__scheduling.k8s.io__v1alpha2_schemas.json.gz"),
+    ),
+    (
         "resource.k8s.io",
         "v1",
         include_bytes!("../openapi/apis__resource.k8s.io__v1_schemas.json.gz"),
@@ -736,6 +741,12 @@ mod tests {
         let lease = find("coordination.k8s.io", "v1", "leases").unwrap();
         let ok = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a", "renewTime": "2024-01-01T00:00:00.000000Z"}});
         assert!(unknown_fields(&RESOURCES[lease], "Lease", &ok).is_empty());
+        let pg = json!({"metadata": {"name": "g"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 2, "size": 3}}},
+            "status": {"conditions": [{"type": "PodGroupScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "Scheduled", "message": ""}]}});
+        assert_eq!(
+            unknown_fields(&RESOURCES[crate::resources::POD_GROUPS], "PodGroup", &pg),
+            vec!["unknown field \"spec.schedulingPolicy.gang.size\""]
+        );
     }
 
     /// One HTTP/1.1 exchange: status code, headers (lower-case names), body.
@@ -787,6 +798,7 @@ mod tests {
                 "apis/rbac.authorization.k8s.io/v1",
                 "apis/resource.k8s.io/v1",
                 "apis/scheduling.k8s.io/v1",
+                "apis/scheduling.k8s.io/v1alpha2",
                 "apis/storage.k8s.io/v1"
             ]
         );

@@ -38,7 +38,8 @@ fn merge_key(path: &[&str]) -> Option<&'static str> {
         | "ephemeralContainerStatuses"
         | "volumes"
         | "env"
-        | "resourceClaims" => "name",
+        | "resourceClaims"
+        | "resourceClaimStatuses" => "name",
         "volumeMounts" => "mountPath",
         "ownerReferences" => "uid",
         "ports" if path.len() >= 2 && path[path.len() - 2] == "containers" => "containerPort",

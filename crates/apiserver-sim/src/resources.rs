@@ -362,6 +362,28 @@ pub static RESOURCES: &[ResourceDef] = &[
         subresources: &[],
         stored: true,
     },
+    ResourceDef {
+        group: "scheduling.k8s.io",
+        version: "v1alpha2",
+        plural: "podgroups",
+        singular: "podgroup",
+        kind: "PodGroup",
+        namespaced: true,
+        short_names: &[],
+        subresources: &["status"],
+        stored: true,
+    },
+    ResourceDef {
+        group: "scheduling.k8s.io",
+        version: "v1alpha2",
+        plural: "workloads",
+        singular: "workload",
+        kind: "Workload",
+        namespaced: true,
+        short_names: &[],
+        subresources: &[],
+        stored: true,
+    },
 ];
 
 /// Index of `pods` in [`RESOURCES`].
@@ -396,6 +418,10 @@ pub const RESOURCE_SLICES: usize = 26;
 pub const RESOURCE_CLAIMS: usize = 27;
 /// Index of `resourceclaimtemplates` in [`RESOURCES`].
 pub const RESOURCE_CLAIM_TEMPLATES: usize = 28;
+/// Index of `podgroups` (`scheduling.k8s.io/v1alpha2`) in [`RESOURCES`].
+pub const POD_GROUPS: usize = 29;
+/// Index of `workloads` (`scheduling.k8s.io/v1alpha2`) in [`RESOURCES`].
+pub const WORKLOADS: usize = 30;
 
 /// The resource at `group/version/plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<usize> {
@@ -430,23 +456,41 @@ pub fn core_versions(server_address: &str) -> Value {
     })
 }
 
+/// The versions a group serves, in [`RESOURCES`] order: its stable `v1`
+/// first, the preferred version, as kube-apiserver orders them by priority
+/// (`scheduling.k8s.io`: `v1`, then `v1alpha2`).
+fn versions(group: &str) -> Vec<&'static str> {
+    let mut out: Vec<&str> = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group) {
+        if !out.contains(&r.version) {
+            out.push(r.version);
+        }
+    }
+    out
+}
+
+/// An `APIGroup`'s fields: its name, versions and preferred version.
+fn group_fields(group: &str) -> Value {
+    let versions: Vec<Value> = versions(group)
+        .into_iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({"name": group, "versions": versions, "preferredVersion": versions[0]})
+}
+
 /// `/apis`.
 pub fn group_list() -> Value {
-    let groups: Vec<Value> = groups()
-        .into_iter()
-        .map(|g| {
-            let gv = json!({"groupVersion": format!("{g}/v1"), "version": "v1"});
-            json!({"name": g, "versions": [gv.clone()], "preferredVersion": gv})
-        })
-        .collect();
+    let groups: Vec<Value> = groups().into_iter().map(group_fields).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/GROUP`.
 pub fn group(group: &str) -> Option<Value> {
     groups().contains(&group).then(|| {
-        let gv = json!({"groupVersion": format!("{group}/v1"), "version": "v1"});
-        json!({"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": [gv.clone()], "preferredVersion": gv})
+        let mut g = group_fields(group);
+        g["kind"] = json!("APIGroup");
+        g["apiVersion"] = json!("v1");
+        g
     })
 }
 
@@ -541,5 +585,38 @@ mod tests {
         ] {
             assert_eq!(find(group, "v1", plural), Some(index), "{plural}");
         }
+        assert_eq!(find("scheduling.k8s.io", "v1alpha2", "podgroups"), Some(POD_GROUPS));
+        assert_eq!(find("scheduling.k8s.io", "v1alpha2", "workloads"), Some(WORKLOADS));
+    }
+
+    #[test]
+    fn scheduling_serves_v1_preferred_and_v1alpha2() {
+        let g = group("scheduling.k8s.io").unwrap();
+        assert_eq!(
+            g["versions"],
+            json!([
+                {"groupVersion": "scheduling.k8s.io/v1", "version": "v1"},
+                {"groupVersion": "scheduling.k8s.io/v1alpha2", "version": "v1alpha2"}
+            ])
+        );
+        assert_eq!(g["preferredVersion"]["version"], "v1");
+        let list = group_list();
+        let listed = list["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["name"] == "scheduling.k8s.io")
+            .unwrap();
+        assert_eq!(listed["versions"], g["versions"]);
+        assert_eq!(group("apps").unwrap()["versions"].as_array().unwrap().len(), 1);
+        let list = resource_list("scheduling.k8s.io", "v1alpha2").unwrap();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["podgroups", "podgroups/status", "workloads"]);
+        assert!(resource_list("scheduling.k8s.io", "v1beta1").is_none());
     }
 }

@@ -11,14 +11,17 @@ use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Node,
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::rbac::v1 as rbac;
 use k8s_openapi::api::resource::v1 as dra;
+use k8s_openapi::api::scheduling::v1alpha2 as scheduling;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use wasmsched_core::rng::Rng;
 
-use crate::resources::{NAMESPACES, NODES, PODS, PRIORITY_CLASSES, RESOURCES, ResourceDef, SERVICE_ACCOUNTS};
+use crate::resources::{
+    NAMESPACES, NODES, POD_GROUPS, PODS, PRIORITY_CLASSES, RESOURCES, ResourceDef, SERVICE_ACCOUNTS, WORKLOADS,
+};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
-use crate::{admission, defaults, patch, resourceclaim, validation};
+use crate::{admission, defaults, patch, podgroup_protection, resourceclaim, validation};
 
 /// `(namespace, name)`; the namespace is `""` for cluster-scoped objects.
 pub type Key = (String, String);
@@ -223,6 +226,12 @@ pub struct Store {
     pub resourceclaim_controller: bool,
     /// That controller's queue and indexes.
     pub(crate) claims: resourceclaim::Controller,
+    /// Whether the store plays kube-controller-manager's
+    /// podgroup-protection controller (see
+    /// [`Config::podgroup_protection_controller`](crate::Config)).
+    pub podgroup_protection_controller: bool,
+    /// That controller's queue and index.
+    pub(crate) pod_groups: podgroup_protection::Controller,
 }
 
 impl Store {
@@ -242,6 +251,8 @@ impl Store {
             default_service_accounts: true,
             resourceclaim_controller: true,
             claims: resourceclaim::Controller::default(),
+            podgroup_protection_controller: true,
+            pod_groups: podgroup_protection::Controller::default(),
         };
         // kube-apiserver creates the system classes at start.
         for (name, value, description) in validation::priority_class::SYSTEM_CLASSES {
@@ -324,6 +335,8 @@ impl Store {
         // the outermost call runs.
         resourceclaim::observe(self, &change);
         resourceclaim::run(self);
+        podgroup_protection::observe(self, &change);
+        podgroup_protection::run(self);
         stored
     }
 
@@ -337,6 +350,10 @@ impl Store {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
+        let mut value = value;
+        if res == POD_GROUPS {
+            defaults::pod_group_times(&mut value);
+        }
         let mut v = match (def.group, def.kind) {
             ("", "Pod") => round_trip::<Pod>(def, value)?,
             ("", "Node") => round_trip::<Node>(def, value)?,
@@ -363,6 +380,8 @@ impl Store {
             ("resource.k8s.io", "ResourceSlice") => round_trip::<dra::ResourceSlice>(def, value)?,
             ("resource.k8s.io", "ResourceClaim") => round_trip::<dra::ResourceClaim>(def, value)?,
             ("resource.k8s.io", "ResourceClaimTemplate") => round_trip::<dra::ResourceClaimTemplate>(def, value)?,
+            ("scheduling.k8s.io", "PodGroup") => round_trip::<scheduling::PodGroup>(def, value)?,
+            ("scheduling.k8s.io", "Workload") => round_trip::<scheduling::Workload>(def, value)?,
             _ => value,
         };
         match res {
@@ -375,6 +394,8 @@ impl Store {
             }
             PRIORITY_CLASSES => defaults::priority_class(&mut v),
             NAMESPACES => defaults::namespace(&mut v),
+            POD_GROUPS => defaults::pod_group(&mut v),
+            WORKLOADS => defaults::workload(&mut v),
             _ if (def.group, def.kind) == ("events.k8s.io", "Event") => defaults::event(&mut v),
             _ if def.group == "resource.k8s.io" => defaults::resource(def.kind, &mut v),
             _ => {}
@@ -383,8 +404,12 @@ impl Store {
     }
 
     /// kube-apiserver's validation of the kinds it has rules for here
-    /// (`old`: the object an update replaces).
-    fn validate(&self, res: usize, value: &Value, old: Option<&Value>) -> Result<(), ApiError> {
+    /// (`old`: the object an update replaces; `status`: of the status
+    /// subresource).
+    fn validate(&self, res: usize, value: &Value, old: Option<&Value>, status: bool) -> Result<(), ApiError> {
+        if matches!(res, POD_GROUPS | WORKLOADS) {
+            return validation::pod_group::validate(res, value, old, status);
+        }
         match (RESOURCES[res].group, RESOURCES[res].kind) {
             ("", "Pod") => validation::pod::validate(value),
             ("scheduling.k8s.io", "PriorityClass") => validation::priority_class::validate(value, old),
@@ -453,20 +478,36 @@ impl Store {
         meta.insert("creationTimestamp".into(), json!(now()));
         meta.remove("resourceVersion");
         meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
         let key = (ns.clone(), name.clone());
-        if self.objects[res].contains_key(&key) {
-            return Err(ApiError::already_exists(def.group, def.plural, &name));
+        if let Some(existing) = self.objects[res].get(&key) {
+            let mut e = ApiError::already_exists(def.group, def.plural, &name);
+            if existing.value.pointer("/metadata/deletionTimestamp").is_some() {
+                e.message = format!("object is being deleted: {}", e.message);
+            }
+            return Err(e);
         }
         let mut value = self.normalize(res, value)?;
-        // Mutating admission, validation, then validating admission, as
-        // kube-apiserver runs them.
+        // Mutating admission, the strategy's preparation, validation, then
+        // validating admission, as kube-apiserver runs them.
         if res == PODS {
             admission::admit_service_account(self, &ns, &mut value)?;
             admission::admit_pod(self, &mut value)?;
         }
-        self.validate(res, &value, None)?;
+        if res == POD_GROUPS {
+            admission::admit_pod_group_protection(&mut value);
+        }
+        if matches!(res, POD_GROUPS | WORKLOADS) {
+            validation::pod_group::prepare(res, &mut value, None, false);
+        }
+        self.validate(res, &value, None, false)?;
         if res == PRIORITY_CLASSES {
             admission::admit_priority_class(self, &value, false)?;
+        }
+        if res == POD_GROUPS {
+            admission::admit_pod_group_workload(self, &ns, &value)?;
+            // As it is read back: decoded, so defaulted again.
+            defaults::pod_group(&mut value);
         }
         let stored = self.commit(res, key, value, EventType::Added);
         // kube-controller-manager's serviceaccounts controller gives every
@@ -602,10 +643,16 @@ impl Store {
             v["status"] = value.get("status").cloned().unwrap_or(Value::Null);
             v
         } else {
-            if matches!(res, PODS | NODES | NAMESPACES) {
+            if matches!(res, PODS | NODES | NAMESPACES | POD_GROUPS) {
                 value["status"] = old.value.get("status").cloned().unwrap_or(Value::Null);
             }
-            for field in ["uid", "creationTimestamp", "namespace", "deletionTimestamp"] {
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+            ] {
                 match old.value["metadata"].get(field) {
                     Some(v) => value["metadata"][field] = v.clone(),
                     None => {
@@ -628,9 +675,44 @@ impl Store {
             admission::keep_pod_priority(&old.value, &mut new);
             check_pod_update(name, &old.value, &new)?;
         }
-        self.validate(res, &new, Some(&old.value))?;
+        let status = sub == Some("status");
+        if matches!(res, POD_GROUPS | WORKLOADS) {
+            validation::pod_group::prepare(res, &mut new, Some(&old.value), status);
+        }
+        self.validate(res, &new, Some(&old.value), status)?;
         if res == PRIORITY_CLASSES {
             admission::admit_priority_class(self, &new, true)?;
+        }
+        if res == POD_GROUPS {
+            defaults::pod_group(&mut new);
+        }
+        // An object being deleted (with no grace period left) whose last
+        // finalizer goes is deleted by the update (`ShouldDeleteDuringUpdate`):
+        // watchers see it `DELETED` as it was stored, the writer gets what it
+        // wrote.
+        if old
+            .value
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+            && old
+                .value
+                .pointer("/metadata/deletionGracePeriodSeconds")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                == 0
+            && new
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+        {
+            let gone = self.commit(
+                res,
+                (ns.to_owned(), name.to_owned()),
+                (*old.value).clone(),
+                EventType::Deleted,
+            );
+            new["metadata"]["resourceVersion"] = gone.value["metadata"]["resourceVersion"].clone();
+            return Ok(Stored::new(new));
         }
         if same_but_version(&old.value, &new) {
             return Ok(old); // a no-op update neither bumps the version nor notifies
@@ -685,7 +767,9 @@ impl Store {
     }
 
     /// Deletes an object at once (as with grace period 0: there is no
-    /// kubelet to confirm termination), checking `preconditions`.
+    /// kubelet to confirm termination), checking `preconditions`. A
+    /// PodGroup with finalizers is only marked as being deleted
+    /// (`deletionTimestamp`, answered as such) until they are removed.
     pub fn delete(
         &mut self,
         res: usize,
@@ -714,6 +798,21 @@ impl Store {
                     ));
                 }
             }
+        }
+        let held = res == POD_GROUPS
+            && old
+                .value
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| !f.is_empty());
+        if held {
+            if old.value.pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(old); // already being deleted
+            }
+            let mut v = (*old.value).clone();
+            v["metadata"]["deletionTimestamp"] = json!(now());
+            v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            return Ok(self.commit(res, (ns.to_owned(), name.to_owned()), v, EventType::Modified));
         }
         Ok(self.commit(
             res,
@@ -964,19 +1063,15 @@ fn check_name(def: &ResourceDef, name: &str) -> Result<(), ApiError> {
             )),
         };
     }
-    if validation::is_dns_subdomain(name) {
-        Ok(())
-    } else {
-        Err(ApiError::invalid(
-            def.group,
-            def.kind,
-            name,
-            "metadata.name",
-            &format!(
-                "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-            ),
-        ))
+    let errors: Vec<String> = validation::subdomain_errors(name, "characters")
+        .into_iter()
+        .map(|m| format!("Invalid value: {}: {m}", validation::quoted(name)))
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
     }
+    let fields: Vec<(&str, &str)> = errors.iter().map(|e| ("metadata.name", e.as_str())).collect();
+    Err(ApiError::invalid_fields(def.group, def.kind, name, &fields))
 }
 
 /// Pod specs are immutable but for a few fields (kube-apiserver's rule);

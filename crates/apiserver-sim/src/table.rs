@@ -1,10 +1,11 @@
 //! `meta.k8s.io/v1` `Table` responses, which `kubectl get` asks for
 //! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), with the
-//! columns kube-apiserver prints for nodes and pods.
+//! columns kube-apiserver prints for nodes, pods and PodGroups (name and
+//! age for the other kinds).
 
 use serde_json::{Value, json};
 
-use crate::resources::{NODES, PODS};
+use crate::resources::{NODES, POD_GROUPS, PODS};
 use crate::store::Stored;
 
 fn column(name: &str, kind: &str, priority: u8, description: &str) -> Value {
@@ -57,6 +58,23 @@ pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>
             column("IP", "string", 1, "IP address allocated to the pod."),
             column("Node", "string", 1, "Name of the Node this pod is assigned to."),
         ],
+        POD_GROUPS => vec![
+            column("Name", "string", 0, "Name must be unique within a namespace."),
+            column(
+                "Policy",
+                "string",
+                0,
+                "SchedulingPolicy defines the scheduling policy for this instance of the PodGroup. Controllers are expected to fill this field by copying it from a PodGroupTemplate. This field is immutable.",
+            ),
+            column("Workload", "string", 0, "Name of the referenced Workload object"),
+            column("Status", "string", 0, "Status of the PodGroup"),
+            column(
+                "Age",
+                "string",
+                0,
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+            ),
+        ],
         _ => vec![
             column("Name", "string", 0, "Name must be unique within a namespace."),
             column(
@@ -82,6 +100,7 @@ pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>
             let cells = match res {
                 NODES => node_cells(o, name, age),
                 PODS => pod_cells(o, name, age),
+                POD_GROUPS => pod_group_cells(o, name, age),
                 _ => vec![json!(name), json!(age)],
             };
             json!({
@@ -173,6 +192,33 @@ fn pod_cells(o: &Value, name: &str, age: String) -> Vec<Value> {
     ]
 }
 
+/// `printPodGroup`: the policy (`Gang` or `Basic`), the Workload whose
+/// template made the group, and its status: `Pending` until the
+/// scheduler's `PodGroupScheduled` condition says `Scheduled` (`True`) or
+/// `Unschedulable`, or a `DisruptionTarget` condition's reason.
+fn pod_group_cells(o: &Value, name: &str, age: String) -> Vec<Value> {
+    let gang = o.pointer("/spec/schedulingPolicy/gang").is_some_and(|g| !g.is_null());
+    let policy = if gang { "Gang" } else { "Basic" };
+    let workload = o
+        .pointer("/spec/podGroupTemplateRef/workload/workloadName")
+        .and_then(Value::as_str)
+        .unwrap_or("<none>");
+    let conditions = o.pointer("/status/conditions").and_then(Value::as_array);
+    let condition = |t: &str| conditions.and_then(|cs| cs.iter().rev().find(|c| c["type"] == t));
+    let mut status = "Pending";
+    if let Some(c) = condition("PodGroupScheduled") {
+        status = if c["status"] == "True" {
+            "Scheduled"
+        } else {
+            "Unschedulable"
+        };
+    }
+    if let Some(c) = condition("DisruptionTarget") {
+        status = c["reason"].as_str().unwrap_or("");
+    }
+    vec![json!(name), json!(policy), json!(workload), json!(status), json!(age)]
+}
+
 /// `5s`, `3m`, `2h`, `4d` as kubectl prints ages.
 fn human_age(secs: i64) -> String {
     match secs {
@@ -180,5 +226,63 @@ fn human_age(secs: i64) -> String {
         s if s < 3600 * 2 => format!("{}m", s / 60),
         s if s < 86400 * 2 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::WORKLOADS;
+
+    fn stored(v: Value) -> Stored {
+        let json = bytes::Bytes::from(serde_json::to_vec(&v).unwrap());
+        Stored {
+            value: std::sync::Arc::new(v),
+            json,
+        }
+    }
+
+    #[test]
+    fn pod_groups_show_their_policy_workload_and_status() {
+        let pending = json!({"metadata": {"name": "train", "creationTimestamp": crate::store::now()},
+            "spec": {"podGroupTemplateRef": null, "schedulingPolicy": {"gang": {"minCount": 4}}}, "status": {}});
+        let mut scheduled = json!({"metadata": {"name": "web"},
+            "spec": {"podGroupTemplateRef": {"workload": {"workloadName": "job", "podGroupTemplateName": "w"}},
+                     "schedulingPolicy": {"basic": {}}},
+            "status": {"conditions": [{"type": "PodGroupScheduled", "status": "True", "reason": "Scheduled"}]}});
+        let t = table(POD_GROUPS, &[stored(pending), stored(scheduled.clone())], 7, None);
+        let names: Vec<&str> = t["columnDefinitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["Name", "Policy", "Workload", "Status", "Age"]);
+        assert_eq!(t["columnDefinitions"][0]["format"], "name");
+        assert_eq!(
+            t["rows"][0]["cells"],
+            json!(["train", "Gang", "<none>", "Pending", "0s"])
+        );
+        assert_eq!(
+            t["rows"][1]["cells"],
+            json!(["web", "Basic", "job", "Scheduled", "<unknown>"])
+        );
+        scheduled["status"]["conditions"][0]["status"] = json!("False");
+        let t = table(POD_GROUPS, &[stored(scheduled.clone())], 7, None);
+        assert_eq!(t["rows"][0]["cells"][3], "Unschedulable");
+        scheduled["status"]["conditions"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}));
+        let t = table(POD_GROUPS, &[stored(scheduled)], 7, None);
+        assert_eq!(t["rows"][0]["cells"][3], "PreemptionByScheduler");
+    }
+
+    #[test]
+    fn workloads_show_name_and_age() {
+        let w = json!({"metadata": {"name": "job"}, "spec": {"podGroupTemplates": []}});
+        let t = table(WORKLOADS, &[stored(w)], 7, None);
+        assert_eq!(t["columnDefinitions"].as_array().unwrap().len(), 2);
+        assert_eq!(t["rows"][0]["cells"], json!(["job", "<unknown>"]));
     }
 }

@@ -40,6 +40,10 @@ pub struct Args {
     /// are not released when their pods go.
     #[arg(long)]
     no_resourceclaim_controller: bool,
+    /// Behave as a server with no controller manager's podgroup-protection
+    /// controller: deleted PodGroups stay until their finalizer is removed.
+    #[arg(long)]
+    no_podgroup_protection_controller: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -57,6 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.seed,
         default_service_accounts: !args.no_default_service_accounts,
         resourceclaim_controller: !args.no_resourceclaim_controller,
+        podgroup_protection_controller: !args.no_podgroup_protection_controller,
         ..Config::default()
     };
     let rt = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;

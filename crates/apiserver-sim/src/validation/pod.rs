@@ -1,11 +1,12 @@
 //! Pods: resources (extended resources and huge pages need limits equal to
 //! their requests, integers where kube counts whole units, requests within
-//! limits), resource claims, and scheduling gates with `nodeName`.
+//! limits), resource claims, the PodGroup a pod names, and scheduling
+//! gates with `nodeName`.
 
 use serde_json::{Map, Value};
 use wasmsched_core::quantity::{QuantityError, parse_milli, parse_value};
 
-use super::{Errors, list, name as name_of, quoted, text};
+use super::{Errors, list, name as name_of, quoted, subdomain_errors, text};
 use crate::status::ApiError;
 
 /// `resource.ParseQuantity`'s grammar, as the decoder's error quotes it.
@@ -51,6 +52,19 @@ pub(crate) fn validate(pod: &Value) -> Result<(), ApiError> {
     }
     if spec.get("resources").is_some_and(Value::is_object) {
         requirements(&mut errs, &spec["resources"], "spec.resources", &claim_names);
+    }
+    // `validateSchedulingGroup`: one of its members (only `podGroupName`
+    // so far), a DNS subdomain. The group need not exist.
+    if let Some(group) = spec.get("schedulingGroup").filter(|g| !g.is_null()) {
+        let at = "spec.schedulingGroup.podGroupName";
+        match group.get("podGroupName").and_then(Value::as_str) {
+            None => errs.invalid(at, "null", "must specify one of: `podGroupName`"),
+            Some(name) => {
+                for m in subdomain_errors(name, "characters") {
+                    errs.invalid(at, &quoted(name), &m);
+                }
+            }
+        }
     }
     let gated = !list(spec, "schedulingGates").is_empty();
     if gated
@@ -275,6 +289,20 @@ mod tests {
     fn a_quantity_that_does_not_parse_is_a_bad_request() {
         let e = validate(&pod(json!({"requests": {"cpu": "one"}}))).unwrap_err();
         assert_eq!(e.code, 400);
+    }
+
+    #[test]
+    fn a_scheduling_group_names_a_pod_group() {
+        let with = |group: Value| json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}], "schedulingGroup": group}});
+        assert!(message(&with(json!({"podGroupName": "train"}))).is_empty());
+        assert_eq!(
+            message(&with(json!({}))),
+            "Pod \"p\" is invalid: spec.schedulingGroup.podGroupName: Invalid value: null: must specify one of: `podGroupName`"
+        );
+        assert_eq!(
+            message(&with(json!({"podGroupName": "Train"}))),
+            "Pod \"p\" is invalid: spec.schedulingGroup.podGroupName: Invalid value: \"Train\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        );
     }
 
     #[test]
