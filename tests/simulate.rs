@@ -1383,3 +1383,49 @@ items:
     );
     let _ = std::fs::remove_file(&file);
 }
+
+/// PodGroups in the files are placed as kube-scheduler v1.36 places them:
+/// two of three gangs of four whole and none of the third (which says
+/// why, and so does its group), a basic group pod by pod, and a pod whose
+/// group does not exist waits for it.
+#[test]
+fn simulate_places_pod_groups_whole_or_not_at_all() {
+    let v = repo_json(&[
+        "simulate",
+        "--cluster",
+        "plugins/testdata/podgroups/cluster.yaml",
+        "-o",
+        "json",
+    ]);
+    let rows = v["placements"].as_array().unwrap();
+    let placed = |group: &str| {
+        rows.iter()
+            .filter(|r| r["podGroup"] == format!("ml/{group}") && r["node"].is_string())
+            .count()
+    };
+    let mut gangs = [placed("train-a"), placed("train-b"), placed("train-c")];
+    gangs.sort();
+    assert_eq!(gangs, [0, 4, 4], "{v}");
+    assert_eq!(placed("eval"), 2);
+    let groups = v["podGroups"].as_array().unwrap();
+    let group = |name: &str| {
+        groups
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {v}"))
+    };
+    let unplaced: Vec<&Value> = groups
+        .iter()
+        .filter(|g| g["policy"] == "gang (minCount 4)" && g["placed"] == 0)
+        .collect();
+    assert_eq!(unplaced.len(), 1, "{v}");
+    assert_eq!(unplaced[0]["reason"], "Unschedulable");
+    assert_eq!(unplaced[0]["message"], "pod group is unschedulable");
+    assert_eq!(group("ml/eval")["reason"], "Scheduled");
+    assert_eq!(group("ml/missing")["reason"], "Waiting");
+    let orphan = rows.iter().find(|r| r["pod"] == "ml/orphan-0").unwrap();
+    assert_eq!(
+        orphan["reason"],
+        "waiting: waiting for pods's pod group \"missing\" to appear in scheduling queue"
+    );
+}

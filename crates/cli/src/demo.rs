@@ -67,7 +67,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .iter()
             .cloned()
             .partition(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some());
-        server.load(&Objects { nodes: objs.nodes.clone(), pods: bound, namespaces: objs.namespaces.clone(), workloads: objs.workloads.clone(), storage: objs.storage.clone(), priority_classes: objs.priority_classes.clone(), claim_templates: objs.claim_templates.clone(), ignored: Vec::new() })?;
+        server.load(&Objects { nodes: objs.nodes.clone(), pods: bound, namespaces: objs.namespaces.clone(), workloads: objs.workloads.clone(), storage: objs.storage.clone(), priority_classes: objs.priority_classes.clone(), claim_templates: objs.claim_templates.clone(), pod_groups: objs.pod_groups.clone(), ignored: Vec::new() })?;
         println!("API server double on {} ({} nodes)", server.url(), objs.nodes.len());
         let client = kube::Client::try_from(kube::Config::new(server.url().parse()?))?;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -185,6 +185,30 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             let distinct: std::collections::BTreeSet<&String> = nodes.iter().collect();
             let per_zone: Vec<String> = zones.iter().map(|(z, c)| format!("{z} {c}")).collect();
             println!("\n{group}: {} pods on {} nodes; per zone: {}", nodes.len(), distinct.len(), per_zone.join(", "));
+        }
+        // PodGroups: how many of each group's pods are bound, and its
+        // PodGroupScheduled condition as the scheduler set it.
+        for g in &objs.pod_groups {
+            let ns = g.metadata.namespace.as_deref().unwrap_or("default");
+            let name = g.metadata.name.as_deref().unwrap_or_default();
+            let members: Vec<Pod> = server
+                .list::<Pod>()
+                .into_iter()
+                .filter(|p| {
+                    p.metadata.namespace.as_deref() == Some(ns)
+                        && p.spec.as_ref().and_then(|s| s.scheduling_group.as_ref()).and_then(|s| s.pod_group_name.as_deref()) == Some(name)
+                })
+                .collect();
+            let bound = members.iter().filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some()).count();
+            let condition = server
+                .get::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>(ns, name)
+                .and_then(|g| g.status?.conditions?.into_iter().find(|c| c.type_ == "PodGroupScheduled"))
+                .map_or("no condition yet".to_owned(), |c| format!("PodGroupScheduled {} ({})", c.status, c.reason));
+            let policy = match &g.spec.scheduling_policy.gang {
+                Some(gang) => format!("gang, minCount {}", gang.min_count),
+                None => "basic".into(),
+            };
+            println!("\npod group {ns}/{name} ({policy}): {bound} of {} pods bound; {condition}", members.len());
         }
         let scheduled = events.iter().filter(|e| e.reason.as_deref() == Some("Scheduled")).count();
         let failed = events.iter().filter(|e| e.reason.as_deref() == Some("FailedScheduling")).count();

@@ -1,7 +1,7 @@
 //! `wasmsched simulate`: schedules the pending pods of a cluster snapshot
 //! through the real framework, offline, and prints where each went and why.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -134,6 +134,8 @@ pub(crate) struct Row {
     /// The devices its claims were allocated, as
     /// `claim: request=driver/pool/device`.
     pub(crate) devices: Vec<String>,
+    /// Its PodGroup (`namespace/name`), if it names one.
+    pub(crate) group: Option<String>,
 }
 
 impl Row {
@@ -152,6 +154,7 @@ impl Row {
             search: Vec::new(),
             preempted_by: None,
             devices: Vec::new(),
+            group: None,
         }
     }
 }
@@ -192,7 +195,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     if plugins.is_some() {
         eprintln!("{}", score_weights(&config, &registry)?);
     }
-    let Simulation { rows, sched, timings } = simulate(
+    let Simulation {
+        rows,
+        groups,
+        sched,
+        timings,
+    } = simulate(
         &config,
         &registry,
         &config_name,
@@ -227,8 +235,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     match args.output {
-        Output::Table => print_table(&mut out, &rows, objs.nodes.len())?,
-        Output::Json => writeln!(out, "{}", serde_json::to_string_pretty(&to_json(&rows))?)?,
+        Output::Table => {
+            print_table(&mut out, &rows, objs.nodes.len())?;
+            print_groups(&mut out, &groups)?;
+        }
+        Output::Json => {
+            let mut v = to_json(&rows);
+            v["podGroups"] = groups_json(&groups);
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?
+        }
     }
     Ok(())
 }
@@ -297,6 +312,8 @@ pub(crate) struct Explain {
 /// plugin timings of its sampled cycles.
 pub(crate) struct Simulation {
     pub(crate) rows: Vec<Row>,
+    /// Each PodGroup's last outcome, by `namespace/name`.
+    pub(crate) groups: BTreeMap<String, GroupLine>,
     pub(crate) sched: Scheduler,
     pub(crate) timings: wasmsched_kube::metrics::Metrics,
 }
@@ -512,6 +529,9 @@ pub(crate) fn simulate(
     for o in &objs.storage {
         sched.on_storage(o, now)?;
     }
+    for g in &objs.pod_groups {
+        sched.on_pod_group(g, now)?;
+    }
     if let Some(m) = metrics {
         for (source, series) in &m.sources {
             let report = sched.on_metrics(source, series, now);
@@ -527,6 +547,21 @@ pub(crate) fn simulate(
             }
         }
         let p = generated.as_ref().map_or(p, |(_, p)| p);
+        // Pods of a file often have no UID; the scheduler tells pods in
+        // flight (held at Permit, placed by one group cycle) apart by it.
+        let with_uid;
+        let p = if p.metadata.uid.as_deref().is_none_or(str::is_empty) {
+            let mut q = p.clone();
+            q.metadata.uid = Some(format!(
+                "{}/{}",
+                q.metadata.namespace.as_deref().unwrap_or("default"),
+                q.metadata.name.as_deref().unwrap_or_default()
+            ));
+            with_uid = q;
+            &with_uid
+        } else {
+            p
+        };
         if let Err(e) = sched.on_pod(p, now) {
             // A malformed pod is reported, not fatal: the others are still placed.
             let ns = p.metadata.namespace.as_deref().unwrap_or("default");
@@ -586,7 +621,16 @@ pub(crate) fn simulate(
     });
     let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let timings = wasmsched_kube::metrics::Metrics::default();
+    let mut groups: BTreeMap<String, GroupLine> = BTreeMap::new();
     for (i, attempt) in attempts.into_iter().enumerate() {
+        if let Some(g) = &attempt.pod_group {
+            groups.insert(format!("{}/{}", g.namespace, g.name), GroupLine::of(g, &sched));
+        }
+        let group = attempt
+            .pod
+            .scheduling_group
+            .as_deref()
+            .map(|g| format!("{}/{g}", attempt.pod.namespace));
         for t in &attempt.plugin_timings {
             timings.plugin(&t.plugin, t.extension_point, t.status, t.took);
         }
@@ -642,6 +686,7 @@ pub(crate) fn simulate(
             row.search = earlier.search;
         }
         row.profile = profile;
+        row.group = group;
         if let Some(x) = &mut row.explanation {
             row.search.append(&mut x.preemption);
         }
@@ -696,8 +741,15 @@ pub(crate) fn simulate(
     // (DynamicResources' PreEnqueue).
     for (p, _) in sched.gated() {
         if p.scheduling_gates.is_empty() {
+            let group = p.scheduling_group.as_deref().map(|g| format!("{}/{g}", p.namespace));
+            if let Some(g) = &group {
+                groups
+                    .entry(g.clone())
+                    .or_insert_with(|| GroupLine::waiting(g, sched.gated_reason(p), &sched));
+            }
             rows.push(Row {
                 gated: true,
+                group,
                 ..Row::new(p.key.clone(), format!("waiting: {}", sched.gated_reason(p)))
             });
         }
@@ -706,7 +758,97 @@ pub(crate) fn simulate(
     if !over.is_empty() {
         bail!("internal error: nodes overcommitted: {over:?}");
     }
-    Ok(Simulation { rows, sched, timings })
+    Ok(Simulation {
+        rows,
+        groups,
+        sched,
+        timings,
+    })
+}
+
+/// A PodGroup's outcome, as `simulate` reports it.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupLine {
+    /// `basic`, or `gang (minCount N)`.
+    policy: String,
+    /// How many pods name it.
+    pods: usize,
+    /// Its pods placed by its last cycle.
+    placed: usize,
+    /// Its `PodGroupScheduled` condition's reason, or `Waiting` when no
+    /// cycle ran (its pods wait before the queue).
+    reason: String,
+    /// The condition's message, or why its pods wait.
+    message: String,
+}
+
+impl GroupLine {
+    fn policy(key: &str, sched: &Scheduler) -> String {
+        match sched.pod_groups().get(key).map(|g| g.policy) {
+            Some(wasmsched_core::pod_groups::Policy::Gang { min_count }) => format!("gang (minCount {min_count})"),
+            Some(wasmsched_core::pod_groups::Policy::Basic) => "basic".into(),
+            None => "not found".into(),
+        }
+    }
+
+    fn of(g: &wasmsched_core::scheduler::GroupOutcome, sched: &Scheduler) -> Self {
+        let key = format!("{}/{}", g.namespace, g.name);
+        GroupLine {
+            policy: Self::policy(&key, sched),
+            pods: g.all_pods,
+            placed: g.placed,
+            reason: g.reason.to_owned(),
+            message: g.message.clone(),
+        }
+    }
+
+    fn waiting(key: &str, why: String, sched: &Scheduler) -> Self {
+        GroupLine {
+            policy: Self::policy(key, sched),
+            pods: sched.pod_groups().all_pods(key),
+            placed: 0,
+            reason: "Waiting".into(),
+            message: why,
+        }
+    }
+}
+
+/// The PodGroups after the table: each with its policy, pods, those
+/// placed, and its condition.
+fn print_groups(out: &mut impl Write, groups: &BTreeMap<String, GroupLine>) -> anyhow::Result<()> {
+    if groups.is_empty() {
+        return Ok(());
+    }
+    let w = groups.keys().map(String::len).max().unwrap_or(9).max(9);
+    writeln!(
+        out,
+        "\n{:w$}  {:20}  {:6}  {:6}  RESULT",
+        "POD GROUP", "POLICY", "PODS", "PLACED"
+    )?;
+    for (name, g) in groups {
+        let result = match (g.reason.as_str(), g.message.as_str()) {
+            (r, "") => r.to_owned(),
+            (r, m) => format!("{r}: {m}"),
+        };
+        writeln!(
+            out,
+            "{name:w$}  {:20}  {:6}  {:6}  {result}",
+            g.policy, g.pods, g.placed
+        )?;
+    }
+    Ok(())
+}
+
+fn groups_json(groups: &BTreeMap<String, GroupLine>) -> Value {
+    json!(
+        groups
+            .iter()
+            .map(
+                |(name, g)| json!({"name": name, "policy": g.policy, "pods": g.pods, "placed": g.placed,
+            "reason": g.reason, "message": g.message})
+            )
+            .collect::<Vec<_>>()
+    )
 }
 
 fn print_table(out: &mut impl Write, rows: &[Row], nodes: usize) -> anyhow::Result<()> {
@@ -909,6 +1051,7 @@ fn to_json(rows: &[Row]) -> Value {
             if let Some(x) = &r.explanation { v["explain"] = explanation_json(x); }
             if let Some((node, victims)) = &r.preempted { v["preemption"] = json!({"node": node, "victims": victims}); }
             if !r.devices.is_empty() { v["devices"] = json!(r.devices); }
+            if let Some(g) = &r.group { v["podGroup"] = json!(g); }
             if !r.search.is_empty() {
                 v["preemptionSearch"] = json!(r.search.iter().map(|t| match &t.outcome {
                     Ok((victims, violations)) => json!({"node": t.node,

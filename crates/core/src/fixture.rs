@@ -37,6 +37,8 @@ pub struct Objects {
     /// (`simulate` makes pods' claims from them, as the resourceclaim
     /// controller does).
     pub claim_templates: Vec<Value>,
+    /// Every `scheduling.k8s.io/v1alpha2` PodGroup found.
+    pub pod_groups: Vec<k8s_openapi::api::scheduling::v1alpha2::PodGroup>,
     /// `kind/name` of objects of other kinds, which were skipped.
     pub ignored: Vec<String>,
 }
@@ -51,6 +53,7 @@ impl Objects {
         self.storage.extend(other.storage);
         self.priority_classes.extend(other.priority_classes);
         self.claim_templates.extend(other.claim_templates);
+        self.pod_groups.extend(other.pod_groups);
         self.ignored.extend(other.ignored);
     }
 }
@@ -236,6 +239,19 @@ fn add_object(out: &mut Objects, mut value: Value, default_kind: &str) -> Result
             }
         }
         out.claim_templates.push(value);
+        return Ok(());
+    }
+    if (api_version, kind.as_str()) == (crate::pod_groups::API_VERSION, "PodGroup") {
+        if let Value::Object(map) = &mut value
+            && let Value::Object(m) = map.entry("metadata").or_insert_with(|| serde_json::json!({}))
+        {
+            m.entry("namespace").or_insert_with(|| Value::from("default"));
+        }
+        let group: k8s_openapi::api::scheduling::v1alpha2::PodGroup =
+            from_value(value).map_err(|e| format!("PodGroup {name}: {e}"))?;
+        // Checked here, so a bad group is reported with its document.
+        crate::pod_groups::PodGroup::parse(&group).map_err(|e| e.to_string())?;
+        out.pod_groups.push(group);
         return Ok(());
     }
     if kind != "Node" && kind != "Pod" && kind != "Namespace" {

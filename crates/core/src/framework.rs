@@ -552,9 +552,10 @@ impl Framework {
         self.pool.as_ref()
     }
 
-    /// Whether the profile enables the plugin at its Filter point.
+    /// Whether the profile enables the plugin at its Filter point, or (a
+    /// plugin without one, such as GangScheduling) at Permit.
     pub fn has_plugin(&self, name: &str) -> bool {
-        self.filter.iter().any(|e| e.plugin.name() == name)
+        self.filter.iter().chain(&self.permit).any(|e| e.plugin.name() == name)
     }
 
     /// Every distinct plugin of this profile.

@@ -22,6 +22,7 @@ pub mod node;
 pub mod nominator;
 pub mod plugins;
 pub mod pod;
+pub mod pod_groups;
 pub mod priority;
 pub mod quantity;
 pub mod queue;

@@ -159,10 +159,13 @@ pub struct PodInfo {
     /// `spec.schedulingGates`, by name: while any remains the pod is not
     /// scheduled.
     pub scheduling_gates: Vec<String>,
+    /// `spec.schedulingGroup.podGroupName`: the PodGroup of its namespace
+    /// the pod is scheduled with (GangScheduling).
+    pub scheduling_group: Option<Arc<str>>,
     /// The first field of the spec that constrains placement in a way the
-    /// engine does not implement (`spec.schedulingGroup`, a volume source
-    /// this version does not know): such a pod is refused, never placed as
-    /// if the field were absent.
+    /// engine does not implement (a volume source this version does not
+    /// know): such a pod is refused, never placed as if the field were
+    /// absent.
     pub unsupported: Option<String>,
     /// Its volumes, as the volume plugins read them.
     pub volumes: crate::storage::PodVolumes,
@@ -443,7 +446,12 @@ impl PodInfo {
                 .find(|o| o.controller == Some(true))
                 .map(|o| Box::new((o.api_version.clone(), o.kind.clone(), o.name.clone()))),
             scheduling_gates: spec.scheduling_gates.iter().flatten().map(|g| g.name.clone()).collect(),
-            unsupported: unsupported_field(spec, &volumes),
+            scheduling_group: spec
+                .scheduling_group
+                .as_ref()
+                .and_then(|g| g.pod_group_name.as_deref())
+                .map(Arc::from),
+            unsupported: unsupported_field(&volumes),
             resource_claims: spec
                 .resource_claims
                 .iter()
@@ -508,18 +516,12 @@ impl PodResourceClaim {
     }
 }
 
-/// The first field of `spec` that kube-scheduler would act on and this
-/// engine does not implement: gang scheduling groups, and a volume source
-/// this version does not know (`volumes` holds that error). Resource
-/// claims are DynamicResources', which a profile may disable: the
-/// framework refuses them then.
-fn unsupported_field(
-    spec: &k8s_openapi::api::core::v1::PodSpec,
-    volumes: &Result<crate::storage::PodVolumes, String>,
-) -> Option<String> {
-    if spec.scheduling_group.is_some() {
-        return Some("spec.schedulingGroup".into());
-    }
+/// The first field of the spec that kube-scheduler would act on and this
+/// engine does not implement: a volume source this version does not know
+/// (`volumes` holds that error). Resource claims and scheduling groups are
+/// plugins' (DynamicResources, GangScheduling), which a profile may
+/// disable: the framework refuses them then.
+fn unsupported_field(volumes: &Result<crate::storage::PodVolumes, String>) -> Option<String> {
     volumes.as_ref().err().cloned()
 }
 

@@ -406,6 +406,24 @@ impl SchedulingQueue {
         None
     }
 
+    /// Takes the pod `key` (of `uid`) out of the queue wherever it waits
+    /// (active, backoff or unschedulable), in the cycle of the last pod
+    /// popped, as kube-scheduler's `PopSpecificPod` takes the other pods of
+    /// a group into the group's cycle. None when it is not queued (in
+    /// flight already, or unknown).
+    pub fn pop_specific(&mut self, key: &str, uid: &str, now: Instant) -> Option<QueuedPod> {
+        let e = self.entries.get(key)?;
+        if e.loc == Location::InFlight || e.qp.pod.uid != uid {
+            return None;
+        }
+        let cycle = self.scheduling_cycle;
+        self.place(key, Location::InFlight, now);
+        let e = self.entries.get_mut(key).expect("placed");
+        e.qp.attempts += 1;
+        e.qp.cycle = cycle;
+        Some(e.qp.clone())
+    }
+
     fn requeue(&mut self, key: &str, uid: &str, now: Instant, rejectors: Option<Vec<String>>) {
         if !self.owns(key, uid) {
             return;

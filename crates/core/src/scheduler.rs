@@ -20,10 +20,12 @@ use crate::events::{self, Action, Change, ClusterEvent, QueueingHint};
 use crate::framework::{CycleRecord, CycleState, Framework, Nominating, ScheduleError, ScheduleResult, WaitingPods};
 use crate::node::NodeData;
 use crate::nominator::Nominator;
-use crate::plugins::Registry;
+use crate::plugins::{Registry, gang_scheduling};
 use crate::pod::PodInfo;
 use crate::queue::SchedulingQueue;
 use crate::rng::Rng;
+
+mod pod_group_cycle;
 
 /// Which pods the scheduler takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +60,45 @@ pub struct Attempt {
     /// Pods of lower priority whose nomination to the node this pod's
     /// preemption chose was cleared (they may no longer fit there).
     pub cleared_nominations: Vec<Arc<PodInfo>>,
+    /// On the first attempt of a pod group cycle: how the group fared,
+    /// for its `PodGroupScheduled` condition (None when the condition
+    /// would not change: a group scheduled once stays so).
+    pub pod_group: Option<Arc<GroupOutcome>>,
+}
+
+/// The outcome of one cycle of a pod group's pods, as its
+/// `PodGroupScheduled` condition says it (kube-scheduler's
+/// `updatePodGroupCondition`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOutcome {
+    /// The group's namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// `metadata.generation` of the group read (`observedGeneration`).
+    pub generation: i64,
+    /// The condition's status: the group was placed.
+    pub scheduled: bool,
+    /// `Scheduled`, `Unschedulable` or `SchedulerError`.
+    pub reason: &'static str,
+    /// Empty when placed.
+    pub message: String,
+    /// The group's pods that took part in the cycle.
+    pub pods: usize,
+    /// Of them, those that fit (placed, or placed and undone because the
+    /// group was not).
+    pub fit: usize,
+    /// Of them, those placed.
+    pub placed: usize,
+    /// How many pods name the group.
+    pub all_pods: usize,
+}
+
+/// One scheduling cycle's result, before it is settled.
+struct Cycle {
+    result: Result<ScheduleResult, ScheduleError>,
+    plugin_timings: Vec<crate::framework::PluginTiming>,
+    plugin_data: Option<Arc<crate::framework::PluginData>>,
 }
 
 impl Attempt {
@@ -206,6 +247,13 @@ pub struct Scheduler {
     /// their profile, node and plugins' cycle data, for Unreserve when the
     /// binding fails.
     reserved: rustc_hash::FxHashMap<String, Reserved>,
+    /// The PodGroups and the pods that name them.
+    groups: crate::pod_groups::PodGroups,
+    /// Attempts a pod group cycle decided beyond its first, handed out by
+    /// the next calls of [`Scheduler::schedule_one`].
+    decided: std::collections::VecDeque<Attempt>,
+    /// Each group's last cycle, by `namespace/name` (for the web view).
+    group_cycles: rustc_hash::FxHashMap<String, Arc<GroupOutcome>>,
 }
 
 /// A placed pod whose binding is in flight.
@@ -331,6 +379,9 @@ impl Scheduler {
             taps: Vec::new(),
             waiting: Arc::default(),
             reserved: Default::default(),
+            groups: Default::default(),
+            decided: Default::default(),
+            group_cycles: Default::default(),
         })
     }
 
@@ -470,13 +521,80 @@ impl Scheduler {
             && crate::plugins::dynamic_resources::pre_enqueue(info, self.cache.storage().devices()).is_some()
     }
 
-    /// Why a pod waits outside the queue: its scheduling gates, or
-    /// (DynamicResources' PreEnqueue) a claim that does not exist yet.
+    /// Whether the pod's profile runs GangScheduling and its PreEnqueue
+    /// keeps the pod out of the queue (its PodGroup does not exist, or a
+    /// gang has fewer than `minCount` pods).
+    fn waits_for_group(&self, info: &PodInfo) -> bool {
+        if info.scheduling_group.is_none() {
+            return false;
+        }
+        let Some(fi) = self.framework_index(&info.scheduler_name) else {
+            return false;
+        };
+        self.frameworks[fi].has_plugin(gang_scheduling::NAME)
+            && gang_scheduling::pre_enqueue(info, &self.groups).is_some()
+    }
+
+    /// Why a pod waits outside the queue: its scheduling gates, or a
+    /// plugin's PreEnqueue (DynamicResources: a claim that does not exist
+    /// yet; GangScheduling: its group, or a gang's pods, not all there).
     pub fn gated_reason(&self, info: &PodInfo) -> String {
         if !info.scheduling_gates.is_empty() {
             return format!("scheduling gates: {}", info.scheduling_gates.join(", "));
         }
-        crate::plugins::dynamic_resources::pre_enqueue(info, self.cache.storage().devices()).unwrap_or_default()
+        crate::plugins::dynamic_resources::pre_enqueue(info, self.cache.storage().devices())
+            .or_else(|| gang_scheduling::pre_enqueue(info, &self.groups))
+            .unwrap_or_default()
+    }
+
+    /// The PodGroups and the pods that name them.
+    pub fn pod_groups(&self) -> &crate::pod_groups::PodGroups {
+        &self.groups
+    }
+
+    /// A PodGroup was added or changed: its pods waiting for it (or for
+    /// enough of a gang's pods) are queued if they may be now. A group
+    /// that cannot be read is an error naming the field; the version
+    /// before it stays.
+    pub fn on_pod_group(
+        &mut self,
+        group: &k8s_openapi::api::scheduling::v1alpha2::PodGroup,
+        now: Instant,
+    ) -> Result<(), ModelError> {
+        let g = crate::pod_groups::PodGroup::parse(group)?;
+        let key = g.key();
+        self.groups.upsert(g);
+        self.recheck_group_waiters(&key, now);
+        Ok(())
+    }
+
+    /// A PodGroup was deleted: its pods not yet placed wait for it again
+    /// (those queued find it gone when their cycle comes).
+    pub fn on_pod_group_deleted(&mut self, namespace: &str, name: &str) {
+        self.groups.remove(namespace, name);
+        self.group_cycles.remove(&crate::pod_groups::group_key(namespace, name));
+    }
+
+    /// The last cycle of the group `namespace/name`: how many of its pods
+    /// took part, fit and were placed, and its condition.
+    pub fn last_group_cycle(&self, key: &str) -> Option<&Arc<GroupOutcome>> {
+        self.group_cycles.get(key)
+    }
+
+    /// Pods of the group `key` waiting before the queue are queued if
+    /// nothing keeps them out any more (kube-scheduler's GangScheduling
+    /// hints: a pod of the group added, the group added).
+    fn recheck_group_waiters(&mut self, key: &str, now: Instant) {
+        let ready: Vec<Arc<PodInfo>> = self
+            .groups
+            .members(key)
+            .filter_map(|m| self.gated.get(&m.key).map(|(p, _)| p.clone()))
+            .filter(|p| p.scheduling_gates.is_empty() && !self.waits_for_claims(p) && !self.waits_for_group(p))
+            .collect();
+        for p in ready {
+            self.gated.remove(&p.key);
+            self.queue.add(p, now);
+        }
     }
 
     /// Pods waiting for a claim of `namespace` are queued if their claims
@@ -487,7 +605,7 @@ impl Scheduler {
             .values()
             .filter(|(p, _)| p.namespace == namespace && p.scheduling_gates.is_empty())
             .map(|(p, _)| p.clone())
-            .filter(|p| !self.waits_for_claims(p))
+            .filter(|p| !self.waits_for_claims(p) && !self.waits_for_group(p))
             .collect();
         for p in ready {
             self.gated.remove(&p.key);
@@ -658,6 +776,25 @@ impl Scheduler {
 
     /// [`Scheduler::on_pod`] for an already parsed pod.
     pub fn on_pod_info(&mut self, info: Arc<PodInfo>, now: Instant) {
+        let joined = match &info.scheduling_group {
+            // kube-scheduler's PodGroupState counts every pod of the group
+            // that has not finished, whoever schedules it.
+            Some(g) if !info.terminal => {
+                let key = crate::pod_groups::group_key(&info.namespace, g);
+                self.groups.add_pod(&key, &info.key, &info.uid).then_some(key)
+            }
+            _ => {
+                self.groups.remove_pod_key(&info.key, "");
+                None
+            }
+        };
+        self.on_pod_info_inner(info, now);
+        if let Some(key) = joined {
+            self.recheck_group_waiters(&key, now);
+        }
+    }
+
+    fn on_pod_info_inner(&mut self, info: Arc<PodInfo>, now: Instant) {
         let cached = self.cache.pod(&info.key).map(|c| c.pod.clone());
         let gated_since = self.gated.remove(&info.key).map(|(_, since)| since);
         if info.deleting && self.nominator.is_evicting(&info.uid) {
@@ -723,10 +860,12 @@ impl Scheduler {
                 .insert(info.key.clone(), (info.clone(), gated_since.unwrap_or(now)));
             return;
         }
-        if self.waits_for_claims(&info) {
+        if self.waits_for_claims(&info) || self.waits_for_group(&info) {
             // DynamicResources' PreEnqueue: a claim not created yet (or
             // missing) keeps the pod out of the queue like a gate; the
-            // claim's arrival, or the pod's update, queues it.
+            // claim's arrival, or the pod's update, queues it. So does
+            // GangScheduling's, until the pod's group and enough of a
+            // gang's pods exist.
             self.queue.delete(&info.key, "");
             self.gated
                 .insert(info.key.clone(), (info.clone(), gated_since.unwrap_or(now)));
@@ -817,6 +956,7 @@ impl Scheduler {
         for uid in held {
             self.waiting.reject(&uid, "", "removed");
         }
+        self.groups.remove_pod_key(key, uid);
         self.queue.delete(key, uid);
         self.gated.remove(key);
         if self.nominator.node_of(key).is_some() {
@@ -879,9 +1019,14 @@ impl Scheduler {
 
     /// Takes the next pod from the queue through one scheduling cycle. On
     /// success the pod is reserved and assumed on its node; on failure it is
-    /// parked (unschedulable) or backed off (error). `None` when no pod is
-    /// ready.
+    /// parked (unschedulable) or backed off (error). A pod of a PodGroup
+    /// brings the group's other queued pods into one pod group cycle
+    /// (`pod_group_cycle.rs`): the first of their attempts is returned, the
+    /// others by the next calls. `None` when no pod is ready.
     pub fn schedule_one(&mut self, now: Instant, explain: bool) -> Option<Attempt> {
+        if let Some(a) = self.decided.pop_front() {
+            return Some(a);
+        }
         loop {
             let qp = self.queue.pop(now)?;
             let key = qp.pod.key.clone();
@@ -893,187 +1038,274 @@ impl Scheduler {
                 self.queue.done(&key, &qp.pod.uid);
                 continue;
             }
-            self.cache.update_snapshot(Arc::make_mut(&mut self.snapshot));
-            let fw = &self.frameworks[fi];
-            let mut state = CycleState::default();
-            state.set_snapshot(self.snapshot.clone());
-            state.set_nominator(self.nominator.clone());
-            state.set_waiting(self.waiting.clone());
-            self.cycles += 1;
-            if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
-                state.sample_plugin_timings();
+            if qp.pod.scheduling_group.is_some() && self.frameworks[fi].has_plugin(gang_scheduling::NAME) {
+                let mut attempts = self.schedule_group(qp, fi, now, explain).into_iter();
+                let Some(first) = attempts.next() else { continue };
+                self.decided.extend(attempts);
+                return Some(first);
             }
-            let null = self.null_placement;
-            // Which taps this cycle is due to, one bit each, and whether one
-            // of them reads the cycle's record.
-            let mut due = 0u64;
-            let mut record = false;
-            if !null {
-                for (i, sh) in self.taps.iter_mut().enumerate() {
-                    if !sh.tap.wants(fi, &qp.pod) {
-                        continue;
-                    }
-                    sh.owed += sh.percent;
-                    if sh.owed >= 100 {
-                        sh.owed -= 100;
-                        due |= 1 << i;
-                        record |= sh.tap.needs_record();
-                    }
-                }
+            let cycle = self.cycle(fi, &qp.pod, now, explain, None);
+            if let Some(a) = self.settle(fi, qp, cycle, now) {
+                return Some(a);
             }
-            let before = (due != 0).then(|| {
-                if record {
-                    state.keep_record();
+        }
+    }
+
+    /// Runs one scheduling cycle of `pod` with profile `fi` (Filter and
+    /// Score, Reserve, Permit) against the cluster as it is now, handing it
+    /// to the shadow taps it is due to. Changes nothing but the plugins'
+    /// reservations and the waiting pods: the caller settles it.
+    fn cycle(
+        &mut self,
+        fi: usize,
+        pod: &Arc<PodInfo>,
+        now: Instant,
+        explain: bool,
+        group: Option<gang_scheduling::GroupView>,
+    ) -> Cycle {
+        self.cache.update_snapshot(Arc::make_mut(&mut self.snapshot));
+        let fw = &self.frameworks[fi];
+        let mut state = CycleState::default();
+        state.set_snapshot(self.snapshot.clone());
+        state.set_nominator(self.nominator.clone());
+        state.set_waiting(self.waiting.clone());
+        if let Some(view) = group {
+            state.write(gang_scheduling::GROUP_VIEW, view);
+        }
+        self.cycles += 1;
+        if self.cycles.is_multiple_of(PLUGIN_TIMING_SAMPLE) {
+            state.sample_plugin_timings();
+        }
+        let null = self.null_placement;
+        // Which taps this cycle is due to, one bit each, and whether one
+        // of them reads the cycle's record.
+        let mut due = 0u64;
+        let mut record = false;
+        if !null {
+            for (i, sh) in self.taps.iter_mut().enumerate() {
+                if !sh.tap.wants(fi, pod) {
+                    continue;
                 }
-                (self.next_start, self.rng.clone(), Instant::now())
-            });
-            let (snapshot, next_start, rng, waiting) =
-                (&self.snapshot, &mut self.next_start, &mut self.rng, &self.waiting);
-            // A panic in a plugin (or in the engine) fails this attempt, not
-            // the scheduler: the pod is retried after backoff.
-            let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                if null {
-                    return null_place(snapshot, &qp.pod, next_start);
-                }
-                let mut result = fw.schedule(&mut state, &qp.pod, snapshot, next_start, rng, explain);
-                if let Ok(r) = &mut result {
-                    let st = fw.run_reserve(&mut state, &qp.pod, &r.node);
-                    r.volumes = state
-                        .read::<crate::storage::VolumePlan>(crate::storage::VOLUME_PLAN)
-                        .filter(|p| !p.is_empty())
-                        .cloned();
-                    r.devices = state
-                        .read::<crate::dra::DraPlan>(crate::dra::DRA_PLAN)
-                        .filter(|p| !p.is_empty())
-                        .cloned();
-                    if !st.is_success() {
-                        result = Err(ScheduleError::Error(format!(
-                            "running Reserve plugin {:?}: {}",
-                            st.plugin().unwrap_or_default(),
-                            st.message()
-                        )));
-                    } else {
-                        result = permit(fw, &mut state, &qp.pod, result, waiting, now);
-                    }
-                }
-                result
-            }));
-            let result = outcome.unwrap_or_else(|panic| {
-                self.panics += 1;
-                Err(ScheduleError::Error(format!(
-                    "scheduling cycle panicked: {}",
-                    panic_message(&*panic)
-                )))
-            });
-            if let Some((next_start, rng, t0)) = before {
-                let case = ShadowCase {
-                    profile: fi,
-                    pod: qp.pod.clone(),
-                    snapshot: self.snapshot.clone(),
-                    nominator: self.nominator.clone(),
-                    next_start,
-                    rng,
-                    serving: crate::framework::CycleOutcome::of(&result),
-                    record: state.take_record().unwrap_or_default(),
-                    took: t0.elapsed(),
-                };
-                let last = 63 - due.leading_zeros() as usize;
-                let mut case = Some(case);
-                for (i, sh) in self.taps.iter_mut().enumerate() {
-                    if due & (1 << i) != 0 {
-                        let c = if i == last { case.take() } else { case.clone() };
-                        if let Some(c) = c {
-                            sh.tap.take(c);
-                        }
-                    }
+                sh.owed += sh.percent;
+                if sh.owed >= 100 {
+                    sh.owed -= 100;
+                    due |= 1 << i;
+                    record |= sh.tap.needs_record();
                 }
             }
-            // The cycle's state shares the snapshot and the nominations:
-            // dropped here, both are unique again for the updates below.
-            let plugin_timings = state.take_plugin_timings();
-            let plugin_data = state.take_plugin_data();
-            drop(state);
-            let mut result = result;
+        }
+        let before = (due != 0).then(|| {
+            if record {
+                state.keep_record();
+            }
+            (self.next_start, self.rng.clone(), Instant::now())
+        });
+        let (snapshot, next_start, rng, waiting) = (&self.snapshot, &mut self.next_start, &mut self.rng, &self.waiting);
+        // A panic in a plugin (or in the engine) fails this attempt, not
+        // the scheduler: the pod is retried after backoff.
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            if null {
+                return null_place(snapshot, pod, next_start);
+            }
+            let mut result = fw.schedule(&mut state, pod, snapshot, next_start, rng, explain);
             if let Ok(r) = &mut result {
-                r.plugin_data = plugin_data.clone();
-            }
-            let uid = &qp.pod.uid;
-            let mut cleared_nominations = Vec::new();
-            match &result {
-                Ok(r) => {
-                    if self.nominator.node_of(&key).is_some() {
-                        Arc::make_mut(&mut self.nominator).remove(&key);
-                    }
-                    if !self.cache.assume_pod(qp.pod.clone(), &r.node) {
-                        // Already bound (a bound pod is never moved): nothing to do.
-                        if r.waiting {
-                            self.waiting.remove(uid);
-                        }
-                        self.queue.done(&key, uid);
-                        continue;
-                    }
-                    self.reserved.insert(
-                        uid.clone(),
-                        Reserved {
-                            profile: fi,
-                            pod: qp.pod.clone(),
-                            node: r.node.clone(),
-                            data: plugin_data,
-                        },
-                    );
-                    if let Some(plan) = &r.volumes {
-                        // The chosen volumes are taken until the API shows
-                        // the binding or it fails.
-                        self.storage_mut().assume(&key, plan.clone());
-                    }
-                    if let Some(plan) = &r.devices {
-                        // So are the devices, until the claims' status is
-                        // written and the pod bound, or that fails.
-                        self.storage_mut().devices_mut().assume(&key, plan.clone());
-                    }
-                    // Pods waiting for this one (pod affinity) may fit now.
-                    self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
+                let st = fw.run_reserve(&mut state, pod, &r.node);
+                r.volumes = state
+                    .read::<crate::storage::VolumePlan>(crate::storage::VOLUME_PLAN)
+                    .filter(|p| !p.is_empty())
+                    .cloned();
+                r.devices = state
+                    .read::<crate::dra::DraPlan>(crate::dra::DRA_PLAN)
+                    .filter(|p| !p.is_empty())
+                    .cloned();
+                if !st.is_success() {
+                    result = Err(ScheduleError::Error(format!(
+                        "running Reserve plugin {:?}: {}",
+                        st.plugin().unwrap_or_default(),
+                        st.message()
+                    )));
+                } else {
+                    result = permit(fw, &mut state, pod, result, waiting, now);
                 }
-                Err(ScheduleError::Unschedulable(fit)) => {
-                    let nominator = Arc::make_mut(&mut self.nominator);
-                    match &fit.nominating {
-                        Nominating::Keep => {}
-                        Nominating::Clear => {
-                            nominator.remove(&key);
-                        }
-                        Nominating::Node(n) => {
-                            // Lower-priority pods nominated there may no
-                            // longer fit: they look for another place.
-                            for p in nominator.on_node(&n.node).to_vec() {
-                                if p.priority < qp.pod.priority {
-                                    nominator.remove(&p.key);
-                                    cleared_nominations.push(p);
-                                }
-                            }
-                            nominator.nominate(qp.pod.clone(), &n.node);
-                            for v in &n.victims {
-                                nominator.evicting(&v.uid);
-                            }
-                        }
-                    }
-                    for p in &cleared_nominations {
-                        self.queue.move_one(&p.key, now);
-                    }
-                    let rejectors = fit.diagnosis.unschedulable_plugins.clone();
-                    self.queue.add_unschedulable(&key, uid, rejectors, now)
-                }
-                Err(ScheduleError::NoNodes) => self.queue.add_unschedulable(&key, uid, Vec::new(), now),
-                Err(ScheduleError::Error(_)) => self.queue.add_backoff(&key, uid, now),
             }
-            return Some(Attempt {
-                pod: qp.pod,
-                profile: self.frameworks[fi].profile.clone(),
-                attempts: qp.attempts,
-                queued_at: qp.initial,
-                result,
-                plugin_timings,
-                cleared_nominations,
-            });
+            result
+        }));
+        let result = outcome.unwrap_or_else(|panic| {
+            self.panics += 1;
+            Err(ScheduleError::Error(format!(
+                "scheduling cycle panicked: {}",
+                panic_message(&*panic)
+            )))
+        });
+        if let Some((next_start, rng, t0)) = before {
+            let case = ShadowCase {
+                profile: fi,
+                pod: pod.clone(),
+                snapshot: self.snapshot.clone(),
+                nominator: self.nominator.clone(),
+                next_start,
+                rng,
+                serving: crate::framework::CycleOutcome::of(&result),
+                record: state.take_record().unwrap_or_default(),
+                took: t0.elapsed(),
+            };
+            let last = 63 - due.leading_zeros() as usize;
+            let mut case = Some(case);
+            for (i, sh) in self.taps.iter_mut().enumerate() {
+                if due & (1 << i) != 0 {
+                    let c = if i == last { case.take() } else { case.clone() };
+                    if let Some(c) = c {
+                        sh.tap.take(c);
+                    }
+                }
+            }
+        }
+        // The cycle's state shares the snapshot and the nominations:
+        // dropped here, both are unique again for the updates below.
+        let plugin_timings = state.take_plugin_timings();
+        let plugin_data = state.take_plugin_data();
+        drop(state);
+        let mut result = result;
+        if let Ok(r) = &mut result {
+            r.plugin_data = plugin_data.clone();
+        }
+        Cycle {
+            result,
+            plugin_timings,
+            plugin_data,
+        }
+    }
+
+    /// Assumes a placed pod on its node, with its volumes and devices,
+    /// until its binding is confirmed or fails; false if the pod is bound
+    /// already (a bound pod is never moved).
+    fn assume(
+        &mut self,
+        fi: usize,
+        pod: &Arc<PodInfo>,
+        r: &ScheduleResult,
+        data: Option<Arc<crate::framework::PluginData>>,
+    ) -> bool {
+        if !self.cache.assume_pod(pod.clone(), &r.node) {
+            return false;
+        }
+        self.reserved.insert(
+            pod.uid.clone(),
+            Reserved {
+                profile: fi,
+                pod: pod.clone(),
+                node: r.node.clone(),
+                data,
+            },
+        );
+        let key = &pod.key;
+        if let Some(plan) = &r.volumes {
+            // The chosen volumes are taken until the API shows
+            // the binding or it fails.
+            self.storage_mut().assume(key, plan.clone());
+        }
+        if let Some(plan) = &r.devices {
+            // So are the devices, until the claims' status is
+            // written and the pod bound, or that fails.
+            self.storage_mut().devices_mut().assume(key, plan.clone());
+        }
+        true
+    }
+
+    /// What a failed attempt does to the nominations (preemption's, and
+    /// those of lower-priority pods it displaces); returns the pods whose
+    /// nomination was cleared.
+    fn nominate_after(
+        &mut self,
+        pod: &Arc<PodInfo>,
+        fit: &crate::framework::FitError,
+        now: Instant,
+    ) -> Vec<Arc<PodInfo>> {
+        let mut cleared = Vec::new();
+        let nominator = Arc::make_mut(&mut self.nominator);
+        match &fit.nominating {
+            Nominating::Keep => {}
+            Nominating::Clear => {
+                nominator.remove(&pod.key);
+            }
+            Nominating::Node(n) => {
+                // Lower-priority pods nominated there may no
+                // longer fit: they look for another place.
+                for p in nominator.on_node(&n.node).to_vec() {
+                    if p.priority < pod.priority {
+                        nominator.remove(&p.key);
+                        cleared.push(p);
+                    }
+                }
+                nominator.nominate(pod.clone(), &n.node);
+                for v in &n.victims {
+                    nominator.evicting(&v.uid);
+                }
+            }
+        }
+        for p in &cleared {
+            self.queue.move_one(&p.key, now);
+        }
+        cleared
+    }
+
+    /// Settles a single pod's cycle: a placed pod is assumed, a pod that
+    /// fits nowhere parked (or nominated where preemption makes room), one
+    /// that failed backed off. None when the pod turned out bound already.
+    fn settle(&mut self, fi: usize, qp: crate::queue::QueuedPod, cycle: Cycle, now: Instant) -> Option<Attempt> {
+        let Cycle {
+            result,
+            plugin_timings,
+            plugin_data,
+        } = cycle;
+        let key = &qp.pod.key;
+        let uid = &qp.pod.uid;
+        let mut cleared_nominations = Vec::new();
+        match &result {
+            Ok(r) => {
+                if self.nominator.node_of(key).is_some() {
+                    Arc::make_mut(&mut self.nominator).remove(key);
+                }
+                if !self.assume(fi, &qp.pod, r, plugin_data) {
+                    // Already bound (a bound pod is never moved): nothing to do.
+                    if r.waiting {
+                        self.waiting.remove(uid);
+                    }
+                    self.queue.done(key, uid);
+                    return None;
+                }
+                // Pods waiting for this one (pod affinity) may fit now.
+                self.requeue_for(&Change::AssignedPodAdded(&qp.pod), now);
+            }
+            Err(ScheduleError::Unschedulable(fit)) => {
+                cleared_nominations = self.nominate_after(&qp.pod, fit, now);
+                let rejectors = fit.diagnosis.unschedulable_plugins.clone();
+                self.queue.add_unschedulable(key, uid, rejectors, now)
+            }
+            Err(ScheduleError::NoNodes) => self.queue.add_unschedulable(key, uid, Vec::new(), now),
+            Err(ScheduleError::Error(_)) => self.queue.add_backoff(key, uid, now),
+        }
+        Some(self.attempt(fi, qp, result, plugin_timings, cleared_nominations))
+    }
+
+    /// The attempt of `qp` with profile `fi`.
+    fn attempt(
+        &self,
+        fi: usize,
+        qp: crate::queue::QueuedPod,
+        result: Result<ScheduleResult, ScheduleError>,
+        plugin_timings: Vec<crate::framework::PluginTiming>,
+        cleared_nominations: Vec<Arc<PodInfo>>,
+    ) -> Attempt {
+        Attempt {
+            profile: self.frameworks[fi].profile.clone(),
+            attempts: qp.attempts,
+            queued_at: qp.initial,
+            result,
+            plugin_timings,
+            cleared_nominations,
+            pod_group: None,
+            pod: qp.pod,
         }
     }
 
@@ -1858,10 +2090,10 @@ mod gate_and_refusal_tests {
     fn fields_the_engine_does_not_implement_are_refused_by_name() {
         // Resource claims are refused where the profile disables
         // DynamicResources.
-        let without_dra = || {
-            let cfg = Config::from_yaml(
-                "profiles: [{schedulerName: wasm-scheduler, plugins: {multiPoint: {disabled: [{name: DynamicResources}]}}}]",
-            )
+        let without = |plugin: &str| {
+            let cfg = Config::from_yaml(&format!(
+                "profiles: [{{schedulerName: wasm-scheduler, plugins: {{multiPoint: {{disabled: [{{name: {plugin}}}]}}}}}}]"
+            ))
             .unwrap();
             let mut s = Scheduler::new(&cfg, &Registry::builtin(), 1, Responsibility::OwnProfiles).unwrap();
             let n: Node = serde_json::from_value(
@@ -1875,12 +2107,13 @@ mod gate_and_refusal_tests {
             (
                 json!({"resourceClaims": [{"name": "gpu", "resourceClaimName": "c"}]}),
                 "spec.resourceClaims",
-                without_dra(),
+                without("DynamicResources"),
             ),
+            // Scheduling groups where it disables GangScheduling.
             (
                 json!({"schedulingGroup": {"podGroupName": "g"}}),
                 "spec.schedulingGroup",
-                sched(),
+                without("GangScheduling"),
             ),
         ];
         for (spec, field, mut s) in cases {

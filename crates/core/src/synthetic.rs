@@ -174,9 +174,14 @@ pub enum Workload {
     /// coscheduling example, which holds each gang at Permit until it is
     /// whole.
     Gangs,
+    /// Gangs of [`GANG_SIZE`] pods as v1.36 states them: a
+    /// `scheduling.k8s.io/v1alpha2` PodGroup each (`gang`, `minCount`
+    /// [`GANG_SIZE`]) that its pods name in `spec.schedulingGroup`
+    /// (GangScheduling, built in).
+    PodGroups,
 }
 
-/// Pods per gang of the `gangs` workload.
+/// Pods per gang of the `gangs` and `podgroups` workloads.
 pub const GANG_SIZE: usize = 8;
 
 /// Devices the `dra` workload's driver publishes per node
@@ -196,6 +201,7 @@ impl Workload {
         ("preemption", Workload::Preemption),
         ("dra", Workload::Dra),
         ("gangs", Workload::Gangs),
+        ("podgroups", Workload::PodGroups),
     ];
 
     /// The nodes this workload runs on: scheduler_perf's default node for
@@ -249,6 +255,24 @@ pub fn workload_objects(workload: Workload, nodes: usize) -> Vec<Value> {
     out
 }
 
+/// The PodGroups of the workload's pods `0 ..pods` (the `podgroups`
+/// workload's: one per [`GANG_SIZE`] pods), to be known before the pods.
+pub fn workload_pod_groups(workload: Workload, pods: usize) -> Vec<k8s_openapi::api::scheduling::v1alpha2::PodGroup> {
+    if workload != Workload::PodGroups {
+        return Vec::new();
+    }
+    (0..pods.div_ceil(GANG_SIZE))
+        .map(|g| {
+            serde_json::from_value(json!({
+                "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+                "metadata": {"name": format!("gang-{g:05}"), "namespace": "bench", "uid": format!("group-uid-{g}")},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": GANG_SIZE}}}
+            }))
+            .expect("synthetic PodGroup is valid")
+        })
+        .collect()
+}
+
 /// The claims of the workload's pods `first ..first + n` (the `dra`
 /// workload's: one per pod, as its template makes them), to be known before
 /// the pods.
@@ -295,6 +319,20 @@ pub fn workload_stream(
             .expect("synthetic pod is valid")
         }));
     }
+    if workload == Workload::PodGroups {
+        return Box::new((first..first + n).map(move |i| {
+            serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}")},
+                "spec": {"schedulerName": scheduler_name,
+                    "schedulingGroup": {"podGroupName": format!("gang-{:05}", i / GANG_SIZE)},
+                    "containers": [{"name": "train", "image": "registry.local/ml/trainer:2.0",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+                "status": {"phase": "Pending"}
+            }))
+            .expect("synthetic pod is valid")
+        }));
+    }
     if workload == Workload::Gangs {
         return Box::new((first..first + n).map(move |i| {
             serde_json::from_value(json!({
@@ -334,7 +372,9 @@ pub fn workload_stream(
     const HOST: &str = "kubernetes.io/hostname";
     const ZONE: &str = "topology.kubernetes.io/zone";
     let (labels, extra) = match workload {
-        Workload::Plain | Workload::Preemption | Workload::Dra | Workload::Gangs => unreachable!(),
+        Workload::Plain | Workload::Preemption | Workload::Dra | Workload::Gangs | Workload::PodGroups => {
+            unreachable!()
+        }
         Workload::PodAntiAffinity => (
             json!({"color": "green"}),
             json!({"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("color", "green", HOST)]}}}),

@@ -108,6 +108,8 @@ pub(crate) enum Report {
         resource_version: String,
         seen: SeenCondition,
     },
+    /// A PodGroup's `PodGroupScheduled` condition after a cycle of its pods.
+    PodGroup(std::sync::Arc<wasmsched_core::scheduler::GroupOutcome>),
 }
 
 impl Report {
@@ -151,6 +153,8 @@ impl Queued {
     fn pod(&self) -> String {
         match &self.report {
             Report::Scheduled { pod, .. } | Report::Failed { pod, .. } => pod.key(),
+            // Apart from pods' keys: a group's writes keep their order too.
+            Report::PodGroup(g) => format!("podgroup:{}/{}", g.namespace, g.name),
         }
     }
 
@@ -160,6 +164,7 @@ impl Queued {
         match self.report {
             Report::Scheduled { .. } => &["event"],
             Report::Failed { .. } => &["event", "condition"],
+            Report::PodGroup(_) => &["podgroup_condition"],
         }
     }
 }
@@ -219,11 +224,14 @@ pub(crate) async fn run(
             // A pod is scheduled once: nothing to aggregate, so a
             // recorder of its own, whose cache goes with it (a shared
             // one would keep every Scheduled event for six minutes).
-            Report::Scheduled { profile, .. } => new_recorder(profile),
-            Report::Failed { profile, .. } => recorders
-                .entry(profile.clone())
-                .or_insert_with(|| new_recorder(profile))
-                .clone(),
+            Report::Scheduled { profile, .. } => Some(new_recorder(profile)),
+            Report::Failed { profile, .. } => Some(
+                recorders
+                    .entry(profile.clone())
+                    .or_insert_with(|| new_recorder(profile))
+                    .clone(),
+            ),
+            Report::PodGroup(_) => None,
         };
         let (client, status) = (client.clone(), status.clone());
         let handle = writing.spawn(async move { write(&client, &recorder, q.report, &status, timeout).await });
@@ -309,7 +317,13 @@ async fn deadline(drain: &mut tokio::sync::watch::Receiver<Option<tokio::time::I
 }
 
 /// Writes one report: its event, and after a failed attempt the condition.
-async fn write(client: &kube::Client, recorder: &Recorder, report: Report, status: &Status, timeout: Duration) {
+async fn write(client: &kube::Client, recorder: &Option<Recorder>, report: Report, status: &Status, timeout: Duration) {
+    let recorder = match (recorder, report) {
+        (_, Report::PodGroup(g)) => return write_group(client, &g, status, timeout).await,
+        (Some(r), report) => (r, report),
+        (None, _) => return,
+    };
+    let (recorder, report) = recorder;
     match report {
         Report::Scheduled { pod, node, profile: _ } => {
             let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
@@ -322,6 +336,7 @@ async fn write(client: &kube::Client, recorder: &Recorder, report: Report, statu
             };
             publish(recorder, &ev, &pod, status, timeout).await;
         }
+        Report::PodGroup(_) => {}
         Report::Failed {
             pod,
             profile: _,
@@ -359,6 +374,86 @@ async fn write(client: &kube::Client, recorder: &Recorder, report: Report, statu
             }
         }
     }
+}
+
+/// Writes a group's condition, counted as dropped when it fails.
+async fn write_group(
+    client: &kube::Client,
+    g: &wasmsched_core::scheduler::GroupOutcome,
+    status: &Status,
+    timeout: Duration,
+) {
+    let group = format!("{}/{}", g.namespace, g.name);
+    match tokio::time::timeout(timeout, set_group_condition(client, g)).await {
+        Ok(Ok(())) => {
+            status.metrics.conditions.inc();
+        }
+        Ok(Err(e)) => {
+            status.metrics.report_dropped("podgroup_condition", "error");
+            tracing::debug!(group = %group, error = %e, "cannot set the PodGroupScheduled condition")
+        }
+        Err(_) => {
+            status.metrics.report_dropped("podgroup_condition", "timeout");
+            tracing::debug!(group = %group, "setting the PodGroupScheduled condition did not answer in time")
+        }
+    }
+}
+
+/// Sets a PodGroup's `PodGroupScheduled` condition as kube-scheduler's
+/// `updatePodGroupCondition` does: never from `True` back to `False`,
+/// `lastTransitionTime` kept unless the status changes, nothing written
+/// when nothing changes; `observedGeneration` is the group's generation
+/// the cycle read. Conditioned on the version read, and read again on a
+/// conflict.
+async fn set_group_condition(
+    client: &kube::Client,
+    g: &wasmsched_core::scheduler::GroupOutcome,
+) -> Result<(), kube::Error> {
+    use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
+    let groups: Api<PodGroup> = Api::namespaced(client.clone(), &g.namespace);
+    let status = if g.scheduled { "True" } else { "False" };
+    for _ in 0..3 {
+        let Some(now) = groups.get_opt(&g.name).await? else {
+            return Ok(());
+        };
+        let existing = now.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|cs| {
+            cs.iter()
+                .find(|c| c.type_ == wasmsched_core::pod_groups::SCHEDULED_CONDITION)
+        });
+        if let Some(c) = existing {
+            if c.status == "True" && !g.scheduled {
+                return Ok(());
+            }
+            if c.status == status
+                && c.reason == g.reason
+                && c.message == g.message
+                && c.observed_generation == Some(g.generation)
+            {
+                return Ok(());
+            }
+        }
+        let transition = match existing {
+            Some(c) if c.status == status => c.last_transition_time.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            _ => crate::daemon::time_now(),
+        };
+        let patch = json!({
+            "metadata": {"resourceVersion": now.metadata.resource_version},
+            "status": {"conditions": [{
+                "type": wasmsched_core::pod_groups::SCHEDULED_CONDITION, "status": status,
+                "reason": g.reason, "message": g.message,
+                "observedGeneration": g.generation,
+                "lastTransitionTime": transition,
+            }]},
+        });
+        let (params, patch) = (PatchParams::default(), Patch::Strategic(&patch));
+        match with_retries(|| groups.patch_status(&g.name, &params, &patch)).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Tries a write up to [`WRITE_ATTEMPTS`] times while the API server

@@ -55,6 +55,13 @@ pub(crate) enum Msg {
         name: String,
     },
     StorageSynced(wasmsched_core::storage::StorageKind, HashSet<String>),
+    /// A PodGroup.
+    PodGroup(Box<k8s_openapi::api::scheduling::v1alpha2::PodGroup>),
+    PodGroupGone {
+        namespace: String,
+        name: String,
+    },
+    PodGroupsSynced(HashSet<String>),
     /// A metric source's new values.
     Metrics {
         source: String,
@@ -255,6 +262,9 @@ impl Loop {
         }
         let pod = &attempt.pod;
         self.status.web.list_attempt(&attempt);
+        if let Some(group) = &attempt.pod_group {
+            self.report(Report::PodGroup(group.clone()));
+        }
         match &attempt.result {
             Ok(r) => {
                 self.status.metrics.attempt(&attempt.profile, "scheduled", took);
@@ -565,6 +575,8 @@ pub(crate) struct Synced {
     /// The storage kinds listed (claims, volumes, classes, CSI nodes: the
     /// volume plugins read them).
     pub storage: HashSet<wasmsched_core::storage::StorageKind>,
+    /// PodGroups (listed, or not served).
+    pub pod_groups: bool,
 }
 
 impl Synced {
@@ -573,6 +585,7 @@ impl Synced {
         self.lists == (true, true, true)
             && self.workloads.len() == wasmsched_core::workloads::WorkloadKind::ALL.len()
             && self.storage.len() == wasmsched_core::storage::StorageKind::ALL.len()
+            && self.pod_groups
     }
 }
 
@@ -652,6 +665,27 @@ pub(crate) fn apply(sched: &mut Scheduler, synced: &mut Synced, msg: Msg, metric
             }
         }
         Msg::NamespaceGone(name) => sched.on_namespace_deleted(&name),
+        Msg::PodGroup(g) => {
+            if let Err(e) = sched.on_pod_group(&g, now) {
+                metrics.malformed_objects.inc();
+                tracing::warn!(error = %e, "skipping a PodGroup that cannot be read");
+            }
+        }
+        Msg::PodGroupGone { namespace, name } => sched.on_pod_group_deleted(&namespace, &name),
+        Msg::PodGroupsSynced(keys) => {
+            synced.pod_groups = true;
+            let gone: Vec<String> = sched
+                .pod_groups()
+                .keys()
+                .filter(|k| !keys.contains(*k))
+                .cloned()
+                .collect();
+            for k in gone {
+                let (ns, name) = k.split_once('/').unwrap_or(("", &k));
+                let (ns, name) = (ns.to_owned(), name.to_owned());
+                sched.on_pod_group_deleted(&ns, &name);
+            }
+        }
         Msg::Metrics {
             source,
             series,
@@ -817,6 +851,10 @@ mod tests {
             let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
             assert!(early.is_err(), "placed before every storage kind was listed: {early:?}");
             tx.send(Msg::StorageSynced(*last, HashSet::new())).await.unwrap();
+            // Nor before PodGroups (GangScheduling reads them).
+            let early = tokio::time::timeout(Duration::from_millis(300), jobs.recv()).await;
+            assert!(early.is_err(), "placed before PodGroups were listed: {early:?}");
+            tx.send(Msg::PodGroupsSynced(HashSet::new())).await.unwrap();
             let job = tokio::time::timeout(Duration::from_secs(5), jobs.recv())
                 .await
                 .unwrap()
@@ -851,6 +889,7 @@ mod tests {
         for kind in StorageKind::ALL {
             tx.send(Msg::StorageSynced(kind, HashSet::new())).await.unwrap();
         }
+        tx.send(Msg::PodGroupsSynced(HashSet::new())).await.unwrap();
     }
 
     /// The evictions a preemption decides wait in a bounded queue: one that

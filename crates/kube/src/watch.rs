@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
+use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
@@ -173,6 +174,68 @@ storage_kind!(DEVICE_CLASSES, DeviceClass, StorageKind::DeviceClass, name_key);
 storage_kind!(RESOURCE_SLICES, ResourceSlice, StorageKind::ResourceSlice, name_key);
 storage_kind!(RESOURCE_CLAIMS, ResourceClaim, StorageKind::ResourceClaim, ns_key);
 
+/// PodGroups (`scheduling.k8s.io/v1alpha2`), which GangScheduling reads.
+pub(crate) const POD_GROUPS: Kind<PodGroup> = Kind {
+    what: "podgroups",
+    key: ns_key,
+    apply: |g| Msg::PodGroup(Box::new(g)),
+    gone: |g| Msg::PodGroupGone {
+        namespace: g.metadata.namespace.clone().unwrap_or_default(),
+        name: g.metadata.name.clone().unwrap_or_default(),
+    },
+    synced: Msg::PodGroupsSynced,
+    fields: None,
+};
+
+/// Follows PodGroups where the API server serves them. The API is alpha
+/// in v1.36 (off unless `scheduling.k8s.io/v1alpha2` is enabled): where
+/// discovery does not list it, there is nothing to follow, the kind
+/// counts as listed (empty) and pods naming a group wait for it
+/// (GangScheduling's PreEnqueue); a pod cannot name one there anyway,
+/// the API server drops `spec.schedulingGroup` with the gate off.
+async fn watch_pod_groups(
+    client: kube::Client,
+    tx: mpsc::Sender<Msg>,
+    status: Arc<Status>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut pause = std::time::Duration::from_millis(500);
+    loop {
+        let served = tokio::select! {
+            r = client.list_api_group_resources("scheduling.k8s.io/v1alpha2") => r,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let mut not_served = false;
+        match served {
+            Ok(list) if list.resources.iter().any(|r| r.name == "podgroups") => {
+                return watch_kind(client, POD_GROUPS, tx, status, stop, None).await;
+            }
+            Ok(_) => not_served = true,
+            Err(kube::Error::Api(s)) if s.code == 404 => not_served = true,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot tell whether PodGroups are served; asking again");
+                status.watch_failed(POD_GROUPS.what, &e.to_string());
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                pause = (pause * 2).min(std::time::Duration::from_secs(30));
+            }
+        }
+        if not_served {
+            tracing::info!(
+                "the API server does not serve scheduling.k8s.io/v1alpha2 PodGroups: pods naming one wait for it"
+            );
+            status.watch_listed(POD_GROUPS.what);
+            if tx.send(Msg::PodGroupsSynced(HashSet::new())).await.is_err() {
+                return;
+            }
+            let _ = stop.wait_for(|s| *s).await;
+            return;
+        }
+    }
+}
+
 /// The name of a cluster-scoped object.
 fn name_key<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().unwrap_or_default()
@@ -271,8 +334,9 @@ where
 /// Starts a watcher for every kind the scheduler keeps (nodes, pods,
 /// namespaces, the four workload kinds default spreading reads,
 /// PodDisruptionBudgets for preemption, claims, volumes, storage classes
-/// and CSI nodes for the volume plugins, and device classes, resource
-/// slices and resource claims for DynamicResources), all sending to `tx`.
+/// and CSI nodes for the volume plugins, device classes, resource slices
+/// and resource claims for DynamicResources, and PodGroups for
+/// GangScheduling), all sending to `tx`.
 pub(crate) fn spawn_watchers(
     client: &kube::Client,
     tx: &mpsc::Sender<Msg>,
@@ -297,6 +361,7 @@ pub(crate) fn spawn_watchers(
         DEVICE_CLASSES.what,
         RESOURCE_SLICES.what,
         RESOURCE_CLAIMS.what,
+        POD_GROUPS.what,
     ]);
     let (claims, claims_writer) = reflector::store();
     let (volumes, volumes_writer) = reflector::store();
@@ -317,5 +382,10 @@ pub(crate) fn spawn_watchers(
         spawn_kind(c, DEVICE_CLASSES, t, s, x, None),
         spawn_kind(c, RESOURCE_SLICES, t, s, x, None),
         spawn_kind(c, RESOURCE_CLAIMS, t, s, x, None),
+        supervise(
+            s,
+            POD_GROUPS.what,
+            watch_pod_groups(c.clone(), t.clone(), s.clone(), x.clone()),
+        ),
     ]
 }

@@ -130,6 +130,27 @@ pub struct Pending {
     pub nominated: Option<String>,
     /// The pods its preemption evicts there.
     pub victims: Vec<String>,
+    /// Its PodGroup, as the queue shows it: name, policy, how many pods
+    /// it has and how many fit in its last cycle.
+    pub group: Option<String>,
+}
+
+/// How the queue names a pod's group: `pod group ml/train (gang,
+/// minCount 4): 4 pods, 3 fit, 0 placed`.
+fn group_line(sched: &Scheduler, pod: &wasmsched_core::PodInfo) -> Option<String> {
+    let name = pod.scheduling_group.as_deref()?;
+    let key = wasmsched_core::pod_groups::group_key(&pod.namespace, name);
+    let groups = sched.pod_groups();
+    let policy = match groups.get(&key).map(|g| g.policy) {
+        Some(wasmsched_core::pod_groups::Policy::Gang { min_count }) => format!("gang, minCount {min_count}"),
+        Some(wasmsched_core::pod_groups::Policy::Basic) => "basic".into(),
+        None => "not created".into(),
+    };
+    let mut line = format!("pod group {key} ({policy}): {} pods", groups.all_pods(&key));
+    if let Some(c) = sched.last_group_cycle(&key) {
+        line.push_str(&format!(", {} fit, {} placed in its last cycle", c.fit, c.placed));
+    }
+    Some(line)
 }
 
 /// What the page shows, as the scheduling thread last published it.
@@ -674,6 +695,7 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
                 gates: Vec::new(),
                 nominated: sched.nominator().node_of(&key).map(str::to_owned),
                 victims: notes.victims.get(&key).cloned().unwrap_or_default(),
+                group: group_line(sched, &q.pod),
             });
         }
     }
@@ -684,10 +706,17 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
             state: "gated",
             waited: now.saturating_duration_since(since),
             attempts: 0,
-            reason: None,
+            // Waiting for a plugin's PreEnqueue (its claims, its group),
+            // not for gates: why.
+            reason: p
+                .scheduling_gates
+                .is_empty()
+                .then(|| sched.gated_reason(p))
+                .filter(|r| !r.is_empty()),
             gates: p.scheduling_gates.clone(),
             nominated: None,
             victims: Vec::new(),
+            group: group_line(sched, p),
         });
     }
     // Pods held at Permit: placed, their binding waiting for plugins.
@@ -705,10 +734,32 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
             gates: Vec::new(),
             nominated: None,
             victims: Vec::new(),
+            group: group_line(sched, &w.pod),
         });
     }
-    // The longest waiting first.
+    // The longest waiting first; a group's pods together, where the one
+    // of them waiting longest is.
     pending.sort_by(|a, b| b.waited.cmp(&a.waited).then_with(|| a.pod.cmp(&b.pod)));
+    let mut first_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, p) in pending.iter().enumerate() {
+        if let Some(g) = p.group.as_deref().and_then(|g| g.split(' ').nth(2)) {
+            first_of.entry(g.to_owned()).or_insert(i);
+        }
+    }
+    let rank = |i: usize, p: &Pending| {
+        p.group
+            .as_deref()
+            .and_then(|g| g.split(' ').nth(2))
+            .and_then(|g| first_of.get(g).copied())
+            .unwrap_or(i)
+    };
+    let mut ranked: Vec<(usize, usize, Pending)> = pending
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| (rank(i, &p), i, p))
+        .collect();
+    ranked.sort_by_key(|(r, i, _)| (*r, *i));
+    let mut pending: Vec<Pending> = ranked.into_iter().map(|(_, _, p)| p).collect();
     let pending_total = pending.len();
     pending.truncate(QUEUE_ROWS);
     View {
@@ -942,6 +993,7 @@ pub fn queue(view: &View, profile: &str) -> Markup {
                             td { (format_wait(p.waited)) }
                             td { (p.attempts) }
                             td.reason {
+                                @if let Some(g) = &p.group { span.group { (g) } br; }
                                 @if let Some(r) = &p.reason { (r) }
                                 @if !p.gates.is_empty() { "gates: " (p.gates.join(", ")) }
                                 @if let Some(n) = &p.nominated {
@@ -1371,6 +1423,7 @@ mod tests {
                 gates: vec![hostile.into()],
                 nominated: Some(hostile.into()),
                 victims: vec![hostile.into()],
+                group: Some(hostile.into()),
             }],
             pending_total: 1,
             has_queue: true,

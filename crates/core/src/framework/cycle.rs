@@ -162,6 +162,10 @@ pub struct FitError {
     /// A claim PostFilter asked to deallocate (see
     /// [`PostFilterResult::deallocate`](super::PostFilterResult)).
     pub deallocate: Option<std::sync::Arc<k8s_openapi::api::resource::v1::ResourceClaim>>,
+    /// Set when the pod itself fit but its PodGroup could not be placed
+    /// (or waits for preemption): the message is then this, kube-scheduler's
+    /// `pod group is unschedulable, ...`, not a count of nodes.
+    pub group_message: Option<String>,
 }
 
 impl FitError {
@@ -173,7 +177,23 @@ impl FitError {
             explanation: None,
             nominating: super::Nominating::Keep,
             deallocate: None,
+            group_message: None,
         }
+    }
+
+    /// A pod that fit, on `node`, but whose PodGroup did not (the group's
+    /// message, `pod group is unschedulable, <reason>`).
+    pub fn of_group(node: &str, reason: &str) -> Self {
+        let mut fit = FitError::on_node(
+            node,
+            super::Status::unschedulable(reason.to_owned()).with_plugin(crate::plugins::gang_scheduling::NAME),
+        );
+        fit.group_message = Some(if reason.is_empty() {
+            crate::plugins::gang_scheduling::GROUP_UNSCHEDULABLE.to_owned()
+        } else {
+            format!("{}, {reason}", crate::plugins::gang_scheduling::GROUP_UNSCHEDULABLE)
+        });
+        fit
     }
 
     /// A rejection on the one node a pod was placed on (at Permit, in the
@@ -221,6 +241,9 @@ impl fmt::Display for FitError {
 
 impl FitError {
     fn write_message(&self, f: &mut impl fmt::Write) -> fmt::Result {
+        if let Some(msg) = &self.group_message {
+            return f.write_str(msg);
+        }
         write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
         if let Some(msg) = &self.diagnosis.pre_filter_msg {
             write!(f, " {msg}.")?;
@@ -431,7 +454,11 @@ impl Framework {
             (!pod.resource_claims.is_empty() && !self.has_plugin(crate::plugins::dynamic_resources::NAME))
                 .then(|| "spec.resourceClaims".to_owned())
         };
-        if let Some(field) = pod.unsupported.clone().or_else(without_dra) {
+        let without_gangs = || {
+            (pod.scheduling_group.is_some() && !self.has_plugin(crate::plugins::gang_scheduling::NAME))
+                .then(|| "spec.schedulingGroup".to_owned())
+        };
+        if let Some(field) = pod.unsupported.clone().or_else(without_dra).or_else(without_gangs) {
             return Err(ScheduleError::Unschedulable(Box::new(FitError::new(
                 all,
                 Diagnosis {

@@ -3,6 +3,7 @@
 
 pub mod default_preemption;
 pub mod dynamic_resources;
+pub mod gang_scheduling;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -59,6 +60,8 @@ pub mod names {
     pub const VOLUME_ZONE: &str = "VolumeZone";
     /// DynamicResources.
     pub const DYNAMIC_RESOURCES: &str = super::dynamic_resources::NAME;
+    /// GangScheduling.
+    pub const GANG_SCHEDULING: &str = super::gang_scheduling::NAME;
 }
 
 /// kube-scheduler's default `multiPoint` plugins that wasmsched implements,
@@ -81,13 +84,23 @@ pub const DEFAULT_PLUGINS: &[(&str, i64)] = &[
     (names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
     (names::IMAGE_LOCALITY, 1),
     (names::DEFAULT_PREEMPTION, 0),
+    // v1.36 appends it when `GangScheduling` is on; wasmsched has it on.
+    (names::GANG_SCHEDULING, 0),
 ];
 
 /// kube-scheduler plugins that wasmsched does not implement. A configuration
 /// may disable them (configs written for kube-scheduler often do); enabling
 /// one is an error rather than a silent no-op. `PrioritySort` and
 /// `DefaultBinder` are what wasmsched always does.
-pub const KNOWN_UNSUPPORTED: &[&str] = &["SchedulingGates", "PrioritySort", "DefaultBinder"];
+pub const KNOWN_UNSUPPORTED: &[&str] = &[
+    "SchedulingGates",
+    "PrioritySort",
+    "DefaultBinder",
+    // v1.36's TopologyAwareWorkloadScheduling (PodGroups' topology
+    // constraints, which wasmsched refuses by field).
+    "TopologyPlacementGenerator",
+    "PodGroupPodsCount",
+];
 
 /// Builds a plugin from its `pluginConfig` args (`None` when none are given).
 pub type Factory = Arc<dyn Fn(Option<&serde_json::Value>) -> Result<Arc<dyn Plugin>, String> + Send + Sync>;
@@ -169,6 +182,10 @@ impl Registry {
         r.register(
             names::DYNAMIC_RESOURCES,
             Arc::new(|a| Ok(Arc::new(dynamic_resources::DynamicResources::new(parse_args(a)?)?) as _)),
+        );
+        r.register(
+            names::GANG_SCHEDULING,
+            no_args::<gang_scheduling::GangScheduling>(names::GANG_SCHEDULING),
         );
         r.register(
             names::DEFAULT_PREEMPTION,
