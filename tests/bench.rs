@@ -236,3 +236,24 @@ fn gangs_held_at_permit_are_all_bound_and_counted_once() {
         "{v}"
     );
 }
+
+/// `bench --workload podgroups`: gangs of 8 stated as PodGroups are all
+/// bound by the built-in GangScheduling, each pod counted once.
+#[test]
+fn podgroups_are_bound_whole_by_the_builtin_gang_scheduling() {
+    let (_, v) = bench_json(&[
+        "bench",
+        "--nodes",
+        "50",
+        "--pods",
+        "80",
+        "--workload",
+        "podgroups",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["scheduled"].as_u64(), v["unschedulable"].as_u64()),
+        (Some(80), Some(0)),
+        "{v}"
+    );
+}

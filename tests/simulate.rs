@@ -1423,6 +1423,27 @@ fn simulate_places_pod_groups_whole_or_not_at_all() {
     assert_eq!(unplaced[0]["message"], "pod group is unschedulable");
     assert_eq!(group("ml/eval")["reason"], "Scheduled");
     assert_eq!(group("ml/missing")["reason"], "Waiting");
+    assert_eq!(
+        unplaced[0]["fit"], 0,
+        "each node has 1 CPU left: none of the third fits: {v}"
+    );
+    // --explain says how its group fared.
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .current_dir(env!("CARGO_MANIFEST_DIR").to_owned() + "/../..")
+        .args([
+            "simulate",
+            "--cluster",
+            "plugins/testdata/podgroups/cluster.yaml",
+            "--explain",
+            "ml/eval-0",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("pod group ml/eval, basic: 2 pods, 2 fit and 2 placed in its last cycle; Scheduled"),
+        "{text}"
+    );
     let orphan = rows.iter().find(|r| r["pod"] == "ml/orphan-0").unwrap();
     assert_eq!(
         orphan["reason"],

@@ -136,6 +136,8 @@ pub(crate) struct Row {
     pub(crate) devices: Vec<String>,
     /// Its PodGroup (`namespace/name`), if it names one.
     pub(crate) group: Option<String>,
+    /// Its PodGroup's last cycle, as `--explain` prints it.
+    group_cycle: Option<String>,
 }
 
 impl Row {
@@ -155,6 +157,7 @@ impl Row {
             preempted_by: None,
             devices: Vec::new(),
             group: None,
+            group_cycle: None,
         }
     }
 }
@@ -754,6 +757,19 @@ pub(crate) fn simulate(
             });
         }
     }
+    for r in &mut rows {
+        if let Some(g) = r.group.as_ref().and_then(|k| groups.get(k).map(|g| (k, g))) {
+            let (k, g) = g;
+            let result = match g.message.as_str() {
+                "" => g.reason.clone(),
+                m => format!("{}: {m}", g.reason),
+            };
+            r.group_cycle = Some(format!(
+                "pod group {k}, {}: {} pods, {} fit and {} placed in its last cycle; {result}",
+                g.policy, g.pods, g.fit, g.placed
+            ));
+        }
+    }
     let over = sched.cache.overcommitted_nodes();
     if !over.is_empty() {
         bail!("internal error: nodes overcommitted: {over:?}");
@@ -773,6 +789,8 @@ pub(crate) struct GroupLine {
     policy: String,
     /// How many pods name it.
     pods: usize,
+    /// Its pods that fit in its last cycle (placed, or undone with it).
+    fit: usize,
     /// Its pods placed by its last cycle.
     placed: usize,
     /// Its `PodGroupScheduled` condition's reason, or `Waiting` when no
@@ -796,6 +814,7 @@ impl GroupLine {
         GroupLine {
             policy: Self::policy(&key, sched),
             pods: g.all_pods,
+            fit: g.fit,
             placed: g.placed,
             reason: g.reason.to_owned(),
             message: g.message.clone(),
@@ -806,6 +825,7 @@ impl GroupLine {
         GroupLine {
             policy: Self::policy(key, sched),
             pods: sched.pod_groups().all_pods(key),
+            fit: 0,
             placed: 0,
             reason: "Waiting".into(),
             message: why,
@@ -844,7 +864,7 @@ fn groups_json(groups: &BTreeMap<String, GroupLine>) -> Value {
         groups
             .iter()
             .map(
-                |(name, g)| json!({"name": name, "policy": g.policy, "pods": g.pods, "placed": g.placed,
+                |(name, g)| json!({"name": name, "policy": g.policy, "pods": g.pods, "fit": g.fit, "placed": g.placed,
             "reason": g.reason, "message": g.message})
             )
             .collect::<Vec<_>>()
@@ -981,6 +1001,9 @@ fn print_explanation(out: &mut impl Write, row: &Row, x: &Explanation) -> anyhow
             None => "none feasible".to_owned(),
         }
     )?;
+    if let Some(g) = &row.group_cycle {
+        writeln!(out, "  {g}")?;
+    }
     if let (Some(n), false) = (&row.node, row.devices.is_empty()) {
         writeln!(
             out,
