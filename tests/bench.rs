@@ -257,3 +257,25 @@ fn podgroups_are_bound_whole_by_the_builtin_gang_scheduling() {
         "{v}"
     );
 }
+
+/// `--e2e` creates the plain workload's pods: another workload is refused
+/// by name, not run as the plain one.
+#[test]
+fn e2e_refuses_a_workload_it_does_not_create() {
+    let out = Command::new(env!("CARGO_BIN_EXE_wasmsched"))
+        .args([
+            "bench",
+            "--e2e",
+            "--workload",
+            "podgroups",
+            "--nodes",
+            "2",
+            "--pods",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--workload podgroups"), "{err}");
+}

@@ -2221,6 +2221,12 @@ async fn a_shadow_version_is_compared_on_live_cycles_and_places_nothing() {
     cluster["items"].as_array_mut().unwrap().retain(|o| {
         o["spec"]["nodeName"].is_string() || o["kind"] != "Pod" || o["spec"]["schedulerName"] == "wasm-scheduler"
     });
+    // Nor its training gang: the daemon places a group when its last pod
+    // arrives, `plugin diff` where its first pod comes in the order.
+    cluster["items"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|o| o["kind"] != "PodGroup" && o["spec"]["schedulingGroup"].is_null());
     // In the API server's order (namespace, name), which is the order the
     // daemon lists them in and the order `plugin diff` places them in.
     cluster["items"].as_array_mut().unwrap().sort_by_key(|o| {

@@ -198,6 +198,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             wasm,
         });
     }
+    if args.e2e && args.workload != synthetic::Workload::Plain {
+        let name = synthetic::Workload::ALL
+            .iter()
+            .find(|(_, w)| *w == args.workload)
+            .map_or("", |(n, _)| *n);
+        anyhow::bail!("--workload {name}: --e2e creates the plain workload's pods only");
+    }
     if args.e2e {
         return crate::bench_e2e::run(crate::bench_e2e::E2e {
             nodes: args.nodes,

@@ -541,7 +541,7 @@ mod tests {
         );
         // Points of the framework's plugins: an unknown plugin, or one that
         // does not extend the point, is refused; disabling them all is
-        // honoured (no built-in plugin extends them).
+        // honoured (of the built-ins, GangScheduling extends Permit).
         for point in ["permit", "preBind", "postBind"] {
             refused(
                 &format!(
@@ -553,10 +553,20 @@ mod tests {
                 &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{disabled: [{{name: '*'}}]}}}}}}]"),
                 |r| {
                     let f = fw(r, 0);
-                    f.permit.is_empty() && f.pre_bind.is_empty() && f.post_bind.is_empty()
+                    let emptied = match point {
+                        "permit" => f.permit.is_empty(),
+                        "preBind" => f.pre_bind.is_empty(),
+                        _ => f.post_bind.is_empty(),
+                    };
+                    emptied && f.pre_bind.is_empty() && f.post_bind.is_empty()
                 },
             );
         }
+        // By default GangScheduling is the one Permit plugin.
+        honoured("profiles: [{schedulerName: a}]", |r| {
+            let f = fw(r, 0);
+            f.permit.len() == 1 && f.permit[0].plugin.name() == "GangScheduling"
+        });
         for point in ["preEnqueue", "queueSort", "bind"] {
             refused(
                 &format!("profiles: [{{schedulerName: a, plugins: {{{point}: {{enabled: [{{name: Other}}]}}}}}}]"),
