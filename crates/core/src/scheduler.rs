@@ -1051,6 +1051,22 @@ impl Scheduler {
         }
     }
 
+    /// Forgets the attempts a pod group cycle decided and has not handed
+    /// out yet (the caller stopped scheduling: it lost its lease): the
+    /// pods placed are forgotten and backed off, as after a failed
+    /// binding; the others are in the queue already. Returns how many
+    /// placements were forgotten.
+    pub fn forget_decided(&mut self, now: Instant) -> usize {
+        let mut forgotten = 0;
+        for a in std::mem::take(&mut self.decided) {
+            if a.result.is_ok() {
+                self.binding_finished(&a.pod.key, &a.pod.uid, false, now);
+                forgotten += 1;
+            }
+        }
+        forgotten
+    }
+
     /// Runs one scheduling cycle of `pod` with profile `fi` (Filter and
     /// Score, Reserve, Permit) against the cluster as it is now, handing it
     /// to the shadow taps it is due to. Changes nothing but the plugins'

@@ -490,6 +490,11 @@ pub(crate) fn run(
             idle = false;
         }
         let leading = l.may_schedule();
+        if !l.leadership.is_leading() {
+            // A group's placements not handed to the binder yet are not
+            // this replica's to bind any more.
+            l.sched.forget_decided(Instant::now());
+        }
         // Apply every change that arrived before the next cycle; when idle
         // (or not leading), sleep until a change or the next backoff expiry.
         let mut wait = if !leading {

@@ -736,6 +736,26 @@ mod tests {
         assert_eq!(used_cpu(&s), 0);
     }
 
+    /// A group's placements not handed out yet are forgotten when the
+    /// caller stops (a lost lease): nothing stays assumed.
+    #[test]
+    fn decided_placements_are_forgotten_when_the_caller_stops() {
+        let mut s = sched();
+        let now = Instant::now();
+        s.on_pod_group(&gang("pg1", 3), now).unwrap();
+        for p in ["p1", "p2", "p3"] {
+            s.on_pod(&pod(p, Some("pg1"), "1", 100, None), now).unwrap();
+        }
+        let first = s.schedule_one(now, false).unwrap();
+        assert!(first.result.is_ok());
+        assert_eq!(s.forget_decided(now), 2);
+        s.binding_finished(&first.pod.key, &first.pod.uid, false, now);
+        assert_eq!(used_cpu(&s), 0);
+        assert!(s.reserved.is_empty());
+        assert!(s.schedule_one(now, false).is_none(), "all three back off");
+        assert_eq!(placed(&run(&mut s, now + Duration::from_secs(11))).len(), 3);
+    }
+
     /// A scheduled group's condition is not set back by a later cycle of
     /// extra pods that do not fit.
     #[test]
