@@ -359,6 +359,28 @@ async fn the_web_view_shows_the_cluster_the_queue_and_the_plugins_live() {
     )
     .await;
     assert_eq!(gated, "gates: example.com/approved");
+    // A pod whose PodGroup does not exist waits before the queue, and its
+    // row names its group and why.
+    s.create(serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "eval-0", "namespace": "ml"},
+        "spec": {"schedulerName": "wasm-scheduler", "schedulingGroup": {"podGroupName": "eval"},
+                 "containers": [{"name": "c", "image": "eval"}]}
+    }))
+    .unwrap();
+    let grouped = wait_for(
+        &page,
+        "(document.querySelector('tr[data-pod=\"ml/eval-0\"] .reason') || {}).textContent || null",
+        |v| v.is_string(),
+        "ml/eval-0's row",
+    )
+    .await;
+    let grouped = grouped.as_str().unwrap();
+    assert!(grouped.contains("pod group ml/eval (not created): 1 pods"), "{grouped}");
+    assert!(
+        grouped.contains("waiting for pods's pod group \"eval\" to appear in scheduling queue"),
+        "{grouped}"
+    );
     screenshot(&page, "queue").await;
 
     // The profile filter: the nodes holding pods of ours.
