@@ -19,27 +19,11 @@ use serde_json::json;
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig, Match};
 use wasmsched_core::{Cache, NodeData, PodInfo};
 
+use support::FAST_LEASE;
 use support::prometheus::Prometheus;
 
 mod guest;
 mod support;
-
-const FAST_LEASE: &str = r#"
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: true
-  leaseDuration: 2s
-  renewDeadline: 1500ms
-  retryPeriod: 200ms
-  resourceNamespace: kube-system
-  resourceName: wasm-scheduler
-clientConnection:
-  # kube-scheduler's scheduler_perf budget: the tests measure behaviour,
-  # not the default 50 requests per second.
-  qps: 5000
-  burst: 5000
-"#;
 
 struct Daemon(Child);
 

@@ -14,18 +14,7 @@ use k8s_openapi::api::scheduling::v1alpha2::PodGroup;
 use serde_json::json;
 use wasmsched_apiserver_sim::{ApiServer, Config as SimConfig};
 
-const CONFIG: &str = r#"
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection:
-  leaderElect: true
-  leaseDuration: 2s
-  renewDeadline: 1500ms
-  retryPeriod: 200ms
-  resourceNamespace: kube-system
-  resourceName: wasm-scheduler
-clientConnection: {qps: 5000, burst: 5000}
-"#;
+mod support;
 
 struct Daemon(Child);
 
@@ -38,7 +27,7 @@ impl Drop for Daemon {
 
 fn daemon(s: &ApiServer, identity: &str) -> Daemon {
     let config = std::env::temp_dir().join(format!("wasmsched-podgroups-{}.yaml", std::process::id()));
-    std::fs::write(&config, CONFIG).unwrap();
+    std::fs::write(&config, support::FAST_LEASE).unwrap();
     let admin = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

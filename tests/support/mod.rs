@@ -13,6 +13,25 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wasmsched_apiserver_sim::{ApiServer, Config};
 
+/// A scheduler configuration for the daemon tests: a lease that changes
+/// hands in two seconds, and no client-side rate limit to speak of.
+pub const FAST_LEASE: &str = r#"
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  leaseDuration: 2s
+  renewDeadline: 1500ms
+  retryPeriod: 200ms
+  resourceNamespace: kube-system
+  resourceName: wasm-scheduler
+clientConnection:
+  # kube-scheduler's scheduler_perf budget: the tests measure behaviour,
+  # not the default 50 requests per second.
+  qps: 5000
+  burst: 5000
+"#;
+
 /// Three nodes (one cordoned) and four pods: two pending for
 /// `wasm-scheduler`, one pending for another scheduler, one bound.
 pub const FIXTURE: &str = r#"

@@ -13,24 +13,34 @@ fn column(name: &str, kind: &str, priority: u8, description: &str) -> Value {
     json!({"name": name, "type": kind, "format": format, "description": description, "priority": priority})
 }
 
+/// The `Name` column every table starts with.
+fn name_column() -> Value {
+    column("Name", "string", 0, "Name must be unique within a namespace.")
+}
+
+/// The `Age` column (`metadata.creationTimestamp`).
+fn age_column() -> Value {
+    column(
+        "Age",
+        "string",
+        0,
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    )
+}
+
 /// A `Table` of `items` of resource `res`.
 pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>) -> Value {
     let columns = match res {
         NODES => vec![
-            column("Name", "string", 0, "Name must be unique within a namespace."),
+            name_column(),
             column("Status", "string", 0, "The status of the node"),
             column("Roles", "string", 0, "The roles of the node"),
-            column(
-                "Age",
-                "string",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
+            age_column(),
             column("Version", "string", 0, "Kubelet Version reported by the node."),
             column("Internal-IP", "string", 1, "List of internal IPs for the node."),
         ],
         PODS => vec![
-            column("Name", "string", 0, "Name must be unique within a namespace."),
+            name_column(),
             column(
                 "Ready",
                 "string",
@@ -49,17 +59,12 @@ pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>
                 0,
                 "The number of times the containers in this pod have been restarted.",
             ),
-            column(
-                "Age",
-                "string",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
+            age_column(),
             column("IP", "string", 1, "IP address allocated to the pod."),
             column("Node", "string", 1, "Name of the Node this pod is assigned to."),
         ],
         POD_GROUPS => vec![
-            column("Name", "string", 0, "Name must be unique within a namespace."),
+            name_column(),
             column(
                 "Policy",
                 "string",
@@ -68,22 +73,9 @@ pub fn table(res: usize, items: &[Stored], rv: u64, continue_token: Option<&str>
             ),
             column("Workload", "string", 0, "Name of the referenced Workload object"),
             column("Status", "string", 0, "Status of the PodGroup"),
-            column(
-                "Age",
-                "string",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
+            age_column(),
         ],
-        _ => vec![
-            column("Name", "string", 0, "Name must be unique within a namespace."),
-            column(
-                "Age",
-                "string",
-                0,
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ],
+        _ => vec![name_column(), age_column()],
     };
     let now = crate::store::now_ts();
     let rows: Vec<Value> = items

@@ -1378,28 +1378,36 @@ impl Scheduler {
     /// The volumes and devices the assumed pod `key` was to bind (if any)
     /// are free again: the pods waiting for them may fit.
     fn free_volume_plan(&mut self, key: &str, now: Instant) {
-        if self.cache.storage().devices().has_plan(key) {
+        let (devices, volumes) = self.drop_plans(key);
+        for (freed, kind) in [
+            (devices, crate::storage::StorageKind::ResourceClaim),
+            (volumes, crate::storage::StorageKind::Volume),
+        ] {
+            if freed {
+                self.requeue_for(
+                    &Change::StorageChanged {
+                        kind,
+                        key: "",
+                        action: Action::UPDATE,
+                    },
+                    now,
+                );
+            }
+        }
+    }
+
+    /// Forgets the devices and volumes the assumed pod `key` was to bind;
+    /// says which it had.
+    fn drop_plans(&mut self, key: &str) -> (bool, bool) {
+        let devices = self.cache.storage().devices().has_plan(key);
+        if devices {
             self.storage_mut().devices_mut().forget(key);
-            self.requeue_for(
-                &Change::StorageChanged {
-                    kind: crate::storage::StorageKind::ResourceClaim,
-                    key: "",
-                    action: Action::UPDATE,
-                },
-                now,
-            );
         }
-        if self.cache.storage().has_plan(key) {
+        let volumes = self.cache.storage().has_plan(key);
+        if volumes {
             self.storage_mut().forget(key);
-            self.requeue_for(
-                &Change::StorageChanged {
-                    kind: crate::storage::StorageKind::Volume,
-                    key: "",
-                    action: Action::UPDATE,
-                },
-                now,
-            );
         }
+        (devices, volumes)
     }
 
     fn forget(&mut self, key: &str, uid: &str, now: Instant) {

@@ -436,12 +436,9 @@ async fn failed(
 mod tests {
     use super::*;
 
-    /// A binding task that panics still reports: the pod fails its attempt
-    /// (and is retried) instead of staying in flight.
-    #[tokio::test]
-    async fn a_panicking_binding_still_has_an_outcome() {
-        let status = Status::new(None);
-        let job = BindJob {
+    /// The job of pod `ns/p` (`u`) on node `n`, with these plugins.
+    fn job(plugins: Option<Box<BindPlugins>>) -> BindJob {
+        BindJob {
             namespace: "ns".into(),
             name: "p".into(),
             uid: "u".into(),
@@ -450,8 +447,16 @@ mod tests {
             queued_at: Instant::now(),
             volumes: None,
             devices: None,
-            plugins: None,
-        };
+            plugins,
+        }
+    }
+
+    /// A binding task that panics still reports: the pod fails its attempt
+    /// (and is retried) instead of staying in flight.
+    #[tokio::test]
+    async fn a_panicking_binding_still_has_an_outcome() {
+        let status = Status::new(None);
+        let job = job(None);
         let r = settle(&status, &job, async {
             panic!("a bug");
         })
@@ -482,24 +487,14 @@ mod tests {
             &[("gang".into(), Duration::from_millis(50))],
             Instant::now(),
         );
-        let job = BindJob {
-            namespace: "ns".into(),
-            name: "p".into(),
-            uid: "u".into(),
-            node: "n".into(),
-            profile: "wasm-scheduler".into(),
-            queued_at: Instant::now(),
-            volumes: None,
-            devices: None,
-            plugins: Some(Box::new(BindPlugins {
-                pod,
-                wait: true,
-                waiting,
-                data: None,
-                pre_bind: Vec::new(),
-                post_bind: Vec::new(),
-            })),
-        };
+        let job = job(Some(Box::new(BindPlugins {
+            pod,
+            wait: true,
+            waiting,
+            data: None,
+            pre_bind: Vec::new(),
+            post_bind: Vec::new(),
+        })));
         // No server: nothing may be asked of it.
         let client = kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
         let leadership = Leadership::default();

@@ -318,12 +318,12 @@ async fn deadline(drain: &mut tokio::sync::watch::Receiver<Option<tokio::time::I
 
 /// Writes one report: its event, and after a failed attempt the condition.
 async fn write(client: &kube::Client, recorder: &Option<Recorder>, report: Report, status: &Status, timeout: Duration) {
-    let recorder = match (recorder, report) {
+    // A group's condition needs no recorder; a pod's report always has one.
+    let (recorder, report) = match (recorder, report) {
         (_, Report::PodGroup(g)) => return write_group(client, &g, status, timeout).await,
         (Some(r), report) => (r, report),
         (None, _) => return,
     };
-    let (recorder, report) = recorder;
     match report {
         Report::Scheduled { pod, node, profile: _ } => {
             let note = format!("Successfully assigned {}/{} to {node}", pod.namespace, pod.name);
@@ -336,7 +336,7 @@ async fn write(client: &kube::Client, recorder: &Option<Recorder>, report: Repor
             };
             publish(recorder, &ev, &pod, status, timeout).await;
         }
-        Report::PodGroup(_) => {}
+        Report::PodGroup(_) => {} // written above
         Report::Failed {
             pod,
             profile: _,

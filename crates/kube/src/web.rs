@@ -130,14 +130,15 @@ pub struct Pending {
     pub nominated: Option<String>,
     /// The pods its preemption evicts there.
     pub victims: Vec<String>,
-    /// Its PodGroup, as the queue shows it: name, policy, how many pods
-    /// it has and how many fit in its last cycle.
-    pub group: Option<String>,
+    /// Its PodGroup (`namespace/name`) and the line the queue shows for
+    /// it: name, policy, how many pods it has and how many fit in its
+    /// last cycle.
+    pub group: Option<(String, String)>,
 }
 
 /// How the queue names a pod's group: `pod group ml/train (gang,
 /// minCount 4): 4 pods, 3 fit, 0 placed`.
-fn group_line(sched: &Scheduler, pod: &wasmsched_core::PodInfo) -> Option<String> {
+fn group_line(sched: &Scheduler, pod: &wasmsched_core::PodInfo) -> Option<(String, String)> {
     let name = pod.scheduling_group.as_deref()?;
     let key = wasmsched_core::pod_groups::group_key(&pod.namespace, name);
     let groups = sched.pod_groups();
@@ -150,7 +151,7 @@ fn group_line(sched: &Scheduler, pod: &wasmsched_core::PodInfo) -> Option<String
     if let Some(c) = sched.last_group_cycle(&key) {
         line.push_str(&format!(", {} fit, {} placed in its last cycle", c.fit, c.placed));
     }
-    Some(line)
+    Some((key, line))
 }
 
 /// What the page shows, as the scheduling thread last published it.
@@ -740,19 +741,13 @@ pub fn build(sched: &Scheduler, notes: &Notes, now: Instant) -> View {
     // The longest waiting first; a group's pods together, where the one
     // of them waiting longest is.
     pending.sort_by(|a, b| b.waited.cmp(&a.waited).then_with(|| a.pod.cmp(&b.pod)));
-    let mut first_of: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut first_of: HashMap<String, usize> = HashMap::new();
     for (i, p) in pending.iter().enumerate() {
-        if let Some(g) = p.group.as_deref().and_then(|g| g.split(' ').nth(2)) {
-            first_of.entry(g.to_owned()).or_insert(i);
+        if let Some((g, _)) = &p.group {
+            first_of.entry(g.clone()).or_insert(i);
         }
     }
-    let rank = |i: usize, p: &Pending| {
-        p.group
-            .as_deref()
-            .and_then(|g| g.split(' ').nth(2))
-            .and_then(|g| first_of.get(g).copied())
-            .unwrap_or(i)
-    };
+    let rank = |i: usize, p: &Pending| p.group.as_ref().map_or(i, |(g, _)| first_of[g]);
     let mut ranked: Vec<(usize, usize, Pending)> = pending
         .into_iter()
         .enumerate()
@@ -993,7 +988,7 @@ pub fn queue(view: &View, profile: &str) -> Markup {
                             td { (format_wait(p.waited)) }
                             td { (p.attempts) }
                             td.reason {
-                                @if let Some(g) = &p.group { span.group { (g) } br; }
+                                @if let Some((_, g)) = &p.group { span.group { (g) } br; }
                                 @if let Some(r) = &p.reason { (r) }
                                 @if !p.gates.is_empty() { "gates: " (p.gates.join(", ")) }
                                 @if let Some(n) = &p.nominated {
@@ -1423,7 +1418,7 @@ mod tests {
                 gates: vec![hostile.into()],
                 nominated: Some(hostile.into()),
                 victims: vec![hostile.into()],
-                group: Some(hostile.into()),
+                group: Some((hostile.into(), hostile.into())),
             }],
             pending_total: 1,
             has_queue: true,

@@ -70,12 +70,7 @@ impl Scheduler {
     fn undo_placement(&mut self, pod: &PodInfo) {
         self.unreserve(&pod.uid);
         self.cache.forget_pod(&pod.key, &pod.uid);
-        if self.cache.storage().devices().has_plan(&pod.key) {
-            self.storage_mut().devices_mut().forget(&pod.key);
-        }
-        if self.cache.storage().has_plan(&pod.key) {
-            self.storage_mut().forget(&pod.key);
-        }
+        self.drop_plans(&pod.key);
     }
 
     /// Schedules the group of `first` (which was popped) in one cycle and
@@ -184,7 +179,7 @@ impl Scheduler {
                             Tried::Placed {
                                 node: r.node.clone(),
                                 waits: r.waiting,
-                                gang_waits: !quorum(&group, scheduled),
+                                gang_waits: !gang_scheduling::quorum(&group, scheduled),
                                 nominated,
                             },
                             !r.waiting,
@@ -205,7 +200,10 @@ impl Scheduler {
                         self.cache.assume_pod(qp.pod.clone(), &n.node);
                         scheduled += 1;
                         requires_preemption = true;
-                        (Tried::Preempting { node: n.node.clone() }, quorum(&group, scheduled))
+                        (
+                            Tried::Preempting { node: n.node.clone() },
+                            gang_scheduling::quorum(&group, scheduled),
+                        )
                     }
                     _ => (Tried::Failed, false),
                 },
@@ -275,20 +273,15 @@ impl Scheduler {
 
         let mut attempts = Vec::with_capacity(members.len());
         for (qp, (t, cycle)) in members.into_iter().zip(tried) {
-            let cycle = cycle.unwrap_or_else(|| Cycle {
-                result: Err(ScheduleError::Error(String::new())),
-                plugin_timings: Vec::new(),
-                plugin_data: None,
-            });
-            let Cycle {
-                result, plugin_timings, ..
-            } = cycle;
+            let (result, plugin_timings) = match cycle {
+                Some(c) => (Some(c.result), c.plugin_timings),
+                None => (None, Vec::new()),
+            };
             let result = match (&status, t, result) {
-                (GroupStatus::Error(_), _, Err(ScheduleError::Error(e))) if !e.is_empty() => {
-                    Err(ScheduleError::Error(e))
-                }
+                // The pod whose cycle failed keeps its own error.
+                (GroupStatus::Error(_), _, Some(Err(ScheduleError::Error(e)))) => Err(ScheduleError::Error(e)),
                 (GroupStatus::Error(e), _, _) => Err(ScheduleError::Error(e.clone())),
-                (GroupStatus::Scheduled, Tried::Placed { waits, .. }, Ok(r)) => {
+                (GroupStatus::Scheduled, Tried::Placed { waits, .. }, Some(Ok(r))) => {
                     if waits {
                         // The quorum is met: GangScheduling lets it go (the
                         // pod that met it allows those waiting).
@@ -319,7 +312,8 @@ impl Scheduler {
                         &permit_message(&group, true),
                     )))))
                 }
-                (_, _, result) => result,
+                (_, _, Some(result)) => result,
+                (_, _, None) => unreachable!("only an error stops a group's cycle before one of its pods"),
             };
             attempts.push(self.settle_member(fi, qp, result, plugin_timings, now));
         }
@@ -421,12 +415,6 @@ impl Scheduler {
         }
         self.attempt(fi, qp, result, plugin_timings, cleared_nominations)
     }
-}
-
-/// Whether the group's Permit would allow a pod with `scheduled` of its
-/// pods scheduled.
-fn quorum(group: &PodGroup, scheduled: usize) -> bool {
-    gang_scheduling::quorum(group, scheduled)
 }
 
 /// The Permit status of a pod held at Permit when its group fell short
@@ -734,6 +722,70 @@ mod tests {
             "0/1 nodes are available: pod's pod group \"pg1\" uses spec.schedulingConstraints.topology, which wasm-scheduler does not support."
         );
         assert_eq!(used_cpu(&s), 0);
+    }
+
+    /// Fails the Filter of pod `p2` with an error.
+    struct Broken;
+    impl crate::framework::Plugin for Broken {
+        fn name(&self) -> &str {
+            "Broken"
+        }
+        fn points(&self) -> crate::framework::Points {
+            crate::framework::Points::FILTER
+        }
+        fn filter(
+            &self,
+            _: &crate::framework::CycleState,
+            pod: &PodInfo,
+            _: &crate::node::NodeInfo,
+        ) -> crate::framework::Status {
+            if pod.name == "p2" {
+                return crate::framework::Status::error("disk unreadable");
+            }
+            crate::framework::Status::success()
+        }
+    }
+
+    /// A pod whose cycle fails with an error stops the group's cycle
+    /// (v1.36's `failed to schedule other pod from a pod group`): it keeps
+    /// its own error, the others get the group's, nothing is held, and the
+    /// group's condition says `SchedulerError`.
+    #[test]
+    fn an_error_in_one_pods_cycle_fails_the_group_holding_nothing() {
+        let mut registry = Registry::builtin();
+        registry.register("Broken", std::sync::Arc::new(|_| Ok(std::sync::Arc::new(Broken) as _)));
+        let config = Config::from_yaml(
+            "profiles:\n- schedulerName: wasm-scheduler\n  plugins:\n    filter:\n      enabled: [{name: Broken}]\n",
+        )
+        .unwrap();
+        let mut s = Scheduler::new(&config, &registry, 1, Responsibility::OwnProfiles).unwrap();
+        let n: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+            "metadata": {"name": "node"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "32"}}
+        }))
+        .unwrap();
+        let now = Instant::now();
+        s.on_node(&n, now).unwrap();
+        s.on_pod_group(&gang("pg1", 3), now).unwrap();
+        for p in ["p1", "p2", "p3"] {
+            s.on_pod(&pod(p, Some("pg1"), "1", 100, None), now).unwrap();
+        }
+        let a = run(&mut s, now);
+        assert_eq!(a.len(), 3);
+        assert!(placed(&a).is_empty());
+        assert!(message(&a, "p2").contains("disk unreadable"), "{}", message(&a, "p2"));
+        for p in ["p1", "p3"] {
+            let m = message(&a, p);
+            assert!(
+                m.starts_with("failed to schedule other pod from a pod group: "),
+                "{p}: {m}"
+            );
+            assert!(m.contains("disk unreadable"), "{p}: {m}");
+        }
+        let g = a[0].pod_group.as_deref().unwrap();
+        assert_eq!((g.scheduled, g.reason), (false, "SchedulerError"));
+        assert!(g.message.starts_with("failed to schedule other pod from a pod group: "));
+        assert_eq!(used_cpu(&s), 0);
+        assert!(s.reserved.is_empty() && s.waiting.is_empty());
     }
 
     /// A group's placements not handed out yet are forgotten when the
