@@ -817,6 +817,18 @@ fn kubectl_applies_prints_and_deletes_pod_groups() {
         "{err}"
     );
     // The pod still uses the group: deleted, it is only marked.
+    // Explained from the served schemas; a group stating both policies is
+    // refused as kube-apiserver refuses it.
+    let (ok, out, err) = kubectl(&s, &["explain", "podgroups.spec.schedulingPolicy.gang"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("minCount"), "{out}");
+    let bad = dir.file(
+        "both.yaml",
+        "apiVersion: scheduling.k8s.io/v1alpha2\nkind: PodGroup\nmetadata: {name: both, namespace: ml}\nspec: {schedulingPolicy: {basic: {}, gang: {minCount: 2}}}\n",
+    );
+    let (ok, _, err) = kubectl(&s, &["apply", "-f", &bad]);
+    assert!(!ok);
+    assert!(err.contains("must specify exactly one of: `basic`, `gang`"), "{err}");
     let (ok, _, err) = kubectl(&s, &["delete", "podgroup", "train", "-n", "ml", "--wait=false"]);
     assert!(ok, "{err}");
     let (ok, out, _) = kubectl(
